@@ -1,0 +1,295 @@
+#include "kernels/gemv/gemv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/check.h"
+
+// Highway dynamic dispatch: this file is compiled once per SIMD target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemv/gemv.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace dk::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// bf16 pairs are widened without shuffles: a u32 lane holding the pair
+// (W[2j], W[2j+1]) yields W[2j] as (u32 << 16) and W[2j+1] as (u32 & 0xffff0000).
+// x is therefore split once per call into its even (xe) and odd (xo) elements,
+// and the dot product is sum(even * xe) + sum(odd * xo).
+
+inline void StoreOut(float v, float* y) { *y = v; }
+inline void StoreOut(float v, bf16* y) { *y = F32ToBf16(v); }
+
+inline float XAt(const float* xe, const float* xo, size_t k) {
+  return (k & 1) ? xo[k >> 1] : xe[k >> 1];
+}
+
+// One row of row-major W: a single sequential stream per thread (what the hardware
+// prefetcher follows best), unrolled 4 vectors deep so x (in L1/L2) is reloaded
+// rather than the weights re-streamed.
+template <typename YT>
+HWY_INLINE void OneRow(const bf16* HWY_RESTRICT row, size_t cols, size_t r,
+                       const float* HWY_RESTRICT xe, const float* HWY_RESTRICT xo,
+                       YT* HWY_RESTRICT y) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const size_t nf = hn::Lanes(df);
+  const size_t step = 2 * nf;  // bf16 elements per vector of u32 pairs
+  const size_t kvec = cols / step * step;
+  const auto hi_mask = hn::Set(du, 0xffff0000u);
+  auto e0 = hn::Zero(df), e1 = hn::Zero(df), o0 = hn::Zero(df), o1 = hn::Zero(df);
+  const auto widen_fma = [&](size_t k, auto& e, auto& o) {
+    const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(row + k));
+    e = hn::MulAdd(hn::BitCast(df, hn::ShiftLeft<16>(pairs)), hn::Load(df, xe + k / 2), e);
+    o = hn::MulAdd(hn::BitCast(df, hn::And(pairs, hi_mask)), hn::Load(df, xo + k / 2), o);
+  };
+  size_t k = 0;
+  for (; k + 4 * step <= kvec; k += 4 * step) {
+    widen_fma(k, e0, o0);
+    widen_fma(k + step, e1, o1);
+    widen_fma(k + 2 * step, e0, o0);
+    widen_fma(k + 3 * step, e1, o1);
+  }
+  for (; k < kvec; k += step) widen_fma(k, e0, o0);
+  float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(e0, e1), hn::Add(o0, o1))));
+  for (k = kvec; k < cols; ++k) sum += Bf16ToF32(row[k]) * XAt(xe, xo, k);
+  StoreOut(sum, y + r);
+}
+
+template <typename YT>
+void RowMajorRows(const bf16* w, size_t cols, size_t r0, size_t r1,
+                  const float* xe, const float* xo, YT* y) {
+  for (size_t r = r0; r < r1; ++r) OneRow(w + r * cols, cols, r, xe, xo, y);
+}
+
+// Panels [p0, p1) of the packed layout; `chunks` = cols_padded / kChunkCols.
+template <typename YT>
+void PackedPanels(const bf16* HWY_RESTRICT packed, size_t rows, size_t chunks,
+                  size_t p0, size_t p1, const float* HWY_RESTRICT xe,
+                  const float* HWY_RESTRICT xo, YT* HWY_RESTRICT y) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const size_t nf = hn::Lanes(df);
+  const auto hi_mask = hn::Set(du, 0xffff0000u);
+  constexpr size_t kPanel = kPanelRows * kChunkCols;  // elements per chunk of a panel
+
+  for (size_t p = p0; p < p1; ++p) {
+    const bf16* panel = packed + p * chunks * kPanel;
+    decltype(hn::Zero(df)) acc[kPanelRows];
+    for (size_t r = 0; r < kPanelRows; ++r) acc[r] = hn::Zero(df);
+    for (size_t c = 0; c < chunks; ++c) {
+      const bf16* block = panel + c * kPanel;
+      hwy::Prefetch(block + 8 * kPanel);
+      for (size_t sub = 0; sub < kChunkCols; sub += 2 * nf) {
+        const auto xev = hn::Load(df, xe + c * (kChunkCols / 2) + sub / 2);
+        const auto xov = hn::Load(df, xo + c * (kChunkCols / 2) + sub / 2);
+#pragma GCC unroll 8
+        for (size_t r = 0; r < kPanelRows; ++r) {
+          const auto pairs = hn::LoadU(
+              du, reinterpret_cast<const uint32_t*>(block + r * kChunkCols + sub));
+          acc[r] = hn::MulAdd(hn::BitCast(df, hn::ShiftLeft<16>(pairs)), xev, acc[r]);
+          acc[r] = hn::MulAdd(hn::BitCast(df, hn::And(pairs, hi_mask)), xov, acc[r]);
+        }
+      }
+    }
+    const size_t base = p * kPanelRows;
+    for (size_t r = 0; r < kPanelRows && base + r < rows; ++r) {
+      StoreOut(hn::GetLane(hn::SumOfLanes(df, acc[r])), y + base + r);
+    }
+  }
+}
+
+void RowMajorF32(const bf16* w, size_t cols, size_t r0, size_t r1, const float* xe,
+                 const float* xo, float* y) {
+  RowMajorRows(w, cols, r0, r1, xe, xo, y);
+}
+void RowMajorBf16(const bf16* w, size_t cols, size_t r0, size_t r1, const float* xe,
+                  const float* xo, bf16* y) {
+  RowMajorRows(w, cols, r0, r1, xe, xo, y);
+}
+void PackedF32(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
+               const float* xe, const float* xo, float* y) {
+  PackedPanels(packed, rows, chunks, p0, p1, xe, xo, y);
+}
+void PackedBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
+                const float* xe, const float* xo, bf16* y) {
+  PackedPanels(packed, rows, chunks, p0, p1, xe, xo, y);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace dk::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace dk::kernels {
+
+HWY_EXPORT(RowMajorF32);
+HWY_EXPORT(RowMajorBf16);
+HWY_EXPORT(PackedF32);
+HWY_EXPORT(PackedBf16);
+
+namespace {
+
+inline float ToF32(float v) { return v; }
+inline float ToF32(bf16 v) { return Bf16ToF32(v); }
+
+size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// x split into even / odd elements, zero-padded to `padded_cols` / 2 each, in
+// per-thread scratch of the calling thread (grown, never shrunk).
+template <typename XT>
+void SplitX(const XT* x, size_t cols, size_t padded_cols, const float** xe,
+            const float** xo) {
+  thread_local AlignedBuffer<float> scratch;
+  const size_t half = RoundUp(padded_cols, kChunkCols) / 2;
+  if (scratch.size() < 2 * half) scratch = AlignedBuffer<float>(2 * half);
+  float* e = scratch.data();
+  float* o = scratch.data() + half;
+  size_t k = 0;
+  for (; k + 1 < cols; k += 2) {
+    e[k / 2] = ToF32(x[k]);
+    o[k / 2] = ToF32(x[k + 1]);
+  }
+  for (size_t j = k / 2; j < half; ++j) e[j] = o[j] = 0.0f;
+  if (k < cols) e[k / 2] = ToF32(x[k]);
+  *xe = e;
+  *xo = o;
+}
+
+// Enough tasks per thread to rebalance when one core is slowed by a neighbour.
+int64_t TaskCount(size_t units, ThreadPool* pool) {
+  const size_t threads = pool ? pool->num_threads() : 1;
+  return static_cast<int64_t>(std::min(units, threads == 1 ? 1 : threads * 4));
+}
+
+template <typename XT, typename YT>
+void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
+              ThreadPool* pool) {
+  if (rows == 0) return;
+  const float *xe, *xo;
+  SplitX(x, cols, cols, &xe, &xo);
+  const size_t blocks = (rows + 3) / 4;
+  const int64_t tasks = TaskCount(blocks, pool);
+  auto body = [&](int64_t t, int) {
+    const size_t r0 = SplitPoint(rows, tasks, t, 4);
+    const size_t r1 = SplitPoint(rows, tasks, t + 1, 4);
+    if constexpr (std::is_same_v<YT, float>) {
+      HWY_DYNAMIC_DISPATCH(RowMajorF32)(w, cols, r0, r1, xe, xo, y);
+    } else {
+      HWY_DYNAMIC_DISPATCH(RowMajorBf16)(w, cols, r0, r1, xe, xo, y);
+    }
+  };
+  if (pool) {
+    pool->Run(tasks, body);
+  } else {
+    body(0, 0);
+  }
+}
+
+template <typename XT, typename YT>
+void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
+            ThreadPool* pool) {
+  if (rows == 0) return;
+  const size_t padded_cols = RoundUp(cols, kChunkCols);
+  const float *xe, *xo;
+  SplitX(x, cols, padded_cols, &xe, &xo);
+  const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
+  const size_t chunks = padded_cols / kChunkCols;
+  const int64_t tasks = TaskCount(panels, pool);
+  auto body = [&](int64_t t, int) {
+    const size_t p0 = SplitPoint(panels, tasks, t, 1);
+    const size_t p1 = SplitPoint(panels, tasks, t + 1, 1);
+    if constexpr (std::is_same_v<YT, float>) {
+      HWY_DYNAMIC_DISPATCH(PackedF32)(packed, rows, chunks, p0, p1, xe, xo, y);
+    } else {
+      HWY_DYNAMIC_DISPATCH(PackedBf16)(packed, rows, chunks, p0, p1, xe, xo, y);
+    }
+  };
+  if (pool) {
+    pool->Run(tasks, body);
+  } else {
+    body(0, 0);
+  }
+}
+
+}  // namespace
+
+void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, float* y,
+          ThreadPool* pool) {
+  RowMajor(w, rows, cols, x, y, pool);
+}
+void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, float* y,
+          ThreadPool* pool) {
+  RowMajor(w, rows, cols, x, y, pool);
+}
+void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, bf16* y,
+          ThreadPool* pool) {
+  RowMajor(w, rows, cols, x, y, pool);
+}
+void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, bf16* y,
+          ThreadPool* pool) {
+  RowMajor(w, rows, cols, x, y, pool);
+}
+
+void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
+                float* y, ThreadPool* pool) {
+  Packed(packed, rows, cols, x, y, pool);
+}
+void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
+                float* y, ThreadPool* pool) {
+  Packed(packed, rows, cols, x, y, pool);
+}
+void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
+                bf16* y, ThreadPool* pool) {
+  Packed(packed, rows, cols, x, y, pool);
+}
+void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
+                bf16* y, ThreadPool* pool) {
+  Packed(packed, rows, cols, x, y, pool);
+}
+
+size_t PackedGemvElements(size_t rows, size_t cols) {
+  return RoundUp(rows, kPanelRows) * RoundUp(cols, kChunkCols);
+}
+
+void PackGemvWeights(const bf16* w, size_t rows, size_t cols, bf16* out) {
+  const size_t chunks = RoundUp(cols, kChunkCols) / kChunkCols;
+  const size_t panels = RoundUp(rows, kPanelRows) / kPanelRows;
+  for (size_t p = 0; p < panels; ++p) {
+    for (size_t c = 0; c < chunks; ++c) {
+      bf16* block = out + (p * chunks + c) * kPanelRows * kChunkCols;
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        bf16* dst = block + r * kChunkCols;
+        const size_t row = p * kPanelRows + r;
+        const size_t col = c * kChunkCols;
+        const size_t n = row < rows ? std::min(kChunkCols, cols - col) : 0;
+        if (n) std::memcpy(dst, w + row * cols + col, n * sizeof(bf16));
+        std::memset(static_cast<void*>(dst + n), 0, (kChunkCols - n) * sizeof(bf16));
+      }
+    }
+  }
+}
+
+PackedGemvWeights PackGemvWeights(const bf16* w, size_t rows, size_t cols,
+                                  PageMode mode) {
+  PackedGemvWeights packed;
+  packed.rows = rows;
+  packed.cols = cols;
+  packed.data = AlignedBuffer<bf16>(PackedGemvElements(rows, cols), mode);
+  DK_CHECK(packed.data.size() == PackedGemvElements(rows, cols));
+  PackGemvWeights(w, rows, cols, packed.data.data());
+  return packed;
+}
+
+const char* GemvTargetName() {
+  const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+  return hwy::TargetName(targets & -targets);
+}
+
+}  // namespace dk::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,102 @@
+// GEMV throughput at llama32_1b decode shapes, as a fraction of the read bandwidth
+// measured in the same benchmark, right before the timed loop, with the same threads.
+// As in decode, weights come from memory: each benchmark rotates over enough
+// distinct matrices (>= 256 MiB) to defeat the 32 MiB last-level cache.
+//   ./bazelw run --config=opt //kernels/gemv:gemv_bench
+// Counters: GB/s (weight bytes / time), bw_GB/s (streaming read bandwidth, same
+// threads), pct_bw = 100 * GB/s / bw_GB/s.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kernels/bandwidth/bandwidth.h"
+#include "kernels/gemv/gemv.h"
+
+namespace dk::kernels {
+namespace {
+
+struct Shape {
+  size_t rows, cols;
+};
+// q/o proj, k/v proj, gate/up, down, LM head.
+constexpr Shape kShapes[] = {
+    {2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}};
+constexpr size_t kMinRotationBytes = size_t{256} << 20;
+
+// Distinct matrices for one (shape, layout); built once, reused by all thread counts.
+const std::vector<AlignedBuffer<bf16>>& WeightSet(const Shape& s, bool packed) {
+  static auto* sets =
+      new std::map<std::tuple<size_t, size_t, bool>, std::vector<AlignedBuffer<bf16>>>();
+  auto& set = (*sets)[{s.rows, s.cols, packed}];
+  if (!set.empty()) return set;
+  const size_t bytes = s.rows * s.cols * sizeof(bf16);
+  const size_t copies = std::max<size_t>(1, (kMinRotationBytes + bytes - 1) / bytes);
+  uint32_t state = 12345;
+  std::vector<bf16> w(s.rows * s.cols);
+  for (size_t c = 0; c < copies; ++c) {
+    for (auto& e : w) {
+      state = state * 1664525u + 1013904223u;
+      e = F32ToBf16(static_cast<float>(static_cast<int32_t>(state >> 8)) * 1e-9f);
+    }
+    if (packed) {
+      set.push_back(PackGemvWeights(w.data(), s.rows, s.cols).data);
+    } else {
+      AlignedBuffer<bf16> buf(w.size());
+      std::copy(w.begin(), w.end(), buf.data());
+      set.push_back(std::move(buf));
+    }
+  }
+  return set;
+}
+
+void BM_Gemv(benchmark::State& state) {
+  const Shape s = kShapes[state.range(0)];
+  const bool packed = state.range(1) != 0;
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const auto& set = WeightSet(s, packed);
+  std::vector<bf16> x(s.cols);
+  for (size_t k = 0; k < s.cols; ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
+  std::vector<float> y(s.rows);
+
+  BandwidthOptions bw_options;
+  bw_options.passes = 3;
+  const double bw = MeasureReadBandwidth(&pool, bw_options);
+
+  size_t i = 0, calls = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const bf16* w = set[i].data();
+    if (packed) {
+      PackedGemv(w, s.rows, s.cols, x.data(), y.data(), &pool);
+    } else {
+      Gemv(w, s.rows, s.cols, x.data(), y.data(), &pool);
+    }
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                   .count();
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % set.size();
+    ++calls;
+  }
+  const double gbs = static_cast<double>(calls) * s.rows * s.cols * sizeof(bf16) /
+                     seconds * 1e-9;
+  state.counters["GB/s"] = gbs;
+  state.counters["bw_GB/s"] = bw;
+  state.counters["pct_bw"] = 100.0 * gbs / bw;
+  state.SetLabel(std::string(packed ? "packed " : "rowmajor ") + GemvTargetName());
+}
+BENCHMARK(BM_Gemv)
+    ->ArgNames({"shape", "packed", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace dk::kernels
+
+BENCHMARK_MAIN();
