@@ -1,0 +1,29 @@
+// RMSNorm at decode sizes (hidden 576 and 2048); runs from L1 in decode.
+//   ./bazelw run --config=opt //kernels/norm:rmsnorm_bench
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kernels/norm/rmsnorm.h"
+
+namespace dk::kernels {
+namespace {
+
+void BM_RmsNorm(benchmark::State& state) {
+  const size_t n = state.range(0);
+  std::vector<bf16> x(n), w(n), out(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = F32ToBf16((i % 17) * 0.1f - 0.8f);
+    w[i] = F32ToBf16(1.0f + (i % 5) * 0.01f);
+  }
+  for (auto _ : state) {
+    RmsNorm(x.data(), w.data(), n, 1e-5f, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * n * 3 * sizeof(bf16));
+}
+BENCHMARK(BM_RmsNorm)->Arg(576)->Arg(2048);
+
+}  // namespace
+}  // namespace dk::kernels
+
+BENCHMARK_MAIN();

@@ -1,0 +1,54 @@
+// The kernel registry: kernel ids, their variant symbols, and per-target
+// constraints (kept as data in registry.textproto), for optimization passes and
+// backends to query.
+// Thread-safety: the registry is immutable after Get() builds it; all functions
+// are safe to call concurrently.
+#ifndef DK_KERNELS_REGISTRY_REGISTRY_H_
+#define DK_KERNELS_REGISTRY_REGISTRY_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/registry/registry.pb.h"
+
+namespace dk::registry {
+
+inline constexpr absl::string_view kRowMajor = "row_major";
+inline constexpr absl::string_view kPackedPanelV1 = "packed_panel_v1";
+
+// The registry compiled into this binary (parsed once).
+const Registry& Get();
+
+// Parses and validates a registry in text format (unique kernel ids, symbols and
+// target names). Exposed for tests and tools.
+absl::StatusOr<Registry> Parse(absl::string_view text);
+
+absl::StatusOr<const Kernel*> FindKernel(absl::string_view id);
+absl::StatusOr<const TargetConstraints*> FindTarget(absl::string_view name);
+// The kernel variant a symbol names; NotFound for an unknown symbol.
+absl::StatusOr<const KernelVariant*> FindSymbol(absl::string_view symbol,
+                                                const Kernel** kernel = nullptr);
+
+// The variant of `kernel_id` for `layout` ("" for kernels without weights),
+// specialized for reduction length k when one exists, else the generic (k = 0) one.
+absl::StatusOr<const KernelVariant*> SelectVariant(absl::string_view kernel_id,
+                                                   absl::string_view layout, int64_t k);
+
+// A GEMV launch shape accepted by a target.
+struct GemvPlan {
+  int64_t tile_m = 0;  // rows per tile (0 on targets without tiling)
+};
+// OK with a plan if `target` can run a [rows, k] GEMV in one launch; otherwise
+// FailedPrecondition with the reason (e.g. "K=8192 exceeds npu2 K_max 8160").
+absl::StatusOr<GemvPlan> CheckGemv(const TargetConstraints& target, int64_t rows,
+                                   int64_t k);
+
+// FailedPrecondition if a group of `launches` launches exceeds the target's limit.
+absl::Status CheckGroupSize(const TargetConstraints& target, int launches);
+
+}  // namespace dk::registry
+
+#endif  // DK_KERNELS_REGISTRY_REGISTRY_H_

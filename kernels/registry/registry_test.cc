@@ -1,0 +1,80 @@
+#include "kernels/registry/registry.h"
+
+#include "gtest/gtest.h"
+
+namespace dk::registry {
+namespace {
+
+TEST(Registry, CompiledInDataParses) {
+  const Registry& r = Get();
+  EXPECT_GE(r.kernels_size(), 8);
+  for (const char* id : {"gemv", "rmsnorm", "rope", "silu_mul", "add", "embedding",
+                         "attention", "topk"}) {
+    EXPECT_TRUE(FindKernel(id).ok()) << id;
+  }
+  EXPECT_TRUE((*FindKernel("attention"))->host_only());
+  EXPECT_FALSE((*FindKernel("gemv"))->host_only());
+}
+
+TEST(Registry, TwoKSpecializationsAreDistinctSymbols) {
+  auto k2048 = SelectVariant("gemv", kRowMajor, 2048);
+  auto k8192 = SelectVariant("gemv", kRowMajor, 8192);
+  ASSERT_TRUE(k2048.ok() && k8192.ok());
+  EXPECT_EQ((*k2048)->symbol(), "dk_gemv_bf16_rowmajor_k2048");
+  EXPECT_EQ((*k8192)->symbol(), "dk_gemv_bf16_rowmajor_k8192");
+  // No specialization for K=1000: the generic variant.
+  EXPECT_EQ((*SelectVariant("gemv", kRowMajor, 1000))->symbol(), "dk_gemv_bf16_rowmajor");
+  EXPECT_EQ((*SelectVariant("gemv", kPackedPanelV1, 2048))->symbol(), "dk_gemv_bf16_packed_k2048");
+  const Kernel* kernel = nullptr;
+  ASSERT_TRUE(FindSymbol("dk_gemv_bf16_packed_k8192", &kernel).ok());
+  EXPECT_EQ(kernel->id(), "gemv");
+  EXPECT_EQ(FindSymbol("dk_gemv_bf16_k3").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(SelectVariant("nope", "", 0).ok());
+}
+
+TEST(Registry, CpuTargetHasNoLimits) {
+  auto cpu = FindTarget("cpu");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_TRUE(CheckGemv(**cpu, 128256, 2048).ok());
+  EXPECT_TRUE(CheckGemv(**cpu, 2048, 8192).ok());
+  EXPECT_TRUE(CheckGroupSize(**cpu, 100).ok());
+}
+
+TEST(Registry, Npu2GemvLimitsFromTheReferenceDeployment) {
+  auto npu = FindTarget("npu2");
+  ASSERT_TRUE(npu.ok());
+  // herd_m 8: tile_m <= 8 at K=2048 (8*8*2048*2 + 8*8*2 = 262272 <= 512 KiB;
+  // tile_m 16 would need 524544 > 524288).
+  auto q = CheckGemv(**npu, 2048, 2048);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->tile_m, 8);
+  auto kv = CheckGemv(**npu, 512, 2048);
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(kv->tile_m, 8);
+  // K=8192 (down projection) exceeds the DMA-repeat limit.
+  auto down = CheckGemv(**npu, 2048, 8192);
+  EXPECT_EQ(down.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(down.status().message().find("K=8192 exceeds npu2 K_max 8160"), std::string::npos)
+      << down.status();
+  // Tall LM heads must be partitioned into <= 16384-row launches.
+  EXPECT_FALSE(CheckGemv(**npu, 128256, 2048).ok());
+  EXPECT_TRUE(CheckGemv(**npu, 16384, 2048).ok());
+  EXPECT_FALSE(CheckGemv(**npu, 2048, 2000).ok());  // K % 64
+  EXPECT_TRUE(CheckGroupSize(**npu, 8).ok());
+  EXPECT_FALSE(CheckGroupSize(**npu, 9).ok());
+}
+
+TEST(Registry, ParseRejectsBadData) {
+  EXPECT_FALSE(Parse("kernels { id: \"a\" variants { symbol: \"x\" } }"
+                     "kernels { id: \"a\" variants { symbol: \"y\" } }").ok());
+  EXPECT_FALSE(Parse("kernels { id: \"a\" variants { symbol: \"x\" } }"
+                     "kernels { id: \"b\" variants { symbol: \"x\" } }").ok());
+  EXPECT_FALSE(Parse("kernels { id: \"a\" }").ok());
+  const auto syntax = Parse("kernels { id: ").status();
+  EXPECT_EQ(syntax.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(syntax.message().find("line"), std::string::npos) << syntax;
+  EXPECT_EQ(FindTarget("tpu").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace dk::registry
