@@ -54,7 +54,7 @@ T* Misaligned(const std::vector<T>& v, size_t offset_bytes,
   uintptr_t base = reinterpret_cast<uintptr_t>(storage->data());
   base = (base + 63) / 64 * 64 + offset_bytes;
   T* p = reinterpret_cast<T*>(base);
-  std::memcpy(static_cast<void*>(p), v.data(), v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(static_cast<void*>(p), v.data(), v.size() * sizeof(T));
   return p;
 }
 
