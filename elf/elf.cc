@@ -1,0 +1,336 @@
+#include "elf/elf.h"
+
+#include <elf.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/registry/registry.h"
+
+namespace dk::elf {
+namespace {
+
+int64_t DTypeBytes(DType t) {
+  switch (t) {
+    case BF16: return 2;
+    case F32: return 4;
+    case I32: return 4;
+    default: return 0;
+  }
+}
+
+int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+absl::Status CheckBinding(const Binding& b, const std::set<std::string>& bos,
+                          absl::string_view where) {
+  if (bos.count(b.bo()) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": parameter \"", b.param(),
+                                                   "\" is bound to unknown BO \"", b.bo(), "\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
+  const int64_t elem = DTypeBytes(bo.dtype());
+  if (elem == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has no dtype"));
+  }
+  if (bo.shape().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has no shape"));
+  }
+  int64_t n = 1;
+  for (int64_t d : bo.shape()) {
+    if (d <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BO \"", bo.name(), "\" has a non-positive dimension ", d));
+    }
+    n *= d;
+  }
+  const std::string& layout = bo.layout();
+  if (layout.empty() || layout == registry::kRowMajor) return n * elem;
+  if (layout == registry::kPackedPanelV1) {
+    // Panels of 8 rows x 32-column chunks, zero-padded (kernels/gemv/gemv.h).
+    if (bo.shape_size() != 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BO \"", bo.name(), "\": packed_panel_v1 needs a 2-D shape"));
+    }
+    return RoundUp(bo.shape(0), 8) * RoundUp(bo.shape(1), 32) * elem;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("BO \"", bo.name(), "\" has unknown layout \"", layout, "\""));
+}
+
+absl::Status ValidateProgram(const Program& p) {
+  if (p.schema_version() != kSchemaVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("schema version ", p.schema_version(),
+                                                   " is not the supported version ",
+                                                   kSchemaVersion));
+  }
+  std::set<std::string> bos;
+  for (const BufferObject& bo : p.bos()) {
+    if (bo.name().empty()) return absl::InvalidArgumentError("a BO has no name");
+    if (!bos.insert(bo.name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("duplicate BO name \"", bo.name(), "\""));
+    }
+    if (bo.category() == CATEGORY_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has no category"));
+    }
+    auto bytes = BoBytes(bo);
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes != bo.size_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" size_bytes ",
+                                                     bo.size_bytes(), " does not match its shape (",
+                                                     *bytes, " bytes)"));
+    }
+  }
+  std::set<std::string> groups, entries;
+  for (int i = 0; i < p.steps_size(); ++i) {
+    const Step& step = p.steps(i);
+    if (step.has_group()) {
+      const LaunchGroup& g = step.group();
+      const std::string where = absl::StrCat("group \"", g.name(), "\"");
+      if (!groups.insert(g.name()).second) {
+        return absl::InvalidArgumentError(absl::StrCat("duplicate ", where));
+      }
+      if (g.entry_symbol().empty() || !entries.insert(g.entry_symbol()).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " has a missing or duplicate entry symbol \"", g.entry_symbol(), "\""));
+      }
+      if (g.launches().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " is empty"));
+      for (int j = 0; j < g.launches_size(); ++j) {
+        const Launch& l = g.launches(j);
+        const std::string lwhere = absl::StrCat(where, " launch ", j, " (", l.kernel_symbol(), ")");
+        if (!registry::FindSymbol(l.kernel_symbol()).ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(lwhere, ": unknown kernel symbol \"", l.kernel_symbol(), "\""));
+        }
+        for (const Binding& b : l.bindings()) {
+          auto s = CheckBinding(b, bos, lwhere);
+          if (!s.ok()) return s;
+        }
+      }
+    } else if (step.has_host()) {
+      const std::string where = absl::StrCat("host step ", i, " (", step.host().kind(), ")");
+      if (step.host().kind().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no kind"));
+      for (const Binding& b : step.host().bindings()) {
+        auto s = CheckBinding(b, bos, where);
+        if (!s.ok()) return s;
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("step ", i, " is neither a group nor a host step"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> WriteElf(const Program& program) {
+  if (auto s = ValidateProgram(program); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("refusing to write an invalid program: ", s.message()));
+  }
+  std::string payload;
+  if (!program.SerializeToString(&payload)) return absl::InternalError("cannot serialize program");
+
+  // Symbols: entry points (defined in .dk.entries, value = group index * 4), then
+  // the kernel symbols (undefined), each once, in first-use order.
+  std::vector<std::string> entry_names, kernel_names;
+  std::set<std::string> seen;
+  for (const Step& s : program.steps()) {
+    if (!s.has_group()) continue;
+    entry_names.push_back(s.group().entry_symbol());
+    for (const Launch& l : s.group().launches()) {
+      if (seen.insert(l.kernel_symbol()).second) kernel_names.push_back(l.kernel_symbol());
+    }
+  }
+  std::string strtab(1, '\0');
+  auto add_str = [](std::string& tab, const std::string& s) {
+    const uint32_t at = static_cast<uint32_t>(tab.size());
+    tab += s;
+    tab.push_back('\0');
+    return at;
+  };
+  std::vector<Elf64_Sym> syms(1);
+  std::memset(&syms[0], 0, sizeof(Elf64_Sym));
+  std::string entries;
+  for (size_t i = 0; i < entry_names.size(); ++i) {
+    Elf64_Sym s{};
+    s.st_name = add_str(strtab, entry_names[i]);
+    s.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+    s.st_shndx = 2;
+    s.st_value = i * 4;
+    s.st_size = 4;
+    syms.push_back(s);
+    const uint32_t index = static_cast<uint32_t>(i);
+    entries.append(reinterpret_cast<const char*>(&index), 4);
+  }
+  for (const std::string& k : kernel_names) {
+    Elf64_Sym s{};
+    s.st_name = add_str(strtab, k);
+    s.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+    s.st_shndx = SHN_UNDEF;
+    syms.push_back(s);
+  }
+  std::string shstrtab(1, '\0');
+  const uint32_t n_program = add_str(shstrtab, kProgramSection);
+  const uint32_t n_entries = add_str(shstrtab, kEntriesSection);
+  const uint32_t n_symtab = add_str(shstrtab, ".symtab");
+  const uint32_t n_strtab = add_str(shstrtab, ".strtab");
+  const uint32_t n_shstrtab = add_str(shstrtab, ".shstrtab");
+
+  std::string out(sizeof(Elf64_Ehdr), '\0');
+  auto append = [&out](const void* data, size_t n, size_t align) {
+    while (out.size() % align) out.push_back('\0');
+    const uint64_t at = out.size();
+    out.append(static_cast<const char*>(data), n);
+    return at;
+  };
+  std::vector<Elf64_Shdr> sh(6);
+  std::memset(sh.data(), 0, sh.size() * sizeof(Elf64_Shdr));
+  sh[1] = {n_program, SHT_PROGBITS, 0, 0, append(payload.data(), payload.size(), 8),
+           payload.size(), 0, 0, 8, 0};
+  sh[2] = {n_entries, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0,
+           append(entries.data(), entries.size(), 4), entries.size(), 0, 0, 4, 0};
+  sh[3] = {n_symtab, SHT_SYMTAB, 0, 0,
+           append(syms.data(), syms.size() * sizeof(Elf64_Sym), 8),
+           syms.size() * sizeof(Elf64_Sym), 4, 1, 8, sizeof(Elf64_Sym)};
+  sh[4] = {n_strtab, SHT_STRTAB, 0, 0, append(strtab.data(), strtab.size(), 1), strtab.size(),
+           0, 0, 1, 0};
+  sh[5] = {n_shstrtab, SHT_STRTAB, 0, 0, append(shstrtab.data(), shstrtab.size(), 1),
+           shstrtab.size(), 0, 0, 1, 0};
+  const uint64_t shoff = append(sh.data(), sh.size() * sizeof(Elf64_Shdr), 8);
+
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+  eh.e_type = ET_REL;
+  eh.e_machine = EM_NONE;
+  eh.e_version = EV_CURRENT;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shoff = shoff;
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = static_cast<uint16_t>(sh.size());
+  eh.e_shstrndx = 5;
+  std::memcpy(out.data(), &eh, sizeof(eh));
+  return out;
+}
+
+absl::Status WriteElfFile(const Program& program, const std::string& path) {
+  auto bytes = WriteElf(program);
+  if (!bytes.ok()) return bytes.status();
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  f.close();
+  if (!f) return absl::UnavailableError(absl::StrCat("cannot write decode ELF ", path));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name) {
+  auto bad = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("decode ELF ", name, ": ", parts...));
+  };
+  const uint64_t size = bytes.size();
+  if (size < sizeof(Elf64_Ehdr)) {
+    return bad("file is ", size, " bytes, shorter than an ELF64 header (truncated?)");
+  }
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof(eh));
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return bad("bad magic (not an ELF file)");
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64) return bad("not a 64-bit ELF");
+  if (eh.e_ident[EI_DATA] != ELFDATA2LSB) return bad("not little-endian");
+  if (eh.e_shentsize != sizeof(Elf64_Shdr)) return bad("unexpected section header size ", eh.e_shentsize);
+  if (eh.e_shnum == 0 || eh.e_shoff > size ||
+      eh.e_shnum * uint64_t{sizeof(Elf64_Shdr)} > size - eh.e_shoff) {
+    return bad("section header table (offset ", eh.e_shoff, ", ", eh.e_shnum,
+               " entries) lies outside the file (truncated?)");
+  }
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  std::memcpy(sh.data(), bytes.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  for (size_t i = 0; i < sh.size(); ++i) {
+    if (sh[i].sh_type == SHT_NOBITS || sh[i].sh_type == SHT_NULL) continue;
+    if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset) {
+      return bad("section ", i, " (offset ", sh[i].sh_offset, ", size ", sh[i].sh_size,
+                 ") extends past the end of the file (", size, " bytes)");
+    }
+  }
+  if (eh.e_shstrndx >= sh.size() || sh[eh.e_shstrndx].sh_type != SHT_STRTAB) {
+    return bad("section name table index ", eh.e_shstrndx, " is invalid");
+  }
+  auto string_at = [&](const Elf64_Shdr& tab, uint64_t off) -> absl::StatusOr<std::string> {
+    if (off >= tab.sh_size) return bad("string offset ", off, " is outside its string table");
+    const char* begin = bytes.data() + tab.sh_offset + off;
+    const void* nul = std::memchr(begin, '\0', tab.sh_size - off);
+    if (nul == nullptr) return bad("unterminated string in a string table");
+    return std::string(begin, static_cast<const char*>(nul));
+  };
+  int program_idx = -1, entries_idx = -1, symtab_idx = -1;
+  for (size_t i = 0; i < sh.size(); ++i) {
+    auto n = string_at(sh[eh.e_shstrndx], sh[i].sh_name);
+    if (!n.ok()) return n.status();
+    if (*n == kProgramSection) program_idx = static_cast<int>(i);
+    if (*n == kEntriesSection) entries_idx = static_cast<int>(i);
+    if (sh[i].sh_type == SHT_SYMTAB) symtab_idx = static_cast<int>(i);
+  }
+  if (program_idx < 0) return bad("no ", kProgramSection, " section (not a decode ELF)");
+  if (symtab_idx < 0) return bad("no symbol table");
+  Program program;
+  const Elf64_Shdr& ps = sh[program_idx];
+  if (!program.ParseFromArray(bytes.data() + ps.sh_offset, static_cast<int>(ps.sh_size))) {
+    return bad(kProgramSection, " does not hold a valid program message (corrupt?)");
+  }
+  if (program.schema_version() != kSchemaVersion) {
+    return bad("schema version ", program.schema_version(), " is not the supported version ",
+               kSchemaVersion, "; rebuild the ELF with this toolkit");
+  }
+  if (auto s = ValidateProgram(program); !s.ok()) return bad(s.message());
+
+  // The symbol table must match the program.
+  const Elf64_Shdr& st = sh[symtab_idx];
+  if (st.sh_entsize != sizeof(Elf64_Sym) || st.sh_size % sizeof(Elf64_Sym) != 0 ||
+      st.sh_link >= sh.size() || sh[st.sh_link].sh_type != SHT_STRTAB) {
+    return bad("malformed symbol table");
+  }
+  std::set<std::string> defined, undefined;
+  for (uint64_t off = sizeof(Elf64_Sym); off < st.sh_size; off += sizeof(Elf64_Sym)) {
+    Elf64_Sym sym;
+    std::memcpy(&sym, bytes.data() + st.sh_offset + off, sizeof(sym));
+    auto n = string_at(sh[st.sh_link], sym.st_name);
+    if (!n.ok()) return n.status();
+    if (sym.st_shndx == SHN_UNDEF) {
+      undefined.insert(*n);
+    } else if (static_cast<int>(sym.st_shndx) == entries_idx) {
+      defined.insert(*n);
+    }
+  }
+  for (const Step& s : program.steps()) {
+    if (!s.has_group()) continue;
+    if (defined.count(s.group().entry_symbol()) == 0) {
+      return bad("entry symbol \"", s.group().entry_symbol(), "\" of group \"", s.group().name(),
+                 "\" is missing from the symbol table");
+    }
+    for (const Launch& l : s.group().launches()) {
+      if (undefined.count(l.kernel_symbol()) == 0) {
+        return bad("kernel symbol \"", l.kernel_symbol(), "\" is missing from the symbol table");
+      }
+    }
+  }
+  return program;
+}
+
+absl::StatusOr<Program> ReadElfFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open decode ELF ", path));
+  std::stringstream buf;
+  buf << f.rdbuf();
+  return ReadElf(buf.str(), path);
+}
+
+}  // namespace dk::elf

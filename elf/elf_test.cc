@@ -1,0 +1,167 @@
+#include "elf/elf.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace dk::elf {
+namespace {
+
+// A one-layer toy program: an RMSNorm + GEMV group, a host attention step, and an
+// LM-head group.
+Program ToyProgram() {
+  Program p;
+  const bool ok = google::protobuf::TextFormat::ParseFromString(R"pb(
+    schema_version: 1
+    model { name: "toy" n_layers: 1 hidden: 64 n_heads: 2 n_kv_heads: 1 head_dim: 32
+            ffn: 128 vocab: 100 rms_eps: 1e-5 rope_theta: 10000 max_context: 16 }
+    weights_digest: "sha256:00"
+    bos { name: "x" shape: 64 dtype: BF16 category: WRITE layer: -1 size_bytes: 128 }
+    bos { name: "norm.w" shape: 64 dtype: BF16 category: WRITE layer: 0
+          weight_tensor: "model.layers.0.input_layernorm.weight" size_bytes: 128 }
+    bos { name: "xn" shape: 64 dtype: BF16 category: OUTPUT layer: 0 size_bytes: 128 }
+    bos { name: "q.w" shape: [64, 64] dtype: BF16 category: WRITE layer: 0 size_bytes: 8192 }
+    bos { name: "head.w" shape: [100, 64] dtype: BF16 layout: "packed_panel_v1"
+          category: STATIC layer: -1 size_bytes: 13312 }
+    bos { name: "logits" shape: 100 dtype: F32 category: OUTPUT layer: -1 size_bytes: 400 }
+    steps { group { name: "layer0.norm" entry_symbol: "layer0_norm" layer: 0
+      launches { kernel_symbol: "dk_rmsnorm_bf16"
+                 bindings { param: "x" bo: "x" } bindings { param: "w" bo: "norm.w" }
+                 bindings { param: "y" bo: "xn" } params { key: "n" value: 64 } } } }
+    steps { host { kind: "attention" layer: 0 bindings { param: "q" bo: "xn" } } }
+    steps { group { name: "lm_head" entry_symbol: "lm_head" layer: -1
+      launches { kernel_symbol: "dk_gemv_bf16_packed"
+                 bindings { param: "w" bo: "head.w" } bindings { param: "x" bo: "xn" }
+                 bindings { param: "y" bo: "logits" } } } }
+    lineage { pass: "baseline" target: "cpu" applied: true reason: "straight port" }
+  )pb", &p);
+  EXPECT_TRUE(ok);
+  return p;
+}
+
+TEST(Elf, RoundTrip) {
+  const Program p = ToyProgram();
+  ASSERT_TRUE(ValidateProgram(p).ok()) << ValidateProgram(p);
+  auto bytes = WriteElf(p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto back = ReadElf(*bytes, "toy.elf");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->SerializeAsString(), p.SerializeAsString());
+}
+
+TEST(Elf, ReadelfAcceptsItAndListsTheSymbols) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  const std::string path = dir + "/toy.elf";
+  ASSERT_TRUE(WriteElfFile(ToyProgram(), path).ok());
+  const std::string out = dir + "/readelf.txt";
+  const std::string cmd = "readelf -h -S -s " + path + " > " + out + " 2>&1";
+  if (std::system("command -v readelf > /dev/null") != 0) GTEST_SKIP() << "no readelf";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ELF64"), std::string::npos) << text;
+  EXPECT_NE(text.find(".dk.program"), std::string::npos) << text;
+  EXPECT_NE(text.find("layer0_norm"), std::string::npos) << text;
+  EXPECT_NE(text.find("lm_head"), std::string::npos) << text;
+  EXPECT_NE(text.find("UND dk_rmsnorm_bf16"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Warning"), std::string::npos) << text;
+  ASSERT_TRUE(ReadElfFile(path).ok());
+}
+
+void ExpectError(absl::StatusOr<Program> r, const std::string& needle) {
+  ASSERT_FALSE(r.ok()) << "expected an error containing: " << needle;
+  EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status();
+}
+
+TEST(Elf, TruncatedFilesAreRefusedAtEveryLength) {
+  const std::string bytes = *WriteElf(ToyProgram());
+  for (size_t n = 0; n < bytes.size(); n += (n < 128 ? 1 : 37)) {
+    EXPECT_FALSE(ReadElf(bytes.substr(0, n), "cut.elf").ok()) << n;
+  }
+  ExpectError(ReadElf(bytes.substr(0, 10), "cut.elf"), "shorter than an ELF64 header");
+}
+
+TEST(Elf, BadHeaders) {
+  std::string bytes = *WriteElf(ToyProgram());
+  std::string bad = bytes;
+  bad[1] = 'X';
+  ExpectError(ReadElf(bad), "bad magic");
+  bad = bytes;
+  bad[4] = 1;  // ELFCLASS32
+  ExpectError(ReadElf(bad), "not a 64-bit ELF");
+  ExpectError(ReadElf(std::string(200, '\0')), "bad magic");
+}
+
+TEST(Elf, SchemaVersionMismatch) {
+  Program p = ToyProgram();
+  const std::string payload = p.SerializeAsString();
+  std::string bytes = *WriteElf(p);
+  p.set_schema_version(2);  // same varint length, so the section size is unchanged
+  const std::string v2 = p.SerializeAsString();
+  ASSERT_EQ(v2.size(), payload.size());
+  const size_t at = bytes.find(payload);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, payload.size(), v2);
+  ExpectError(ReadElf(bytes), "schema version 2 is not the supported version 1");
+  EXPECT_FALSE(WriteElf(p).ok());
+}
+
+TEST(Elf, DanglingReferencesAndSizeMismatches) {
+  Program p = ToyProgram();
+  p.mutable_steps(0)->mutable_group()->mutable_launches(0)->mutable_bindings(1)->set_bo("nope");
+  auto s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("unknown BO \"nope\""), std::string::npos) << s;
+  EXPECT_FALSE(WriteElf(p).ok());
+
+  p = ToyProgram();
+  p.mutable_steps(2)->mutable_group()->mutable_launches(0)->set_kernel_symbol("dk_gemv_magic");
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("unknown kernel symbol \"dk_gemv_magic\""), std::string::npos) << s;
+
+  p = ToyProgram();
+  p.mutable_bos(3)->set_size_bytes(8190);
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("\"q.w\" size_bytes 8190 does not match"), std::string::npos) << s;
+
+  p = ToyProgram();
+  p.mutable_bos(4)->set_layout("zigzag");
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("unknown layout"), std::string::npos) << s;
+
+  p = ToyProgram();
+  p.mutable_steps(1)->mutable_host()->mutable_bindings(0)->set_bo("ghost");
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("host step 1 (attention)"), std::string::npos) << s;
+
+  p = ToyProgram();
+  *p.add_bos() = p.bos(0);
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("duplicate BO name \"x\""), std::string::npos) << s;
+}
+
+TEST(Elf, SymbolTableMustMatchTheProgram) {
+  std::string bytes = *WriteElf(ToyProgram());
+  // Rename the entry symbol in .strtab ("layer0_norm" -> "layer0_norX").
+  const size_t at = bytes.find(std::string("layer0_norm\0", 12));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 10] = 'X';
+  ExpectError(ReadElf(bytes), "entry symbol \"layer0_norm\" of group \"layer0.norm\" is missing");
+}
+
+TEST(Elf, CorruptProgramSection) {
+  Program p = ToyProgram();
+  const std::string payload = p.SerializeAsString();
+  std::string bytes = *WriteElf(p);
+  const size_t at = bytes.find(payload);
+  ASSERT_NE(at, std::string::npos);
+  for (size_t i = 0; i < 16; ++i) bytes[at + i] = '\xff';
+  EXPECT_FALSE(ReadElf(bytes).ok());
+  ExpectError(ReadElfFile("/nonexistent/x.elf"), "cannot open decode ELF");
+}
+
+}  // namespace
+}  // namespace dk::elf
