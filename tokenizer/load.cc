@@ -1,0 +1,504 @@
+// Tokenizer loaders: GGUF `tokenizer.ggml.*` metadata and HF tokenizer.json.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "tokenizer/tokenizer.h"
+
+namespace dk::tokenizer {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+
+absl::Status JsonError(absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: ", what));
+}
+absl::Status JsonUnsupported(absl::string_view what) {
+  return absl::UnimplementedError(absl::StrCat("tokenizer.json: ", what));
+}
+
+// Field access that never throws.
+const Json* Field(const Json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+absl::StatusOr<std::string> StringField(const Json& obj, const char* key, absl::string_view ctx) {
+  const Json* f = Field(obj, key);
+  if (f == nullptr) return JsonError(absl::StrCat(ctx, ": missing field '", key, "'"));
+  if (!f->is_string()) return JsonError(absl::StrCat(ctx, ": field '", key, "' is not a string"));
+  return f->get<std::string>();
+}
+
+bool BoolField(const Json& obj, const char* key, bool default_value) {
+  const Json* f = Field(obj, key);
+  return f != nullptr && f->is_boolean() ? f->get<bool>() : default_value;
+}
+
+absl::StatusOr<int32_t> IdValue(const Json& v, absl::string_view ctx) {
+  if (!v.is_number_integer()) return JsonError(absl::StrCat(ctx, " is not an integer id"));
+  const int64_t id = v.get<int64_t>();
+  if (id < 0 || id >= kMaxVocab) {
+    return JsonError(absl::StrCat(ctx, " = ", id, " is out of range [0, ", kMaxVocab, ")"));
+  }
+  return static_cast<int32_t>(id);
+}
+
+std::string EscapeForRegex(absl::string_view literal) {
+  std::string out;
+  for (char c : literal) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
+        !(static_cast<unsigned char>(c) & 0x80)) {
+      out.push_back('\\');
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+absl::Status AddPreTokenizer(const Json& pt, TokenizerSpec* spec) {
+  if (pt.is_null()) return absl::OkStatus();
+  absl::StatusOr<std::string> type = StringField(pt, "type", "pre_tokenizer");
+  if (!type.ok()) return type.status();
+  if (*type == "Sequence") {
+    const Json* list = Field(pt, "pretokenizers");
+    if (list == nullptr || !list->is_array()) {
+      return JsonError("pre_tokenizer Sequence: 'pretokenizers' is not an array");
+    }
+    for (const Json& child : *list) {
+      if (absl::Status s = AddPreTokenizer(child, spec); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  if (*type == "ByteLevel") {
+    if (BoolField(pt, "use_regex", true)) {
+      spec->pre_tokenizer_patterns.emplace_back(kGpt2Pattern);
+    }
+    spec->add_prefix_space = BoolField(pt, "add_prefix_space", false);
+    return absl::OkStatus();
+  }
+  if (*type == "Digits") {
+    spec->pre_tokenizer_patterns.emplace_back(BoolField(pt, "individual_digits", false)
+                                                  ? kDigitsIndividualPattern
+                                                  : kDigitsPattern);
+    return absl::OkStatus();
+  }
+  if (*type == "Split") {
+    const Json* pattern = Field(pt, "pattern");
+    if (pattern == nullptr || !pattern->is_object()) {
+      return JsonError("pre_tokenizer Split: missing 'pattern' object");
+    }
+    std::string regex;
+    if (const Json* r = Field(*pattern, "Regex"); r != nullptr && r->is_string()) {
+      regex = r->get<std::string>();
+    } else if (const Json* s = Field(*pattern, "String"); s != nullptr && s->is_string()) {
+      regex = EscapeForRegex(s->get<std::string>());
+    } else {
+      return JsonError("pre_tokenizer Split: pattern is neither {\"Regex\": ...} nor {\"String\": ...}");
+    }
+    absl::StatusOr<std::string> behavior = StringField(pt, "behavior", "pre_tokenizer Split");
+    if (!behavior.ok()) return behavior.status();
+    if (absl::AsciiStrToLower(*behavior) != "isolated" || BoolField(pt, "invert", false)) {
+      return JsonUnsupported(absl::StrCat("pre_tokenizer Split with behavior '", *behavior,
+                                          "' / invert is not supported (only Isolated)"));
+    }
+    spec->pre_tokenizer_patterns.push_back(std::move(regex));
+    return absl::OkStatus();
+  }
+  return JsonUnsupported(absl::StrCat("pre_tokenizer type '", *type,
+                                      "' is not supported (ByteLevel, Split, Digits, Sequence)"));
+}
+
+absl::Status CheckDecoder(const Json& decoder) {
+  if (decoder.is_null()) return JsonUnsupported("a null decoder is not supported (need ByteLevel)");
+  absl::StatusOr<std::string> type = StringField(decoder, "type", "decoder");
+  if (!type.ok()) return type.status();
+  if (*type == "ByteLevel") return absl::OkStatus();
+  if (*type == "Sequence") {
+    const Json* list = Field(decoder, "decoders");
+    if (list != nullptr && list->is_array() && list->size() == 1) return CheckDecoder((*list)[0]);
+  }
+  return JsonUnsupported(absl::StrCat("decoder '", *type, "' is not supported (need ByteLevel)"));
+}
+
+absl::Status AddPostProcessor(const Json& pp, TokenizerSpec* spec) {
+  if (pp.is_null()) return absl::OkStatus();
+  absl::StatusOr<std::string> type = StringField(pp, "type", "post_processor");
+  if (!type.ok()) return type.status();
+  if (*type == "ByteLevel") return absl::OkStatus();
+  if (*type == "Sequence") {
+    const Json* list = Field(pp, "processors");
+    if (list == nullptr || !list->is_array()) {
+      return JsonError("post_processor Sequence: 'processors' is not an array");
+    }
+    for (const Json& child : *list) {
+      if (absl::Status s = AddPostProcessor(child, spec); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  if (*type == "TemplateProcessing") {
+    const Json* single = Field(pp, "single");
+    const Json* specials = Field(pp, "special_tokens");
+    if (single == nullptr || !single->is_array()) {
+      return JsonError("post_processor TemplateProcessing: 'single' is not an array");
+    }
+    bool seen_sequence = false;
+    for (const Json& item : *single) {
+      if (const Json* seq = Field(item, "Sequence")) {
+        const Json* id = Field(*seq, "id");
+        if (id == nullptr || !id->is_string() || id->get<std::string>() != "A" || seen_sequence) {
+          return JsonError("post_processor TemplateProcessing: 'single' must hold sequence A once");
+        }
+        seen_sequence = true;
+        continue;
+      }
+      const Json* sp = Field(item, "SpecialToken");
+      const Json* name = sp == nullptr ? nullptr : Field(*sp, "id");
+      if (name == nullptr || !name->is_string()) {
+        return JsonError("post_processor TemplateProcessing: bad item in 'single'");
+      }
+      const Json* def = specials == nullptr ? nullptr : Field(*specials, name->get<std::string>().c_str());
+      const Json* ids = def == nullptr ? nullptr : Field(*def, "ids");
+      if (ids == nullptr || !ids->is_array()) {
+        return JsonError(absl::StrCat("post_processor TemplateProcessing: special token '",
+                                      name->get<std::string>(), "' has no ids"));
+      }
+      for (const Json& id : *ids) {
+        absl::StatusOr<int32_t> v = IdValue(id, "post_processor special token id");
+        if (!v.ok()) return v.status();
+        (seen_sequence ? spec->suffix_ids : spec->prefix_ids).push_back(*v);
+      }
+    }
+    if (!seen_sequence) {
+      return JsonError("post_processor TemplateProcessing: 'single' has no sequence A");
+    }
+    return absl::OkStatus();
+  }
+  return JsonUnsupported(absl::StrCat("post_processor '", *type, "' is not supported"));
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
+  return ss.str();
+}
+
+}  // namespace
+
+absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromGguf(const weights::GgufFile& gguf) {
+  const std::string where = absl::StrCat("GGUF ", gguf.name(), ": ");
+  absl::StatusOr<std::string> model = gguf.GetString("tokenizer.ggml.model");
+  if (!model.ok()) return model.status();
+  if (*model != "gpt2") {
+    return absl::UnimplementedError(absl::StrCat(
+        where, "tokenizer.ggml.model is '", *model,
+        "'; only byte-level BPE ('gpt2') is supported"));
+  }
+  TokenizerSpec spec;
+  absl::StatusOr<std::vector<std::string>> tokens = gguf.GetStringArray("tokenizer.ggml.tokens");
+  if (!tokens.ok()) return tokens.status();
+  spec.tokens = *std::move(tokens);
+  if (spec.tokens.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "tokenizer.ggml.tokens is empty"));
+  }
+  absl::StatusOr<std::vector<std::string>> merges = gguf.GetStringArray("tokenizer.ggml.merges");
+  if (!merges.ok()) return merges.status();
+  spec.merges.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const std::string& m = (*merges)[i];
+    const size_t space = m.find(' ', 1);
+    if (space == std::string::npos || space + 1 >= m.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "tokenizer.ggml.merges[", i, "] = '", m,
+          "' is not two tokens separated by a space"));
+    }
+    spec.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
+  }
+
+  if (gguf.Find("tokenizer.ggml.token_type") != nullptr) {
+    absl::StatusOr<std::vector<int64_t>> types = gguf.GetIntArray("tokenizer.ggml.token_type");
+    if (!types.ok()) return types.status();
+    if (types->size() != spec.tokens.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "tokenizer.ggml.token_type has ", types->size(), " entries but there are ",
+          spec.tokens.size(), " tokens"));
+    }
+    for (size_t id = 0; id < types->size(); ++id) {
+      const int64_t t = (*types)[id];
+      if (t == 3 || t == 4) {  // CONTROL (special) / USER_DEFINED (plain added token)
+        spec.added_tokens.push_back(
+            TokenizerSpec::AddedToken{static_cast<int32_t>(id), spec.tokens[id], t == 3});
+      }
+    }
+  }
+
+  std::string pre = "gpt2";
+  if (gguf.Find("tokenizer.ggml.pre") != nullptr) {
+    absl::StatusOr<std::string> p = gguf.GetString("tokenizer.ggml.pre");
+    if (!p.ok()) return p.status();
+    pre = *p;
+  }
+  if (pre == "smollm") {
+    spec.pre_tokenizer_patterns = {std::string(kDigitsIndividualPattern),
+                                   std::string(kGpt2Pattern)};
+  } else if (pre == "gpt2") {
+    spec.pre_tokenizer_patterns = {std::string(kGpt2Pattern)};
+  } else if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
+    spec.pre_tokenizer_patterns = {std::string(kLlama3Pattern)};
+    spec.ignore_merges = true;
+  } else {
+    return absl::UnimplementedError(absl::StrCat(
+        where, "pre-tokenizer tokenizer.ggml.pre = '", pre,
+        "' is not supported (supported: smollm, gpt2, llama-bpe, llama3, llama-v3)"));
+  }
+
+  auto optional_id = [&](const char* key, std::optional<int32_t>* out) -> absl::Status {
+    if (gguf.Find(key) == nullptr) return absl::OkStatus();
+    absl::StatusOr<int64_t> v = gguf.GetInt(key);
+    if (!v.ok()) return v.status();
+    if (*v < 0 || *v >= static_cast<int64_t>(spec.tokens.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(where, key, " = ", *v,
+                                                     " is out of range [0, ",
+                                                     spec.tokens.size(), ")"));
+    }
+    *out = static_cast<int32_t>(*v);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = optional_id("tokenizer.ggml.bos_token_id", &spec.bos_id); !s.ok()) return s;
+  if (absl::Status s = optional_id("tokenizer.ggml.eos_token_id", &spec.eos_id); !s.ok()) return s;
+  if (absl::Status s = optional_id("tokenizer.ggml.unknown_token_id", &spec.unk_id); !s.ok()) {
+    return s;
+  }
+  auto optional_bool = [&](const char* key, bool* out) -> absl::Status {
+    if (gguf.Find(key) == nullptr) return absl::OkStatus();
+    absl::StatusOr<bool> v = gguf.GetBool(key);
+    if (!v.ok()) return v.status();
+    *out = *v;
+    return absl::OkStatus();
+  };
+  bool add_bos = false, add_eos = false;
+  if (absl::Status s = optional_bool("tokenizer.ggml.add_bos_token", &add_bos); !s.ok()) return s;
+  if (absl::Status s = optional_bool("tokenizer.ggml.add_eos_token", &add_eos); !s.ok()) return s;
+  if (absl::Status s = optional_bool("tokenizer.ggml.add_space_prefix", &spec.add_prefix_space);
+      !s.ok()) {
+    return s;
+  }
+  if (add_bos) {
+    if (!spec.bos_id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "add_bos_token is true but tokenizer.ggml.bos_token_id is missing"));
+    }
+    spec.prefix_ids.push_back(*spec.bos_id);
+  }
+  if (add_eos) {
+    if (!spec.eos_id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "add_eos_token is true but tokenizer.ggml.eos_token_id is missing"));
+    }
+    spec.suffix_ids.push_back(*spec.eos_id);
+  }
+  return spec;
+}
+
+absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view json_text) {
+  Json root = Json::parse(json_text.begin(), json_text.end(), /*cb=*/nullptr,
+                          /*allow_exceptions=*/false);
+  if (root.is_discarded()) return JsonError("not valid JSON");
+  if (!root.is_object()) return JsonError("top level is not an object");
+
+  const Json* model = Field(root, "model");
+  if (model == nullptr || !model->is_object()) return JsonError("missing 'model' object");
+  if (const Json* type = Field(*model, "type"); type != nullptr) {
+    if (!type->is_string() || type->get<std::string>() != "BPE") {
+      return JsonUnsupported(absl::StrCat("model type ", type->dump(), " is not supported (BPE only)"));
+    }
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const Json* f = Field(*model, key);
+    if (f != nullptr && f->is_string() && !f->get<std::string>().empty()) {
+      return JsonUnsupported(absl::StrCat("model.", key, " is not supported"));
+    }
+  }
+  const Json* vocab = Field(*model, "vocab");
+  if (vocab == nullptr || !vocab->is_object()) return JsonError("missing 'model.vocab' object");
+  const Json* merges = Field(*model, "merges");
+  if (merges == nullptr || !merges->is_array()) return JsonError("missing 'model.merges' array");
+
+  TokenizerSpec spec;
+  spec.ignore_merges = BoolField(*model, "ignore_merges", false);
+  std::vector<bool> filled;
+  auto place = [&](int32_t id, const std::string& token, absl::string_view what) -> absl::Status {
+    if (static_cast<size_t>(id) >= spec.tokens.size()) {
+      spec.tokens.resize(id + 1);
+      filled.resize(id + 1, false);
+    }
+    if (filled[id] && spec.tokens[id] != token) {
+      return JsonError(absl::StrCat(what, " '", token, "' has id ", id, ", already used by '",
+                                    spec.tokens[id], "'"));
+    }
+    spec.tokens[id] = token;
+    filled[id] = true;
+    return absl::OkStatus();
+  };
+  for (auto it = vocab->begin(); it != vocab->end(); ++it) {
+    absl::StatusOr<int32_t> id = IdValue(it.value(), absl::StrCat("model.vocab['", it.key(), "']"));
+    if (!id.ok()) return id.status();
+    if (absl::Status s = place(*id, it.key(), "vocabulary token"); !s.ok()) return s;
+  }
+  spec.merges.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const Json& m = (*merges)[i];
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t space = s.find(' ', 1);
+      if (space == std::string::npos || space + 1 >= s.size()) {
+        return JsonError(absl::StrCat("model.merges[", i, "] = '", s,
+                                      "' is not two tokens separated by a space"));
+      }
+      spec.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      spec.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else {
+      return JsonError(absl::StrCat("model.merges[", i, "] is neither \"a b\" nor [\"a\", \"b\"]"));
+    }
+  }
+
+  if (const Json* added = Field(root, "added_tokens"); added != nullptr && !added->is_null()) {
+    if (!added->is_array()) return JsonError("'added_tokens' is not an array");
+    for (const Json& a : *added) {
+      absl::StatusOr<std::string> content = StringField(a, "content", "added_tokens[]");
+      if (!content.ok()) return content.status();
+      const Json* idv = Field(a, "id");
+      if (idv == nullptr) return JsonError(absl::StrCat("added token '", *content, "' has no id"));
+      absl::StatusOr<int32_t> id = IdValue(*idv, absl::StrCat("added token '", *content, "' id"));
+      if (!id.ok()) return id.status();
+      if (BoolField(a, "lstrip", false) || BoolField(a, "rstrip", false) ||
+          BoolField(a, "single_word", false)) {
+        return JsonUnsupported(absl::StrCat("added token '", *content,
+                                            "': lstrip/rstrip/single_word are not supported"));
+      }
+      if (absl::Status s = place(*id, *content, "added token"); !s.ok()) return s;
+      spec.added_tokens.push_back(
+          TokenizerSpec::AddedToken{*id, *content, BoolField(a, "special", false)});
+    }
+  }
+  for (size_t id = 0; id < filled.size(); ++id) {
+    if (!filled[id]) return JsonError(absl::StrCat("no token has id ", id));
+  }
+  if (spec.tokens.empty()) return JsonError("empty vocabulary");
+
+  if (const Json* unk = Field(*model, "unk_token"); unk != nullptr && unk->is_string()) {
+    for (size_t id = 0; id < spec.tokens.size(); ++id) {
+      if (spec.tokens[id] == unk->get<std::string>()) spec.unk_id = static_cast<int32_t>(id);
+    }
+  }
+
+  if (const Json* norm = Field(root, "normalizer"); norm != nullptr && !norm->is_null()) {
+    const Json* type = Field(*norm, "type");
+    const Json* list = Field(*norm, "normalizers");
+    const bool empty_sequence = type != nullptr && type->is_string() &&
+                                type->get<std::string>() == "Sequence" && list != nullptr &&
+                                list->is_array() && list->empty();
+    if (!empty_sequence) {
+      return JsonUnsupported(absl::StrCat("normalizer ", norm->dump().substr(0, 80),
+                                          " is not supported"));
+    }
+  }
+  if (const Json* pt = Field(root, "pre_tokenizer"); pt != nullptr) {
+    if (absl::Status s = AddPreTokenizer(*pt, &spec); !s.ok()) return s;
+  }
+  const Json* decoder = Field(root, "decoder");
+  if (absl::Status s = CheckDecoder(decoder == nullptr ? Json() : *decoder); !s.ok()) return s;
+  if (const Json* pp = Field(root, "post_processor"); pp != nullptr) {
+    if (absl::Status s = AddPostProcessor(*pp, &spec); !s.ok()) return s;
+  }
+  if (!spec.prefix_ids.empty()) spec.bos_id = spec.prefix_ids.front();
+  return spec;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const weights::GgufFile& gguf) {
+  absl::StatusOr<TokenizerSpec> spec = SpecFromGguf(gguf);
+  if (!spec.ok()) return spec.status();
+  return Create(*std::move(spec));
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromTokenizerJson(
+    absl::string_view json_text) {
+  absl::StatusOr<TokenizerSpec> spec = SpecFromTokenizerJson(json_text);
+  if (!spec.ok()) return spec.status();
+  return Create(*std::move(spec));
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("tokenizer: no such file or directory: ", path));
+  }
+  std::string json_path = path;
+  std::optional<std::string> config_path;
+  if (S_ISDIR(st.st_mode)) {
+    json_path = absl::StrCat(path, "/tokenizer.json");
+    config_path = absl::StrCat(path, "/tokenizer_config.json");
+    if (::stat(json_path.c_str(), &st) != 0) {
+      return absl::NotFoundError(absl::StrCat("tokenizer: checkpoint directory ", path,
+                                              " has no tokenizer.json"));
+    }
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    char magic[4] = {0, 0, 0, 0};
+    in.read(magic, 4);
+    if (in.gcount() == 4 && absl::string_view(magic, 4) == "GGUF") {
+      absl::StatusOr<std::unique_ptr<weights::GgufFile>> gguf = weights::GgufFile::Open(path);
+      if (!gguf.ok()) return gguf.status();
+      return FromGguf(**gguf);
+    }
+  }
+  absl::StatusOr<std::string> text = ReadFile(json_path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<TokenizerSpec> spec = SpecFromTokenizerJson(*text);
+  if (!spec.ok()) {
+    return absl::Status(spec.status().code(),
+                        absl::StrCat(json_path, ": ", spec.status().message()));
+  }
+  // tokenizer_config.json (optional) names the BOS/EOS tokens.
+  if (config_path.has_value()) {
+    absl::StatusOr<std::string> config_text = ReadFile(*config_path);
+    if (config_text.ok()) {
+      Json config = Json::parse(*config_text, nullptr, /*allow_exceptions=*/false);
+      auto token_id = [&](const char* key) -> std::optional<int32_t> {
+        const Json* f = Field(config, key);
+        if (f == nullptr) return std::nullopt;
+        std::string name;
+        if (f->is_string()) {
+          name = f->get<std::string>();
+        } else if (const Json* c = Field(*f, "content"); c != nullptr && c->is_string()) {
+          name = c->get<std::string>();
+        } else {
+          return std::nullopt;
+        }
+        for (size_t id = 0; id < spec->tokens.size(); ++id) {
+          if (spec->tokens[id] == name) return static_cast<int32_t>(id);
+        }
+        return std::nullopt;
+      };
+      if (auto bos = token_id("bos_token")) spec->bos_id = bos;
+      if (auto eos = token_id("eos_token")) spec->eos_id = eos;
+    }
+  }
+  return Create(*std::move(spec));
+}
+
+}  // namespace dk::tokenizer

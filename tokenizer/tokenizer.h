@@ -1,0 +1,160 @@
+// Byte-level BPE tokenizer (GPT-2 / SmolLM2 / Llama 3 style), exact against HuggingFace
+// `tokenizers`.
+//
+// Loading:
+//   * Tokenizer::FromGguf: a GGUF file's `tokenizer.ggml.*` metadata (model "gpt2": tokens,
+//     merges, token_type, bos/eos ids, add_bos_token/add_eos_token, and `pre`, the
+//     pre-tokenizer name: "smollm", "gpt2", "llama-bpe"/"llama3"/"llama-v3").
+//   * Tokenizer::FromTokenizerJson: an HF tokenizer.json (model BPE with vocab + merges,
+//     pre_tokenizer ByteLevel / Split / Digits / Sequence, decoder ByteLevel, added tokens,
+//     post_processor TemplateProcessing / ByteLevel / Sequence).
+//   * Tokenizer::Load(path): a .gguf file, a tokenizer.json file, or a checkpoint directory
+//     holding tokenizer.json.
+//
+// Encoding (as HF does): added/special tokens (e.g. <|im_start|>, <|eot_id|>) are matched as
+// whole tokens anywhere in the input (leftmost, longest first); the text between them is
+// pre-tokenized with the model's regexes, each piece is mapped to the GPT-2 byte alphabet
+// and BPE-merged by merge rank. With add_special_tokens, BOS/EOS are added the way the
+// model's HF tokenizer adds them (GGUF: tokenizer.ggml.add_bos_token / add_eos_token;
+// tokenizer.json: its TemplateProcessing post-processor). SmolLM2 adds no BOS.
+//
+// Invalid UTF-8 input is REJECTED: Encode returns InvalidArgument naming the byte offset of
+// the first ill-formed sequence (HF's Python API cannot even receive such input).
+//
+// Decoding: ids out of [0, vocab_size) are an InvalidArgument error. Bytes that do not form
+// valid UTF-8 (e.g. a prefix of a multi-byte character) are replaced by U+FFFD, one per
+// maximal ill-formed subpart, exactly like HF's decode. StreamingDecoder emits text
+// incrementally and never emits half a character: an incomplete trailing character is held
+// back until the next token completes it (or Finish() replaces it by U+FFFD).
+//
+// Tokenizer is immutable after loading and thread-safe (the BPE cache is mutex-guarded).
+#ifndef DK_TOKENIZER_TOKENIZER_H_
+#define DK_TOKENIZER_TOKENIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "weights/gguf.h"
+
+namespace dk::tokenizer {
+
+// Everything a byte-level BPE tokenizer is made of; the loaders fill this in.
+struct TokenizerSpec {
+  // Token strings in the byte-level alphabet (e.g. "Ġworld"), indexed by id.
+  std::vector<std::string> tokens;
+  // Merge rules in rank order: (left token, right token).
+  std::vector<std::pair<std::string, std::string>> merges;
+  struct AddedToken {
+    int32_t id = 0;
+    std::string content;
+    bool special = true;
+  };
+  // Tokens matched whole in the input before pre-tokenization.
+  std::vector<AddedToken> added_tokens;
+  // Isolated regex splits in order (HF/Oniguruma syntax; see pre_tokenizer.h).
+  std::vector<std::string> pre_tokenizer_patterns;
+  // ByteLevel add_prefix_space: prepend ' ' to text segments not starting with one.
+  bool add_prefix_space = false;
+  // HF BPE ignore_merges: a piece that is itself a vocabulary token is not merged.
+  bool ignore_merges = false;
+  // Ids added around the encoded text when add_special_tokens is true (e.g. BOS).
+  std::vector<int32_t> prefix_ids;
+  std::vector<int32_t> suffix_ids;
+  std::optional<int32_t> bos_id;
+  std::optional<int32_t> eos_id;
+  std::optional<int32_t> unk_id;
+};
+
+class Tokenizer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
+
+  static absl::StatusOr<TokenizerSpec> SpecFromGguf(const weights::GgufFile& gguf);
+  static absl::StatusOr<TokenizerSpec> SpecFromTokenizerJson(absl::string_view json_text);
+
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const weights::GgufFile& gguf);
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> FromTokenizerJson(
+      absl::string_view json_text);
+  // A .gguf file, a tokenizer.json file, or a directory containing tokenizer.json.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path);
+
+  // Text -> ids. add_special_tokens: add BOS/EOS as the model's HF tokenizer does.
+  absl::StatusOr<std::vector<int32_t>> Encode(absl::string_view text,
+                                              bool add_special_tokens = true) const;
+  // Ids -> text (special tokens are kept as their text).
+  absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const;
+
+  // The token string as stored in the vocabulary (e.g. "Ġworld"); InvalidArgument if out
+  // of range.
+  absl::StatusOr<absl::string_view> TokenString(int32_t id) const;
+  // The raw bytes a token decodes to (may be part of a UTF-8 character).
+  absl::StatusOr<absl::string_view> TokenBytes(int32_t id) const;
+  // -1 when absent.
+  int32_t TokenToId(absl::string_view token) const;
+
+  int32_t vocab_size() const { return static_cast<int32_t>(spec_.tokens.size()); }
+  std::optional<int32_t> bos_id() const { return spec_.bos_id; }
+  std::optional<int32_t> eos_id() const { return spec_.eos_id; }
+  const TokenizerSpec& spec() const { return spec_; }
+
+ private:
+  struct Merge {
+    int32_t rank;
+    int32_t id;
+  };
+
+  Tokenizer() = default;
+  absl::Status Init();
+  static uint64_t PairKey(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+  // Encodes one text segment that holds no added token.
+  absl::Status EncodeSegment(absl::string_view segment, std::vector<int32_t>* ids) const;
+  // BPE of one pre-tokenized piece (raw bytes), cached.
+  absl::Status EncodePiece(absl::string_view piece, std::vector<int32_t>* ids) const;
+  absl::Status Bpe(absl::string_view piece, std::vector<int32_t>* ids) const;
+
+  TokenizerSpec spec_;
+  std::unique_ptr<PreTokenizer> pre_tokenizer_;
+  absl::flat_hash_map<std::string, int32_t> token_to_id_;
+  absl::flat_hash_map<uint64_t, Merge> merges_;
+  int32_t byte_token_[256];             // id of the single-byte token, -1 if none
+  std::vector<std::string> token_bytes_;  // what each id decodes to
+  // Added tokens by first byte, longest first.
+  std::vector<std::vector<const TokenizerSpec::AddedToken*>> added_by_first_byte_;
+
+  mutable absl::Mutex cache_mu_;
+  mutable absl::flat_hash_map<std::string, std::vector<int32_t>> cache_
+      ABSL_GUARDED_BY(cache_mu_);
+};
+
+// Incremental decoding for generation: Next(id) returns the text that became complete.
+class StreamingDecoder {
+ public:
+  explicit StreamingDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+
+  // Appends `id`'s bytes; returns the newly complete text (possibly empty). Never returns
+  // part of a UTF-8 character; ill-formed bytes come out as U+FFFD.
+  absl::StatusOr<std::string> Next(int32_t id);
+  // Flushes held bytes (an incomplete character becomes U+FFFD) and resets.
+  std::string Finish();
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::string pending_;
+};
+
+}  // namespace dk::tokenizer
+
+#endif  // DK_TOKENIZER_TOKENIZER_H_

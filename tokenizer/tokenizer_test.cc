@@ -1,0 +1,447 @@
+#include "tokenizer/tokenizer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/utf8.h"
+#include "weights/gguf.h"
+
+namespace dk::tokenizer {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string Cp(uint32_t cp) {
+  std::string s;
+  AppendUtf8(cp, &s);
+  return s;
+}
+
+// --- UTF-8 --------------------------------------------------------------------------
+
+TEST(Utf8Test, ByteAlphabet) {
+  EXPECT_EQ(ByteToUnicode('a'), 'a');
+  EXPECT_EQ(ByteToUnicode(' '), 0x120u);  // 'Ġ'
+  EXPECT_EQ(ByteToUnicode('\n'), 0x10Au);  // 'Ċ'
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(UnicodeToByte(ByteToUnicode(b)), b);
+  EXPECT_EQ(UnicodeToByte(0x4E2D), -1);
+}
+
+TEST(Utf8Test, Validate) {
+  EXPECT_TRUE(ValidateUtf8("héllo 你好 😀").ok());
+  absl::Status s = ValidateUtf8("ab\xC3");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("byte offset 2"));
+  EXPECT_FALSE(ValidateUtf8("\xC0\x80").ok());          // overlong
+  EXPECT_FALSE(ValidateUtf8("\xED\xA0\x80").ok());      // surrogate
+  EXPECT_FALSE(ValidateUtf8("\xF4\x90\x80\x80").ok());  // > U+10FFFF
+  EXPECT_FALSE(ValidateUtf8("\xFF").ok());
+}
+
+TEST(Utf8Test, LossyUsesMaximalSubparts) {
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(Utf8Lossy("a\xF0\x9F\x98z"), "a" + r + "z");  // truncated 4-byte: one U+FFFD
+  EXPECT_EQ(Utf8Lossy("\xC0\x80"), r + r);
+  EXPECT_EQ(Utf8Lossy("\xE2\x82"), r);
+  EXPECT_EQ(Utf8Lossy("ok"), "ok");
+}
+
+// --- Pre-tokenizer --------------------------------------------------------------------
+
+std::vector<std::string> SplitWith(const std::vector<std::string>& patterns,
+                                   absl::string_view text) {
+  auto pt = PreTokenizer::Create(patterns);
+  EXPECT_TRUE(pt.ok()) << pt.status();
+  std::vector<absl::string_view> pieces;
+  (*pt)->Split(text, &pieces);
+  return std::vector<std::string>(pieces.begin(), pieces.end());
+}
+
+TEST(PreTokenizerTest, Gpt2Regex) {
+  const std::vector<std::string> gpt2 = {std::string(kGpt2Pattern)};
+  EXPECT_THAT(SplitWith(gpt2, "Hello world"), ElementsAre("Hello", " world"));
+  EXPECT_THAT(SplitWith(gpt2, "I'm here"), ElementsAre("I", "'m", " here"));
+  // \s+(?!\S): the run gives its last space to the next word.
+  EXPECT_THAT(SplitWith(gpt2, "a   b"), ElementsAre("a", "  ", " b"));
+  EXPECT_THAT(SplitWith(gpt2, "a \tb"), ElementsAre("a", " ", "\t", "b"));
+  EXPECT_THAT(SplitWith(gpt2, "a\n\nb"), ElementsAre("a", "\n", "\n", "b"));
+  EXPECT_THAT(SplitWith(gpt2, "a   "), ElementsAre("a", "   "));
+  EXPECT_THAT(SplitWith(gpt2, "a 1"), ElementsAre("a", " 1"));
+  // Unicode whitespace (RE2's \s is ASCII-only; Oniguruma's is not).
+  EXPECT_THAT(SplitWith(gpt2, "x" + Cp(0x3000) + Cp(0x3000) + "y"),
+              ElementsAre("x", Cp(0x3000), Cp(0x3000), "y"));
+  EXPECT_THAT(SplitWith(gpt2, "x\v\vy"), ElementsAre("x", "\v", "\v", "y"));
+  EXPECT_THAT(SplitWith(gpt2, "你好 世界"), ElementsAre("你好", " 世界"));
+  EXPECT_THAT(SplitWith(gpt2, ""), IsEmpty());
+}
+
+TEST(PreTokenizerTest, DigitsThenGpt2) {
+  const std::vector<std::string> smollm = {std::string(kDigitsIndividualPattern),
+                                           std::string(kGpt2Pattern)};
+  EXPECT_THAT(SplitWith(smollm, "in 2025 we"),
+              ElementsAre("in", " ", "2", "0", "2", "5", " we"));
+  EXPECT_THAT(SplitWith(smollm, "a  1"), ElementsAre("a", "  ", "1"));
+}
+
+TEST(PreTokenizerTest, Llama3Regex) {
+  const std::vector<std::string> llama3 = {std::string(kLlama3Pattern)};
+  EXPECT_THAT(SplitWith(llama3, "12345 apples"), ElementsAre("123", "45", " apples"));
+  EXPECT_THAT(SplitWith(llama3, "IT'S ok"), ElementsAre("IT", "'S", " ok"));
+  EXPECT_THAT(SplitWith(llama3, "a  \n\n  b"), ElementsAre("a", "  \n\n", " ", " b"));
+}
+
+TEST(PreTokenizerTest, TranslateRegex) {
+  auto t = TranslateRegex(R"(\s+(?!\S)|\s+)");
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->whitespace_lookahead);
+  EXPECT_THAT(t->re2_pattern, HasSubstr(R"(\x{3000})"));
+  auto groups = TranslateRegex("(a)|(?:b)|(?i:c)");
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ(groups->re2_pattern, "(?:a)|(?:b)|(?i:c)");
+  EXPECT_FALSE(groups->whitespace_lookahead);
+  EXPECT_EQ(TranslateRegex("(?<=a)b").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(TranslateRegex("a(?=b)").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(TranslateRegex("a++").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(TranslateRegex(R"((a)\1)").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_FALSE(PreTokenizer::Create({"(unclosed"}).ok());
+}
+
+// --- A tiny byte-level BPE built in the test ------------------------------------------
+
+// 256 byte tokens, then "he", "ll", "hell", "hello", "Ġw", then specials.
+TokenizerSpec TinySpec() {
+  TokenizerSpec spec;
+  for (int b = 0; b < 256; ++b) spec.tokens.push_back(Cp(ByteToUnicode(b)));
+  for (const char* t : {"he", "ll", "hell", "hello", "Ġw", "lo"}) spec.tokens.push_back(t);
+  spec.tokens.push_back("<|bos|>");
+  spec.tokens.push_back("<|eot|>");
+  spec.tokens.push_back("<|eot|>x");
+  spec.merges = {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}, {"Ġ", "w"}, {"l", "o"}};
+  spec.added_tokens = {{262, "<|bos|>", true}, {263, "<|eot|>", true}, {264, "<|eot|>x", true}};
+  spec.pre_tokenizer_patterns = {std::string(kGpt2Pattern)};
+  spec.bos_id = 262;
+  return spec;
+}
+
+TEST(TokenizerTest, MergesByRank) {
+  auto tok = Tokenizer::Create(TinySpec());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  // "hello": h e l l o -> he l l o -> he ll o -> hell o -> hello. ("lo" ranks after "ll".)
+  EXPECT_THAT(*(*tok)->Encode("hello"), ElementsAre(259));
+  EXPECT_THAT(*(*tok)->Encode("hello w"), ElementsAre(259, 260));
+  EXPECT_THAT(*(*tok)->Encode("lo"), ElementsAre(261));
+  EXPECT_THAT(*(*tok)->Encode(""), IsEmpty());
+  EXPECT_EQ(*(*tok)->Decode({259, 260}), "hello w");
+}
+
+TEST(TokenizerTest, AddedTokensMatchWholeLongestFirst) {
+  auto tok = Tokenizer::Create(TinySpec());
+  ASSERT_TRUE(tok.ok());
+  EXPECT_THAT(*(*tok)->Encode("<|bos|>hello<|eot|>"), ElementsAre(262, 259, 263));
+  EXPECT_THAT(*(*tok)->Encode("<|eot|>x"), ElementsAre(264));
+  std::vector<int32_t> partial = *(*tok)->Encode("<|bos|");
+  EXPECT_THAT(partial, ::testing::Not(::testing::Contains(262)));
+  EXPECT_EQ(*(*tok)->Decode(partial), "<|bos|");
+}
+
+TEST(TokenizerTest, BosFromPostProcessor) {
+  TokenizerSpec spec = TinySpec();
+  spec.prefix_ids = {262};
+  auto tok = Tokenizer::Create(spec);
+  ASSERT_TRUE(tok.ok());
+  EXPECT_THAT(*(*tok)->Encode("hello"), ElementsAre(262, 259));
+  EXPECT_THAT(*(*tok)->Encode("hello", /*add_special_tokens=*/false), ElementsAre(259));
+  EXPECT_THAT(*(*tok)->Encode(""), ElementsAre(262));
+}
+
+TEST(TokenizerTest, IgnoreMerges) {
+  TokenizerSpec spec = TinySpec();
+  spec.tokens.push_back("xyz");  // in the vocabulary, but no merge path leads to it
+  spec.ignore_merges = true;
+  auto tok = Tokenizer::Create(spec);
+  ASSERT_TRUE(tok.ok());
+  EXPECT_THAT(*(*tok)->Encode("xyz"), ElementsAre(265));
+  spec.ignore_merges = false;
+  auto plain = Tokenizer::Create(spec);
+  EXPECT_THAT(*(*plain)->Encode("xyz"), ElementsAre('x', 'y', 'z'));
+}
+
+TEST(TokenizerTest, InvalidUtf8IsRejected) {
+  auto tok = Tokenizer::Create(TinySpec());
+  ASSERT_TRUE(tok.ok());
+  auto ids = (*tok)->Encode("hello \xC3\x28 world");
+  EXPECT_EQ(ids.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(ids.status().message()), HasSubstr("not valid UTF-8"));
+  EXPECT_THAT(std::string(ids.status().message()), HasSubstr("byte offset 6"));
+}
+
+TEST(TokenizerTest, DecodeErrors) {
+  auto tok = Tokenizer::Create(TinySpec());
+  ASSERT_TRUE(tok.ok());
+  auto bad = (*tok)->Decode({259, 100000});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("token id 100000 is out of range"));
+  EXPECT_FALSE((*tok)->Decode({-1}).ok());
+  // Half of "é" decodes to U+FFFD, as HF does.
+  const std::vector<int32_t> half = *(*tok)->Encode("é");
+  ASSERT_EQ(half.size(), 2u);
+  EXPECT_EQ(*(*tok)->Decode({half[0]}), "\xEF\xBF\xBD");
+}
+
+TEST(TokenizerTest, StreamingNeverEmitsHalfACharacter) {
+  auto tok = Tokenizer::Create(TinySpec());
+  ASSERT_TRUE(tok.ok());
+  const std::string text = "hé 你好 😀!";
+  const std::vector<int32_t> ids = *(*tok)->Encode(text);
+  StreamingDecoder stream(**tok);
+  std::string out;
+  for (int32_t id : ids) {
+    absl::StatusOr<std::string> piece = stream.Next(id);
+    ASSERT_TRUE(piece.ok());
+    EXPECT_TRUE(ValidateUtf8(*piece).ok()) << "emitted a partial character";
+    EXPECT_EQ(piece->find("\xEF\xBF\xBD"), std::string::npos);
+    out += *piece;
+  }
+  out += stream.Finish();
+  EXPECT_EQ(out, text);
+  // A dangling lead byte is flushed as U+FFFD by Finish.
+  const std::vector<int32_t> emoji = *(*tok)->Encode("😀");
+  ASSERT_EQ(emoji.size(), 4u);
+  EXPECT_EQ(*stream.Next(emoji[0]), "");
+  EXPECT_EQ(*stream.Next(emoji[1]), "");
+  EXPECT_EQ(stream.Finish(), "\xEF\xBF\xBD");
+  // An invalid byte comes out at once; the following valid text is not held back.
+  EXPECT_EQ(*stream.Next(emoji[1]), "\xEF\xBF\xBD");
+  EXPECT_EQ(*stream.Next('a'), "a");
+  EXPECT_FALSE(stream.Next(9999).ok());
+}
+
+TEST(TokenizerTest, BadSpec) {
+  TokenizerSpec spec = TinySpec();
+  spec.merges.push_back({"q", "zz"});
+  auto tok = Tokenizer::Create(spec);
+  EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(tok.status().message()), HasSubstr("merge #6 'q zz'"));
+  spec = TinySpec();
+  spec.bos_id = 5000;
+  EXPECT_THAT(std::string(Tokenizer::Create(spec).status().message()), HasSubstr("BOS id 5000"));
+  EXPECT_FALSE(Tokenizer::Create(TokenizerSpec()).ok());
+}
+
+TEST(TokenizerTest, MissingByteTokenIsAnError) {
+  TokenizerSpec spec = TinySpec();
+  spec.tokens['~'] = "not-tilde";
+  auto tok = Tokenizer::Create(spec);
+  ASSERT_TRUE(tok.ok());
+  EXPECT_THAT(std::string((*tok)->Encode("~").status().message()), HasSubstr("byte 0x7e"));
+}
+
+// --- tokenizer.json ----------------------------------------------------------------------
+
+// A Llama-3-shaped tokenizer.json over the tiny vocabulary.
+std::string TinyJson(absl::string_view pre_tokenizer = "",
+                     absl::string_view post_processor = "") {
+  std::string vocab;
+  const TokenizerSpec spec = TinySpec();
+  for (int32_t id = 0; id < 262; ++id) {
+    std::string escaped = absl::StrReplaceAll(spec.tokens[id], {{"\\", "\\\\"}, {"\"", "\\\""}});
+    absl::StrAppend(&vocab, id ? "," : "", "\"", escaped, "\":", id);
+  }
+  return absl::StrCat(R"({"version":"1.0","added_tokens":[
+      {"id":262,"content":"<|begin_of_text|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},
+      {"id":263,"content":"<|eot_id|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],
+    "normalizer":null,
+    "pre_tokenizer":)",
+                      pre_tokenizer.empty()
+                          ? R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]})"
+                          : pre_tokenizer,
+                      R"(,
+    "post_processor":)",
+                      post_processor.empty()
+                          ? R"({"type":"Sequence","processors":[{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true},{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<|begin_of_text|>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[],"special_tokens":{"<|begin_of_text|>":{"id":"<|begin_of_text|>","ids":[262],"tokens":["<|begin_of_text|>"]}}}]})"
+                          : post_processor,
+                      R"(,
+    "decoder":{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true},
+    "model":{"type":"BPE","dropout":null,"unk_token":null,"ignore_merges":true,"vocab":{)",
+                      vocab, R"(},"merges":[["h","e"],"l l",["he","ll"],["hell","o"],["Ġ","w"],["l","o"]]}})");
+}
+
+TEST(TokenizerJsonTest, Llama3Shape) {
+  auto tok = Tokenizer::FromTokenizerJson(TinyJson());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->vocab_size(), 264);
+  EXPECT_EQ((*tok)->bos_id(), 262);
+  EXPECT_TRUE((*tok)->spec().ignore_merges);
+  EXPECT_THAT(*(*tok)->Encode("hello<|eot_id|>"), ElementsAre(262, 259, 263));
+  EXPECT_THAT(*(*tok)->Encode("hello", false), ElementsAre(259));
+  EXPECT_EQ(*(*tok)->Decode({262, 259, 263}), "<|begin_of_text|>hello<|eot_id|>");
+}
+
+TEST(TokenizerJsonTest, Errors) {
+  auto code = [](absl::string_view json) {
+    return Tokenizer::FromTokenizerJson(json).status().code();
+  };
+  auto message = [](absl::string_view json) {
+    return std::string(Tokenizer::FromTokenizerJson(json).status().message());
+  };
+  EXPECT_EQ(code("{not json"), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(message("{not json"), HasSubstr("not valid JSON"));
+  EXPECT_THAT(message("{}"), HasSubstr("missing 'model'"));
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","merges":[]}})"), HasSubstr("model.vocab"));
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0}}})"), HasSubstr("model.merges"));
+  EXPECT_EQ(code(R"({"model":{"type":"Unigram","vocab":[]}})"), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0,"b":2},"merges":[]},"decoder":{"type":"ByteLevel"}})"),
+              HasSubstr("no token has id 1"));
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":-4},"merges":[]}})"),
+              HasSubstr("out of range"));
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":["ab"]}})"),
+              HasSubstr("model.merges[0]"));
+  EXPECT_EQ(code(TinyJson(R"({"type":"Metaspace"})")), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(code(TinyJson(R"({"type":"Split","pattern":{"Regex":"(?<=a)b"},"behavior":"Isolated"})")),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(code(TinyJson("", R"({"type":"RobertaProcessing"})")),
+            absl::StatusCode::kUnimplemented);
+}
+
+// --- GGUF metadata -------------------------------------------------------------------------
+
+class MiniGguf {
+ public:
+  MiniGguf& Str(const std::string& key, const std::string& v) {
+    Key(key, 8);
+    Lstr(v);
+    return *this;
+  }
+  MiniGguf& U32(const std::string& key, uint32_t v) {
+    Key(key, 4);
+    Raw(&v, 4);
+    return *this;
+  }
+  MiniGguf& Bool(const std::string& key, bool v) {
+    Key(key, 7);
+    uint8_t b = v;
+    Raw(&b, 1);
+    return *this;
+  }
+  MiniGguf& Strs(const std::string& key, const std::vector<std::string>& v) {
+    Key(key, 9);
+    uint32_t t = 8;
+    uint64_t n = v.size();
+    Raw(&t, 4);
+    Raw(&n, 8);
+    for (const auto& s : v) Lstr(s);
+    return *this;
+  }
+  MiniGguf& I32s(const std::string& key, const std::vector<int32_t>& v) {
+    Key(key, 9);
+    uint32_t t = 5;
+    uint64_t n = v.size();
+    Raw(&t, 4);
+    Raw(&n, 8);
+    for (int32_t x : v) Raw(&x, 4);
+    return *this;
+  }
+  absl::StatusOr<std::unique_ptr<weights::GgufFile>> Build() const {
+    std::string out;
+    uint32_t magic = 0x46554747, version = 3;
+    uint64_t n_tensors = 0, n_kv = count_;
+    out.append(reinterpret_cast<const char*>(&magic), 4);
+    out.append(reinterpret_cast<const char*>(&version), 4);
+    out.append(reinterpret_cast<const char*>(&n_tensors), 8);
+    out.append(reinterpret_cast<const char*>(&n_kv), 8);
+    return weights::GgufFile::FromBytes(out + body_, "mini.gguf");
+  }
+
+ private:
+  void Raw(const void* p, size_t n) { body_.append(static_cast<const char*>(p), n); }
+  void Lstr(const std::string& s) {
+    uint64_t n = s.size();
+    Raw(&n, 8);
+    body_ += s;
+  }
+  void Key(const std::string& key, uint32_t type) {
+    ++count_;
+    Lstr(key);
+    Raw(&type, 4);
+  }
+  std::string body_;
+  int count_ = 0;
+};
+
+MiniGguf TinyGguf(const std::string& pre = "smollm") {
+  const TokenizerSpec spec = TinySpec();
+  std::vector<std::string> merges;
+  for (const auto& [a, b] : spec.merges) merges.push_back(a + " " + b);
+  std::vector<int32_t> types(spec.tokens.size(), 1);
+  types[262] = types[263] = types[264] = 3;
+  MiniGguf g;
+  g.Str("tokenizer.ggml.model", "gpt2")
+      .Str("tokenizer.ggml.pre", pre)
+      .Strs("tokenizer.ggml.tokens", spec.tokens)
+      .Strs("tokenizer.ggml.merges", merges)
+      .I32s("tokenizer.ggml.token_type", types)
+      .U32("tokenizer.ggml.bos_token_id", 262)
+      .U32("tokenizer.ggml.eos_token_id", 263);
+  return g;
+}
+
+TEST(TokenizerGgufTest, Loads) {
+  auto gguf = TinyGguf().Build();
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto tok = Tokenizer::FromGguf(**gguf);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_THAT(*(*tok)->Encode("hello 12<|eot|>"),
+              ElementsAre(259, ' ', '1', '2', 263));
+  EXPECT_EQ((*tok)->eos_id(), 263);
+}
+
+TEST(TokenizerGgufTest, AddBosToken) {
+  auto gguf = TinyGguf().Bool("tokenizer.ggml.add_bos_token", true).Build();
+  ASSERT_TRUE(gguf.ok());
+  auto tok = Tokenizer::FromGguf(**gguf);
+  ASSERT_TRUE(tok.ok());
+  EXPECT_THAT(*(*tok)->Encode("hello"), ElementsAre(262, 259));
+}
+
+TEST(TokenizerGgufTest, Errors) {
+  auto message = [](const MiniGguf& g) {
+    auto gguf = g.Build();
+    EXPECT_TRUE(gguf.ok()) << gguf.status();
+    return std::string(Tokenizer::FromGguf(**gguf).status().message());
+  };
+  EXPECT_THAT(message(MiniGguf().Str("general.architecture", "llama")),
+              HasSubstr("missing metadata 'tokenizer.ggml.model'"));
+  EXPECT_THAT(message(MiniGguf().Str("tokenizer.ggml.model", "llama")),
+              HasSubstr("only byte-level BPE"));
+  EXPECT_THAT(message(MiniGguf().Str("tokenizer.ggml.model", "gpt2")),
+              HasSubstr("missing metadata 'tokenizer.ggml.tokens'"));
+  EXPECT_THAT(message(MiniGguf()
+                          .Str("tokenizer.ggml.model", "gpt2")
+                          .Strs("tokenizer.ggml.tokens", {"a"})),
+              HasSubstr("missing metadata 'tokenizer.ggml.merges'"));
+  EXPECT_THAT(message(MiniGguf()
+                          .Str("tokenizer.ggml.model", "gpt2")
+                          .U32("tokenizer.ggml.tokens", 3)),
+              HasSubstr("expected an array"));
+  EXPECT_THAT(message(TinyGguf("qwen2")), HasSubstr("tokenizer.ggml.pre = 'qwen2'"));
+  EXPECT_THAT(message(TinyGguf().U32("tokenizer.ggml.unknown_token_id", 99999)),
+              HasSubstr("tokenizer.ggml.unknown_token_id = 99999 is out of range"));
+  EXPECT_THAT(message(MiniGguf()
+                          .Str("tokenizer.ggml.model", "gpt2")
+                          .Strs("tokenizer.ggml.tokens", {"a", "b", "ab"})
+                          .Strs("tokenizer.ggml.merges", {"ab"})),
+              HasSubstr("tokenizer.ggml.merges[0] = 'ab'"));
+}
+
+}  // namespace
+}  // namespace dk::tokenizer

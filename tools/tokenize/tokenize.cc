@@ -1,0 +1,119 @@
+// Prints the token ids and pieces of a text.
+//
+//   bazel run //tools/tokenize -- --model <model.gguf | tokenizer.json | checkpoint dir> "text"
+//   bazel run //tools/tokenize -- --model ... --decode 19556 905
+//
+// Relative --model paths are resolved against the directory `bazel run` was started from.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+ABSL_FLAG(std::string, model, "",
+          "A GGUF file, an HF tokenizer.json, or a checkpoint directory holding tokenizer.json.");
+ABSL_FLAG(bool, add_special_tokens, true, "Add BOS/EOS the way the model's HF tokenizer does.");
+ABSL_FLAG(bool, decode, false, "Treat the arguments as token ids and print the decoded text.");
+
+namespace {
+
+// Escapes control characters and bytes that are not (yet) valid UTF-8 (a token may hold
+// part of a character), so that pieces stay printable and on one line.
+std::string Printable(absl::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t len = 0;
+    if (dk::tokenizer::NextUtf8(s.substr(i), &len) != dk::tokenizer::Utf8Step::kValid) {
+      for (size_t j = 0; j < len; ++j) {
+        absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(s[i + j]), absl::kZeroPad2));
+      }
+      i += len;
+      continue;
+    }
+    if (len > 1) {
+      out.append(s.data() + i, len);
+      i += len;
+      continue;
+    }
+    const char c = s[i++];
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+          absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  return out;
+}
+
+std::string Resolve(const std::string& path) {
+  const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || wd == nullptr) return path;
+  return absl::StrCat(wd, "/", path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model.empty() || args.size() < 2) {
+    std::cerr << "usage: tokenize --model <model.gguf | tokenizer.json | checkpoint dir> "
+                 "\"text\" [\"more text\" ...]\n"
+                 "       tokenize --model <...> --decode ID [ID ...]\n";
+    return 2;
+  }
+  auto tok = dk::tokenizer::Tokenizer::Load(Resolve(model));
+  if (!tok.ok()) {
+    std::cerr << "error: " << tok.status() << "\n";
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_decode)) {
+    std::vector<int32_t> ids;
+    for (size_t i = 1; i < args.size(); ++i) {
+      int32_t id;
+      if (!absl::SimpleAtoi(args[i], &id)) {
+        std::cerr << "error: '" << args[i] << "' is not a token id\n";
+        return 1;
+      }
+      ids.push_back(id);
+    }
+    auto text = (*tok)->Decode(ids);
+    if (!text.ok()) {
+      std::cerr << "error: " << text.status() << "\n";
+      return 1;
+    }
+    std::cout << *text << "\n";
+    return 0;
+  }
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto ids = (*tok)->Encode(args[i], absl::GetFlag(FLAGS_add_special_tokens));
+    if (!ids.ok()) {
+      std::cerr << "error: " << ids.status() << "\n";
+      return 1;
+    }
+    std::cout << "text:   \"" << Printable(args[i]) << "\"\n";
+    std::cout << "ids:    [" << absl::StrJoin(*ids, ", ") << "]  (" << ids->size()
+              << " tokens)\n";
+    for (int32_t id : *ids) {
+      const absl::string_view token = *(*tok)->TokenString(id);
+      const absl::string_view bytes = *(*tok)->TokenBytes(id);
+      std::cout << "  " << id << "\t" << token << "\t\"" << Printable(bytes) << "\"\n";
+    }
+  }
+  return 0;
+}
