@@ -1,0 +1,60 @@
+// Decode attention: one query position against a bf16 KV cache, with grouped-query
+// heads (GQA). Numerics follow PyTorch's bf16 scaled_dot_product_attention on CPU:
+//   s[t]  = (q_h . k_t) * scale            f32 accumulation of bf16 products
+//   p[t]  = exp(s[t] - max_t s[t])          f32
+//   out_h = (sum_t p[t] * v_t) / sum_t p[t] f32, rounded once to the output type
+// for t in [0, pos]. Query head h reads kv head h / (n_heads / n_kv_heads).
+//
+// Layouts (row-major, element strides):
+//   q      [n_heads][head_dim]
+//   cache  [n_kv_heads][max_ctx][head_dim]  (K and V alike; kv head g's positions
+//          are contiguous, and max_ctx is the stride between kv heads)
+//   out    [n_heads][head_dim]
+//
+// Parallel over (kv head, block of its query heads) on `pool` (nullptr: the caller
+// alone); each K and V row is read once per block of up to 4 query heads, so for
+// llama-style GQA (4 query heads per kv head) the cache is streamed exactly once.
+// Dispatches to the best Highway target at run time, accepts any pointer alignment
+// and allocates nothing per call once the per-thread scratch (O(max_ctx) floats)
+// has grown. Thread-safety: concurrent calls from different threads are safe if
+// they use different pools (the pool itself is single-owner).
+#ifndef DK_KERNELS_ATTENTION_ATTENTION_H_
+#define DK_KERNELS_ATTENTION_ATTENTION_H_
+
+#include <cstddef>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "util/bf16.h"
+#include "util/thread_pool.h"
+
+namespace dk::kernels {
+
+struct AttentionDims {
+  size_t n_heads = 0;     // query heads; a multiple of n_kv_heads
+  size_t n_kv_heads = 0;  // key/value heads
+  size_t head_dim = 0;    // elements per head (q, k, v and out alike)
+  size_t max_ctx = 0;     // positions each kv head holds in the caches (its stride)
+};
+
+// Writes out[n_heads][head_dim] for the query at position `pos` (attending to cache
+// positions 0..pos inclusive). `scale` defaults to 1/sqrt(head_dim).
+// Returns InvalidArgument (and writes nothing) if a dimension is zero, n_heads is
+// not a multiple of n_kv_heads, pos >= max_ctx, a pointer is null or `scale` is not
+// finite.
+absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
+                             const bf16* k_cache, const bf16* v_cache, size_t pos,
+                             bf16* out, ThreadPool* pool,
+                             std::optional<float> scale = std::nullopt);
+// Same, without the final bf16 rounding.
+absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
+                             const bf16* k_cache, const bf16* v_cache, size_t pos,
+                             float* out, ThreadPool* pool,
+                             std::optional<float> scale = std::nullopt);
+
+// Name of the Highway target the dispatcher picks on this machine (e.g. "AVX3").
+const char* AttentionTargetName();
+
+}  // namespace dk::kernels
+
+#endif  // DK_KERNELS_ATTENTION_ATTENTION_H_
