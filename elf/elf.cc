@@ -73,6 +73,13 @@ absl::Status ValidateProgram(const Program& p) {
                                                    " is not the supported version ",
                                                    kSchemaVersion));
   }
+  std::set<std::string> values;
+  for (const HostValue& v : p.values()) {
+    if (v.name().empty()) return absl::InvalidArgumentError("a host value has no name");
+    if (!values.insert(v.name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("duplicate host value \"", v.name(), "\""));
+    }
+  }
   std::set<std::string> bos;
   for (const BufferObject& bo : p.bos()) {
     if (bo.name().empty()) return absl::InvalidArgumentError("a BO has no name");
@@ -81,6 +88,16 @@ absl::Status ValidateProgram(const Program& p) {
     }
     if (bo.category() == CATEGORY_UNSPECIFIED) {
       return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has no category"));
+    }
+    if (!bo.host_value().empty() && values.count(bo.host_value()) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(),
+                                                     "\" mirrors unknown host value \"",
+                                                     bo.host_value(), "\""));
+    }
+    if (bo.weight_row_end() != 0 && !(0 <= bo.weight_row_begin() &&
+                                      bo.weight_row_begin() < bo.weight_row_end())) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has an empty or ",
+                                                     "negative weight row range"));
     }
     auto bytes = BoBytes(bo);
     if (!bytes.ok()) return bytes.status();
@@ -120,8 +137,11 @@ absl::Status ValidateProgram(const Program& p) {
       const std::string where = absl::StrCat("host step ", i, " (", step.host().kind(), ")");
       if (step.host().kind().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no kind"));
       for (const Binding& b : step.host().bindings()) {
-        auto s = CheckBinding(b, bos, where);
-        if (!s.ok()) return s;
+        if (values.count(b.value()) == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": parameter \"", b.param(),
+                                                         "\" is bound to unknown host value \"",
+                                                         b.value(), "\""));
+        }
       }
     } else {
       return absl::InvalidArgumentError(absl::StrCat("step ", i, " is neither a group nor a host step"));

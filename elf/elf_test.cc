@@ -20,10 +20,14 @@ Program ToyProgram() {
     model { name: "toy" n_layers: 1 hidden: 64 n_heads: 2 n_kv_heads: 1 head_dim: 32
             ffn: 128 vocab: 100 rms_eps: 1e-5 rope_theta: 10000 max_context: 16 }
     weights_digest: "sha256:00"
-    bos { name: "x" shape: 64 dtype: BF16 category: WRITE layer: -1 size_bytes: 128 }
+    values { name: "h" shape: 64 dtype: BF16 }
+    values { name: "hn" shape: 64 dtype: BF16 }
+    bos { name: "x" shape: 64 dtype: BF16 category: WRITE layer: -1 host_value: "h"
+          size_bytes: 128 }
     bos { name: "norm.w" shape: 64 dtype: BF16 category: WRITE layer: 0
           weight_tensor: "model.layers.0.input_layernorm.weight" size_bytes: 128 }
-    bos { name: "xn" shape: 64 dtype: BF16 category: OUTPUT layer: 0 size_bytes: 128 }
+    bos { name: "xn" shape: 64 dtype: BF16 category: OUTPUT layer: 0 host_value: "hn"
+          size_bytes: 128 }
     bos { name: "q.w" shape: [64, 64] dtype: BF16 category: WRITE layer: 0 size_bytes: 8192 }
     bos { name: "head.w" shape: [100, 64] dtype: BF16 layout: "packed_panel_v1"
           category: STATIC layer: -1 size_bytes: 13312 }
@@ -32,7 +36,7 @@ Program ToyProgram() {
       launches { kernel_symbol: "dk_rmsnorm_bf16"
                  bindings { param: "x" bo: "x" } bindings { param: "w" bo: "norm.w" }
                  bindings { param: "y" bo: "xn" } params { key: "n" value: 64 } } } }
-    steps { host { kind: "attention" layer: 0 bindings { param: "q" bo: "xn" } } }
+    steps { host { kind: "attention" layer: 0 bindings { param: "q" value: "hn" } } }
     steps { group { name: "lm_head" entry_symbol: "lm_head" layer: -1
       launches { kernel_symbol: "dk_gemv_bf16_packed"
                  bindings { param: "w" bo: "head.w" } bindings { param: "x" bo: "xn" }
@@ -133,9 +137,15 @@ TEST(Elf, DanglingReferencesAndSizeMismatches) {
   EXPECT_NE(s.message().find("unknown layout"), std::string::npos) << s;
 
   p = ToyProgram();
-  p.mutable_steps(1)->mutable_host()->mutable_bindings(0)->set_bo("ghost");
+  p.mutable_steps(1)->mutable_host()->mutable_bindings(0)->set_value("ghost");
   s = ValidateProgram(p);
   EXPECT_NE(s.message().find("host step 1 (attention)"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("unknown host value \"ghost\""), std::string::npos) << s;
+
+  p = ToyProgram();
+  p.mutable_bos(0)->set_host_value("nowhere");
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("mirrors unknown host value \"nowhere\""), std::string::npos) << s;
 
   p = ToyProgram();
   *p.add_bos() = p.bos(0);
