@@ -1,0 +1,514 @@
+#include "runtime/cpu/cpu_device.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/norm/rmsnorm.h"
+#include "kernels/registry/registry.h"
+#include "kernels/rope/rope.h"
+#include "util/aligned_buffer.h"
+#include "util/bf16.h"
+
+namespace dk::runtime {
+namespace {
+
+using elf::BoCategory;
+
+const char* CategoryName(BoCategory c) {
+  switch (c) {
+    case elf::WRITE: return "WRITE";
+    case elf::STATIC: return "STATIC";
+    case elf::INTERMEDIATE: return "INTERMEDIATE";
+    case elf::OUTPUT: return "OUTPUT";
+    default: return "UNSPECIFIED";
+  }
+}
+
+// Shared between a device and its BOs: the first protocol violation.
+struct Validator {
+  bool enabled = false;
+  std::mutex mu;
+  absl::Status first = absl::OkStatus();
+  absl::Status Violation(std::string message) {
+    std::lock_guard<std::mutex> lock(mu);
+    absl::Status s = absl::FailedPreconditionError(
+        absl::StrCat("BO protocol violation: ", message));
+    if (first.ok()) first = s;
+    return s;
+  }
+};
+
+// Large BOs (weights) go on huge pages; small ones on ordinary pages.
+PageMode ModeFor(size_t bytes) {
+  return bytes >= (size_t{4} << 20) ? PageMode::kHugePages : PageMode::kDefault;
+}
+
+class CpuBo final : public BufferObject {
+ public:
+  CpuBo(std::string name, size_t bytes, BoCategory category, std::shared_ptr<Validator> v)
+      : name_(std::move(name)),
+        size_(bytes),
+        category_(category),
+        host_(bytes, ModeFor(bytes)),
+        device_(bytes, ModeFor(bytes)),
+        v_(std::move(v)) {}
+
+  bool ok() const { return host_.size() == size_ && device_.size() == size_; }
+  const std::string& name() const override { return name_; }
+  size_t size() const override { return size_; }
+  BoCategory category() const { return category_; }
+  uint8_t* device() { return device_.data(); }
+
+  absl::Status Write(const void* src, size_t bytes, size_t offset) override {
+    if (offset > size_ || bytes > size_ - offset) return Range("Write", bytes, offset);
+    if (v_->enabled) {
+      if (category_ == elf::INTERMEDIATE) {
+        return v_->Violation(absl::StrCat("host wrote INTERMEDIATE BO '", name_,
+                                          "' (it must stay on the device)"));
+      }
+      if (category_ == elf::STATIC && used_) {
+        return v_->Violation(absl::StrCat("host rewrote STATIC BO '", name_,
+                                          "' after a launch used it"));
+      }
+    }
+    std::memcpy(host_.data() + offset, src, bytes);
+    ++host_version_;
+    return absl::OkStatus();
+  }
+
+  absl::Status Read(void* dst, size_t bytes, size_t offset) override {
+    if (offset > size_ || bytes > size_ - offset) return Range("Read", bytes, offset);
+    if (v_->enabled) {
+      if (category_ == elf::INTERMEDIATE) {
+        return v_->Violation(absl::StrCat("host read INTERMEDIATE BO '", name_, "'"));
+      }
+      if (device_version_ != fetched_version_) {
+        return v_->Violation(absl::StrCat("host read BO '", name_,
+                                          "' back without syncing it from the device after "
+                                          "a launch wrote it"));
+      }
+    }
+    std::memcpy(dst, host_.data() + offset, bytes);
+    return absl::OkStatus();
+  }
+
+  absl::Status SyncToDevice() override {
+    if (v_->enabled && category_ == elf::INTERMEDIATE) {
+      return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' to the device"));
+    }
+    std::memcpy(device_.data(), host_.data(), size_);
+    synced_version_ = host_version_;
+    device_valid_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::Status SyncFromDevice() override {
+    if (v_->enabled && category_ == elf::INTERMEDIATE) {
+      return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' from the device"));
+    }
+    std::memcpy(host_.data(), device_.data(), size_);
+    fetched_version_ = device_version_;
+    return absl::OkStatus();
+  }
+
+  // Called on the device thread before / after a launch.
+  absl::Status CheckReadByLaunch(const std::string& where) {
+    used_ = true;
+    if (!v_->enabled) return absl::OkStatus();
+    if (host_version_ != synced_version_) {
+      return v_->Violation(absl::StrCat(where, ": reads ", CategoryName(category_), " BO '", name_,
+                                        "' that the host wrote but never synced to the device"));
+    }
+    if (!device_valid_) {
+      return v_->Violation(absl::StrCat(
+          where, ": reads ", CategoryName(category_), " BO '", name_,
+          category_ == elf::INTERMEDIATE ? "' before any launch wrote it"
+                                         : "' that was never written or synced"));
+    }
+    return absl::OkStatus();
+  }
+  void MarkWrittenByLaunch() {
+    ++device_version_;
+    device_valid_ = true;
+  }
+
+ private:
+  absl::Status Range(const char* op, size_t bytes, size_t offset) const {
+    return absl::OutOfRangeError(absl::StrCat(op, " of ", bytes, " bytes at offset ", offset,
+                                              " is outside BO '", name_, "' (", size_, " bytes)"));
+  }
+
+  const std::string name_;
+  const size_t size_;
+  const BoCategory category_;
+  AlignedBuffer<uint8_t> host_;
+  AlignedBuffer<uint8_t> device_;
+  std::shared_ptr<Validator> v_;
+  uint64_t host_version_ = 0, synced_version_ = 0;
+  uint64_t device_version_ = 0, fetched_version_ = 0;
+  bool device_valid_ = false;
+  bool used_ = false;
+};
+
+// ---------------------------------------------------------------- kernels
+
+// One resolved launch: kernel function, BOs by role, integer parameters.
+struct LaunchOp {
+  void (*fn)(const LaunchOp&, ThreadPool*) = nullptr;
+  CpuBo* bo[4] = {nullptr, nullptr, nullptr, nullptr};
+  int64_t p[2] = {0, 0};
+  float eps = 0;
+  bool packed = false, x_f32 = false, y_f32 = false;
+  std::string where;  // "ELF 'x', group 'g', launch i (symbol)"
+  std::vector<CpuBo*> inputs, outputs;
+};
+
+template <typename T>
+T* As(CpuBo* bo) {
+  return reinterpret_cast<T*>(bo->device());
+}
+
+void RunGemv(const LaunchOp& op, ThreadPool* pool) {
+  const bf16* w = As<bf16>(op.bo[0]);
+  const size_t rows = op.p[0], cols = op.p[1];
+  auto call = [&](const auto* x, auto* y) {
+    if (op.packed) {
+      kernels::PackedGemv(w, rows, cols, x, y, pool);
+    } else {
+      kernels::Gemv(w, rows, cols, x, y, pool);
+    }
+  };
+  if (op.x_f32) {
+    op.y_f32 ? call(As<float>(op.bo[1]), As<float>(op.bo[2]))
+             : call(As<float>(op.bo[1]), As<bf16>(op.bo[2]));
+  } else {
+    op.y_f32 ? call(As<bf16>(op.bo[1]), As<float>(op.bo[2]))
+             : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+  }
+}
+void RunRmsNorm(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNorm(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));
+}
+void RunRope(const LaunchOp& op, ThreadPool*) {
+  bf16* y = As<bf16>(op.bo[3]);
+  const size_t n = op.p[0] * op.p[1];
+  if (op.bo[3] != op.bo[0]) std::memcpy(y, As<bf16>(op.bo[0]), n * sizeof(bf16));
+  kernels::RopeHalfSplit(y, op.p[0], op.p[1], As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+}
+void RunSiluMul(const LaunchOp& op, ThreadPool*) {
+  kernels::SiluMul(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
+void RunAdd(const LaunchOp& op, ThreadPool*) {
+  kernels::Add(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
+
+// The CPU implementation of each device kernel id. Which parameters a kernel
+// binds (inputs first, in the order of LaunchOp::bo) comes from the registry.
+using KernelFn = void (*)(const LaunchOp&, ThreadPool*);
+const std::map<std::string, KernelFn>& Kernels() {
+  static const auto* kernels = new std::map<std::string, KernelFn>{
+      {"gemv", &RunGemv},     {"rmsnorm", &RunRmsNorm}, {"rope", &RunRope},
+      {"silu_mul", &RunSiluMul}, {"add", &RunAdd},
+  };
+  return *kernels;
+}
+
+// ---------------------------------------------------------------- device
+
+class CpuElf final : public LoadedElf {
+ public:
+  const elf::Program& program() const override { return program_; }
+  const std::vector<int>& group_steps() const override { return group_steps_; }
+
+  elf::Program program_;
+  std::string name_;
+  std::vector<int> group_steps_;
+  std::vector<std::vector<LaunchOp>> groups_;  // launches per group
+};
+
+class CpuDevice;
+
+class CpuRun final : public Run {
+ public:
+  CpuRun(CpuDevice* device) : device_(device) {}
+  absl::Status Wait() override;
+
+ private:
+  CpuDevice* device_;
+};
+
+class CpuDevice final : public Device {
+ public:
+  CpuDevice(const DeviceOptions& options, ThreadPool* pool)
+      : validator_(std::make_shared<Validator>()), pool_(pool ? pool : &SharedThreadPool()) {
+    validator_->enabled = options.validate;
+    thread_ = std::thread([this] { DeviceLoop(); });
+  }
+  ~CpuDevice() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  std::string description() const override {
+    return absl::StrCat("cpu (", kernels::GemvTargetName(), ", ", pool_->num_threads(),
+                        " threads", validator_->enabled ? ", validating" : "", ")");
+  }
+
+  absl::StatusOr<std::unique_ptr<BufferObject>> Allocate(const std::string& name, size_t bytes,
+                                                         BoCategory category) override {
+    auto bo = std::make_unique<CpuBo>(name, bytes, category, validator_);
+    if (!bo->ok()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", bytes, " bytes for BO '", name, "'"));
+    }
+    return bo;
+  }
+
+  absl::StatusOr<std::unique_ptr<LoadedElf>> Load(const elf::Program& program,
+                                                  const std::string& elf_name,
+                                                  std::vector<BufferObject*> bos) override {
+    if (static_cast<int>(bos.size()) != program.bos_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("Load: ", bos.size(), " BOs bound, program has ",
+                                                     program.bos_size()));
+    }
+    auto elf = std::make_unique<CpuElf>();
+    elf->program_ = program;
+    elf->name_ = elf_name;
+    std::map<std::string, int> bo_index;
+    for (int i = 0; i < program.bos_size(); ++i) bo_index[program.bos(i).name()] = i;
+    for (int s = 0; s < program.steps_size(); ++s) {
+      if (!program.steps(s).has_group()) continue;
+      const elf::LaunchGroup& g = program.steps(s).group();
+      elf->group_steps_.push_back(s);
+      std::vector<LaunchOp> ops;
+      for (int j = 0; j < g.launches_size(); ++j) {
+        const elf::Launch& l = g.launches(j);
+        LaunchOp op;
+        op.where = absl::StrCat("ELF '", elf_name, "', group '", g.name(), "', launch ", j, " (",
+                                l.kernel_symbol(), ")");
+        const registry::Kernel* kernel = nullptr;
+        auto variant = registry::FindSymbol(l.kernel_symbol(), &kernel);
+        if (!variant.ok()) return absl::NotFoundError(absl::StrCat(op.where, ": ", variant.status().message()));
+        auto fn_it = Kernels().find(kernel->id());
+        if (fn_it == Kernels().end() || kernel->host_only()) {
+          return absl::UnimplementedError(
+              absl::StrCat(op.where, ": the cpu device has no kernel '", kernel->id(), "'"));
+        }
+        op.fn = fn_it->second;
+        std::map<std::string, std::string> bound;
+        for (const auto& b : l.bindings()) bound[b.param()] = b.bo();
+        int role = 0;
+        auto bind = [&](const std::string& param, std::vector<CpuBo*>* list) -> absl::Status {
+          auto it = bound.find(param);
+          if (it == bound.end()) {
+            return absl::InvalidArgumentError(absl::StrCat(op.where, ": parameter '", param, "' is not bound"));
+          }
+          const int idx = bo_index.at(it->second);
+          op.bo[role++] = static_cast<CpuBo*>(bos[idx]);
+          list->push_back(op.bo[role - 1]);
+          return absl::OkStatus();
+        };
+        for (const auto& p : kernel->inputs()) {
+          if (auto st = bind(p, &op.inputs); !st.ok()) return st;
+        }
+        for (const auto& p : kernel->outputs()) {
+          if (auto st = bind(p, &op.outputs); !st.ok()) return st;
+        }
+        for (int k = 0; k < kernel->int_params_size() && k < 2; ++k) {
+          auto it = l.params().find(kernel->int_params(k));
+          if (it == l.params().end() || it->second <= 0) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                op.where, ": integer parameter '", kernel->int_params(k), "' is missing or not positive"));
+          }
+          op.p[k] = it->second;
+        }
+        op.eps = program.model().rms_eps();
+        if (auto st = CheckSizes(kernel->id(), **variant, program, bound, bo_index, &op); !st.ok()) {
+          return st;
+        }
+        ops.push_back(std::move(op));
+      }
+      elf->groups_.push_back(std::move(ops));
+    }
+    return elf;
+  }
+
+  absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group) override {
+    auto& cpu = static_cast<CpuElf&>(elf);
+    if (group < 0 || group >= static_cast<int>(cpu.groups_.size())) {
+      return absl::OutOfRangeError(absl::StrCat("no launch group ", group, " in ELF '", cpu.name_, "'"));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &cpu.groups_[group];
+      done_ = false;
+      ++posted_;
+    }
+    cv_.notify_all();
+    return std::unique_ptr<Run>(new CpuRun(this));
+  }
+
+  absl::Status WaitForRun() {
+    // Brief spin (runs are often microseconds), then block.
+    for (int i = 0; i < 20000 && !done_flag_.load(std::memory_order_acquire); ++i) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    done_flag_.store(false, std::memory_order_relaxed);
+    return run_status_;
+  }
+
+  absl::StatusOr<size_t> LayoutBytes(const std::string& layout, size_t rows,
+                                     size_t cols) const override {
+    if (layout.empty() || layout == registry::kRowMajor) return rows * cols * sizeof(bf16);
+    if (layout == registry::kPackedPanelV1) return kernels::PackedGemvElements(rows, cols) * sizeof(bf16);
+    return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
+  }
+  absl::Status PackWeight(const std::string& layout, const void* src, size_t rows, size_t cols,
+                          void* out) const override {
+    if (layout.empty() || layout == registry::kRowMajor) {
+      std::memcpy(out, src, rows * cols * sizeof(bf16));
+      return absl::OkStatus();
+    }
+    if (layout == registry::kPackedPanelV1) {
+      kernels::PackGemvWeights(static_cast<const bf16*>(src), rows, cols, static_cast<bf16*>(out));
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
+  }
+
+ private:
+  // Sizes of the bound BOs against the launch's parameters.
+  absl::Status CheckSizes(const std::string& id, const registry::KernelVariant& variant,
+                          const elf::Program& program, const std::map<std::string, std::string>& bound,
+                          const std::map<std::string, int>& bo_index, LaunchOp* op) {
+    auto bo = [&](const char* param) -> const elf::BufferObject& {
+      return program.bos(bo_index.at(bound.at(param)));
+    };
+    auto expect = [&](const char* param, int64_t elements, bool allow_f32) -> absl::Status {
+      const elf::BufferObject& b = bo(param);
+      const bool f32 = b.dtype() == elf::F32;
+      if (b.dtype() != elf::BF16 && !(allow_f32 && f32)) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": BO '", b.name(), "' has dtype ",
+                                                       elf::DType_Name(b.dtype()), ", expected BF16",
+                                                       allow_f32 ? " or F32" : ""));
+      }
+      const int64_t want = elements * (f32 ? 4 : 2);
+      if (b.size_bytes() < want) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": BO '", b.name(), "' holds ",
+                                                       b.size_bytes(), " bytes, the launch needs ", want));
+      }
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (id == "gemv") {
+      const int64_t rows = op->p[0], cols = op->p[1];
+      if (variant.k() != 0 && variant.k() != cols) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": symbol is specialized for K=",
+                                                       variant.k(), " but cols=", cols));
+      }
+      const elf::BufferObject& w = bo("w");
+      op->packed = variant.layout() == registry::kPackedPanelV1;
+      const std::string w_layout = w.layout().empty() ? std::string(registry::kRowMajor) : w.layout();
+      if (w_layout != variant.layout()) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": weight BO '", w.name(), "' has layout ",
+                                                       w_layout, " but the kernel reads ", variant.layout()));
+      }
+      auto need = LayoutBytes(w_layout, rows, cols);
+      if (!need.ok()) return need.status();
+      if (w.dtype() != elf::BF16 || w.size_bytes() < static_cast<int64_t>(*need)) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": weight BO '", w.name(),
+                                                       "' must be BF16 of at least ", *need, " bytes"));
+      }
+      if (!(s = expect("x", cols, true)).ok() || !(s = expect("y", rows, true)).ok()) return s;
+      op->x_f32 = bo("x").dtype() == elf::F32;
+      op->y_f32 = bo("y").dtype() == elf::F32;
+      return absl::OkStatus();
+    }
+    if (id == "rmsnorm") {
+      if (!(s = expect("x", op->p[0], false)).ok() || !(s = expect("w", op->p[0], false)).ok()) return s;
+      return expect("y", op->p[0], false);
+    }
+    if (id == "rope") {
+      if (op->p[1] % 2) return absl::InvalidArgumentError(absl::StrCat(op->where, ": head_dim must be even"));
+      const int64_t n = op->p[0] * op->p[1];
+      if (!(s = expect("x", n, false)).ok() || !(s = expect("y", n, false)).ok()) return s;
+      if (!(s = expect("cos", op->p[1] / 2, false)).ok()) return s;
+      return expect("sin", op->p[1] / 2, false);
+    }
+    // silu_mul, add: every BO holds n bf16.
+    for (const auto& [param, name] : bound) {
+      if (!(s = expect(param.c_str(), op->p[0], false)).ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  void DeviceLoop() {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::vector<LaunchOp>* job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || posted_ != seen; });
+        if (stop_) return;
+        seen = posted_;
+        job = job_;
+      }
+      absl::Status status = Execute(*job);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        run_status_ = status;
+        done_ = true;
+      }
+      done_flag_.store(true, std::memory_order_release);
+      cv_.notify_all();
+    }
+  }
+
+  absl::Status Execute(const std::vector<LaunchOp>& ops) {
+    for (const LaunchOp& op : ops) {
+      for (CpuBo* in : op.inputs) {
+        if (auto s = in->CheckReadByLaunch(op.where); !s.ok()) return s;
+      }
+      op.fn(op, pool_);
+      for (CpuBo* out : op.outputs) out->MarkWrittenByLaunch();
+    }
+    return absl::OkStatus();
+  }
+
+  std::shared_ptr<Validator> validator_;
+  ThreadPool* pool_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool done_ = false;
+  uint64_t posted_ = 0;
+  const std::vector<LaunchOp>* job_ = nullptr;
+  absl::Status run_status_;
+  std::atomic<bool> done_flag_{false};
+};
+
+absl::Status CpuRun::Wait() { return device_->WaitForRun(); }
+
+}  // namespace
+
+std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool) {
+  return std::make_unique<CpuDevice>(options, pool);
+}
+
+}  // namespace dk::runtime

@@ -1,0 +1,175 @@
+#include "runtime/cpu/cpu_device.h"
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "util/bf16.h"
+
+namespace dk::runtime {
+namespace {
+
+// Two groups: y = a + b (group "first"), z = y + b (group "second").
+// The categories of y are chosen per test.
+elf::Program TwoAdds(const char* y_category) {
+  elf::Program p;
+  const std::string text = std::string(R"pb(
+    schema_version: 1
+    model { name: "toy" rms_eps: 1e-5 }
+    bos { name: "a" shape: 8 dtype: BF16 category: WRITE size_bytes: 16 }
+    bos { name: "b" shape: 8 dtype: BF16 category: STATIC size_bytes: 16 }
+    bos { name: "y" shape: 8 dtype: BF16 category: )pb") + y_category + R"pb( size_bytes: 16 }
+    bos { name: "z" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    steps { group { name: "first" entry_symbol: "first" launches {
+      kernel_symbol: "dk_add_bf16" params { key: "n" value: 8 }
+      bindings { param: "a" bo: "a" } bindings { param: "b" bo: "b" } bindings { param: "y" bo: "y" } } } }
+    steps { group { name: "second" entry_symbol: "second" launches {
+      kernel_symbol: "dk_add_bf16" params { key: "n" value: 8 }
+      bindings { param: "a" bo: "y" } bindings { param: "b" bo: "b" } bindings { param: "y" bo: "z" } } } }
+  )pb";
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p));
+  return p;
+}
+
+struct Fixture {
+  std::unique_ptr<Device> device;
+  std::vector<std::unique_ptr<BufferObject>> bos;
+  std::unique_ptr<LoadedElf> elf;
+};
+
+Fixture Load(const elf::Program& p, bool validate) {
+  Fixture f;
+  f.device = MakeCpuDevice(DeviceOptions{validate});
+  std::vector<BufferObject*> raw;
+  for (const auto& b : p.bos()) {
+    f.bos.push_back(*f.device->Allocate(b.name(), b.size_bytes(), b.category()));
+    raw.push_back(f.bos.back().get());
+  }
+  auto elf = f.device->Load(p, "toy.elf", raw);
+  EXPECT_TRUE(elf.ok()) << elf.status();
+  if (elf.ok()) f.elf = *std::move(elf);
+  return f;
+}
+
+std::vector<bf16> Fill(float v) { return std::vector<bf16>(8, F32ToBf16(v)); }
+
+absl::Status RunGroup(Fixture& f, int g) {
+  auto run = f.device->Start(*f.elf, g);
+  if (!run.ok()) return run.status();
+  return (*run)->Wait();
+}
+
+TEST(CpuDevice, RunsGroupsAndMovesBytesOnlyOnSync) {
+  Fixture f = Load(TwoAdds("INTERMEDIATE"), /*validate=*/true);
+  auto a = Fill(1), b = Fill(2);
+  ASSERT_TRUE(f.bos[0]->Write(a.data(), 16).ok());
+  ASSERT_TRUE(f.bos[0]->SyncToDevice().ok());
+  ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
+  ASSERT_TRUE(f.bos[1]->SyncToDevice().ok());
+  ASSERT_TRUE(RunGroup(f, 0).ok());
+  ASSERT_TRUE(RunGroup(f, 1).ok());
+  std::vector<bf16> z(8);
+  ASSERT_TRUE(f.bos[3]->SyncFromDevice().ok());
+  ASSERT_TRUE(f.bos[3]->Read(z.data(), 16).ok());
+  for (const bf16& v : z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
+  // A second token: new activation, same static BO.
+  auto a2 = Fill(10);
+  ASSERT_TRUE(f.bos[0]->Write(a2.data(), 16).ok());
+  ASSERT_TRUE(f.bos[0]->SyncToDevice().ok());
+  ASSERT_TRUE(RunGroup(f, 0).ok());
+  ASSERT_TRUE(RunGroup(f, 1).ok());
+  ASSERT_TRUE(f.bos[3]->SyncFromDevice().ok());
+  ASSERT_TRUE(f.bos[3]->Read(z.data(), 16).ok());
+  for (const bf16& v : z) EXPECT_EQ(Bf16ToF32(v), 14.0f);
+}
+
+TEST(CpuDevice, WriteWithoutSyncIsNamed) {
+  Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
+  auto a = Fill(1), b = Fill(2);
+  ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
+  ASSERT_TRUE(f.bos[1]->SyncToDevice().ok());
+  ASSERT_TRUE(f.bos[0]->Write(a.data(), 16).ok());  // no SyncToDevice
+  const absl::Status s = RunGroup(f, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("ELF 'toy.elf', group 'first', launch 0 (dk_add_bf16): reads WRITE BO 'a' "
+                             "that the host wrote but never synced"),
+            std::string::npos)
+      << s;
+}
+
+TEST(CpuDevice, IntermediateReadBeforeWrittenIsNamed) {
+  Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
+  auto b = Fill(2);
+  ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
+  ASSERT_TRUE(f.bos[1]->SyncToDevice().ok());
+  const absl::Status s = RunGroup(f, 1);  // "second" before "first"
+  EXPECT_NE(s.message().find("group 'second'"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("INTERMEDIATE BO 'y' before any launch wrote it"), std::string::npos) << s;
+}
+
+TEST(CpuDevice, StaticRewrittenAfterUseIsNamed) {
+  Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
+  auto a = Fill(1), b = Fill(2);
+  for (int i : {0, 1}) {
+    ASSERT_TRUE(f.bos[i]->Write(i ? b.data() : a.data(), 16).ok());
+    ASSERT_TRUE(f.bos[i]->SyncToDevice().ok());
+  }
+  ASSERT_TRUE(RunGroup(f, 0).ok());
+  const absl::Status s = f.bos[1]->Write(b.data(), 16);
+  EXPECT_NE(s.message().find("host rewrote STATIC BO 'b' after a launch used it"), std::string::npos) << s;
+}
+
+TEST(CpuDevice, HostTouchingIntermediatesAndStaleReadsAreNamed) {
+  Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
+  auto a = Fill(1);
+  std::vector<bf16> out(8);
+  EXPECT_NE(f.bos[2]->Write(a.data(), 16).message().find("host wrote INTERMEDIATE BO 'y'"), std::string::npos);
+  EXPECT_NE(f.bos[2]->Read(out.data(), 16).message().find("host read INTERMEDIATE BO 'y'"), std::string::npos);
+  EXPECT_FALSE(f.bos[2]->SyncFromDevice().ok());
+
+  Fixture g = Load(TwoAdds("OUTPUT"), true);
+  auto b = Fill(2);
+  for (int i : {0, 1}) {
+    ASSERT_TRUE(g.bos[i]->Write(i ? b.data() : a.data(), 16).ok());
+    ASSERT_TRUE(g.bos[i]->SyncToDevice().ok());
+  }
+  ASSERT_TRUE(RunGroup(g, 0).ok());
+  const absl::Status s = g.bos[2]->Read(out.data(), 16);  // no SyncFromDevice
+  EXPECT_NE(s.message().find("read BO 'y' back without syncing it from the device"), std::string::npos) << s;
+}
+
+TEST(CpuDevice, WithoutValidationViolationsGoUnreported) {
+  Fixture f = Load(TwoAdds("INTERMEDIATE"), /*validate=*/false);
+  auto a = Fill(1);
+  EXPECT_TRUE(f.bos[0]->Write(a.data(), 16).ok());
+  EXPECT_TRUE(RunGroup(f, 0).ok());
+}
+
+TEST(CpuDevice, LoadRejectsBadLaunches) {
+  auto device = MakeCpuDevice(DeviceOptions{true});
+  elf::Program p = TwoAdds("INTERMEDIATE");
+  std::vector<std::unique_ptr<BufferObject>> bos;
+  std::vector<BufferObject*> raw;
+  for (const auto& b : p.bos()) {
+    bos.push_back(*device->Allocate(b.name(), b.size_bytes(), b.category()));
+    raw.push_back(bos.back().get());
+  }
+  elf::Program missing = p;
+  missing.mutable_steps(0)->mutable_group()->mutable_launches(0)->mutable_bindings()->RemoveLast();
+  auto s = device->Load(missing, "toy.elf", raw).status();
+  EXPECT_NE(s.message().find("parameter 'y' is not bound"), std::string::npos) << s;
+
+  elf::Program too_big = p;
+  (*too_big.mutable_steps(0)->mutable_group()->mutable_launches(0)->mutable_params())["n"] = 9;
+  s = device->Load(too_big, "toy.elf", raw).status();
+  EXPECT_NE(s.message().find("holds 16 bytes, the launch needs 18"), std::string::npos) << s;
+
+  elf::Program host_kernel = p;
+  host_kernel.mutable_steps(0)->mutable_group()->mutable_launches(0)->set_kernel_symbol("dk_attention_decode_bf16");
+  s = device->Load(host_kernel, "toy.elf", raw).status();
+  EXPECT_NE(s.message().find("has no kernel 'attention'"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace dk::runtime

@@ -1,0 +1,165 @@
+// Host steps of the CPU backend: embedding, RoPE lookup, KV cache, attention, top-k.
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/attention/attention.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/rope/rope.h"
+#include "kernels/topk/topk.h"
+#include "runtime/cpu/cpu_device.h"
+#include "util/aligned_buffer.h"
+
+namespace dk::runtime {
+namespace {
+
+class CpuHostOps final : public HostOps {
+ public:
+  CpuHostOps(const elf::ModelShape& m, const bf16* embedding, int max_context, ThreadPool* pool,
+             kernels::RopeTable rope)
+      : m_(m),
+        embedding_(embedding),
+        max_context_(max_context),
+        pool_(pool),
+        rope_(std::move(rope)),
+        kv_stride_(size_t{static_cast<size_t>(m.n_kv_heads())} * max_context * m.head_dim()),
+        k_cache_(kv_stride_ * m.n_layers()),
+        v_cache_(kv_stride_ * m.n_layers()) {
+    k_cache_.Zero();
+    v_cache_.Zero();
+  }
+
+  bool ok() const { return k_cache_.size() == kv_stride_ * m_.n_layers() && v_cache_.size() == k_cache_.size(); }
+
+  absl::Status RunHostStep(const elf::HostStep& step, uint32_t token, int position,
+                           const std::vector<std::pair<std::string, Value>>& values) override {
+    auto get = [&](const char* param) -> void* {
+      for (const auto& [name, v] : values) {
+        if (name == param) return v.data;
+      }
+      return nullptr;
+    };
+    auto need = [&](const char* param) -> absl::StatusOr<void*> {
+      void* p = get(param);
+      if (p == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("host step '", step.kind(), "' (layer ",
+                                                       step.layer(), ") has no '", param, "' binding"));
+      }
+      return p;
+    };
+    if (position < 0 || position >= max_context_) {
+      return absl::OutOfRangeError(absl::StrCat("position ", position, " exceeds the KV cache of ",
+                                                max_context_, " positions; raise max_context or "
+                                                "shorten the prompt / generation"));
+    }
+    const std::string& kind = step.kind();
+    const size_t hd = m_.head_dim();
+    if (kind == "embedding") {
+      auto out = need("out");
+      if (!out.ok()) return out.status();
+      return kernels::EmbeddingLookup(embedding_, m_.vocab(), m_.hidden(), token, static_cast<bf16*>(*out));
+    }
+    if (kind == "rope_lookup") {
+      auto c = need("cos"), s = need("sin");
+      if (!c.ok()) return c.status();
+      if (!s.ok()) return s.status();
+      std::memcpy(*c, rope_.cos(position), hd / 2 * sizeof(bf16));
+      std::memcpy(*s, rope_.sin(position), hd / 2 * sizeof(bf16));
+      return absl::OkStatus();
+    }
+    if (step.layer() < 0 || step.layer() >= m_.n_layers()) {
+      if (kind == "kv_write" || kind == "attention") {
+        return absl::InvalidArgumentError(absl::StrCat("host step '", kind, "' has invalid layer ", step.layer()));
+      }
+    }
+    if (kind == "kv_write") {
+      auto k = need("k"), v = need("v");
+      if (!k.ok()) return k.status();
+      if (!v.ok()) return v.status();
+      bf16* kc = k_cache_.data() + step.layer() * kv_stride_;
+      bf16* vc = v_cache_.data() + step.layer() * kv_stride_;
+      for (int h = 0; h < m_.n_kv_heads(); ++h) {
+        const size_t at = (size_t{static_cast<size_t>(h)} * max_context_ + position) * hd;
+        std::memcpy(kc + at, static_cast<const bf16*>(*k) + h * hd, hd * sizeof(bf16));
+        std::memcpy(vc + at, static_cast<const bf16*>(*v) + h * hd, hd * sizeof(bf16));
+      }
+      return absl::OkStatus();
+    }
+    if (kind == "attention") {
+      auto q = need("q"), out = need("out");
+      if (!q.ok()) return q.status();
+      if (!out.ok()) return out.status();
+      kernels::AttentionDims dims;
+      dims.n_heads = m_.n_heads();
+      dims.n_kv_heads = m_.n_kv_heads();
+      dims.head_dim = hd;
+      dims.max_ctx = max_context_;
+      return kernels::DecodeAttention(dims, static_cast<const bf16*>(*q),
+                                      k_cache_.data() + step.layer() * kv_stride_,
+                                      v_cache_.data() + step.layer() * kv_stride_, position,
+                                      static_cast<bf16*>(*out), pool_);
+    }
+    if (kind == "topk") {
+      auto logits = need("logits");
+      if (!logits.ok()) return logits.status();
+      auto it = step.params().find("k");
+      const size_t k = it == step.params().end() ? 5 : static_cast<size_t>(it->second);
+      ids_.resize(k);
+      vals_.resize(k);
+      const size_t n = kernels::TopK(static_cast<const float*>(*logits), m_.vocab(), k, ids_.data(), vals_.data());
+      ids_.resize(n);
+      vals_.resize(n);
+      if (n == 0) return absl::InternalError("top-k found no finite logit (all NaN)");
+      return absl::OkStatus();
+    }
+    return absl::UnimplementedError(absl::StrCat("the cpu host has no host step '", kind, "'"));
+  }
+
+  void Reset() override {
+    k_cache_.Zero();
+    v_cache_.Zero();
+  }
+  const std::vector<uint32_t>& topk_ids() const override { return ids_; }
+  const std::vector<float>& topk_values() const override { return vals_; }
+
+ private:
+  const elf::ModelShape m_;
+  const bf16* embedding_;
+  const int max_context_;
+  ThreadPool* pool_;
+  kernels::RopeTable rope_;
+  const size_t kv_stride_;  // elements per layer: [n_kv_heads][max_context][head_dim]
+  AlignedBuffer<bf16> k_cache_, v_cache_;
+  std::vector<uint32_t> ids_;
+  std::vector<float> vals_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& model,
+                                                        const void* embedding_table,
+                                                        const CpuHostOptions& options) {
+  kernels::RopeConfig rope;
+  rope.head_dim = model.head_dim();
+  rope.theta = model.rope_theta();
+  if (model.rope_scaling().type() == "llama3") {
+    rope.llama3_scaling = true;
+    rope.llama3.factor = model.rope_scaling().factor();
+    rope.llama3.low_freq_factor = model.rope_scaling().low_freq_factor();
+    rope.llama3.high_freq_factor = model.rope_scaling().high_freq_factor();
+    rope.llama3.original_max_position = static_cast<float>(model.rope_scaling().original_max_position());
+  }
+  const int max_context = options.max_context > 0 ? options.max_context : model.max_context();
+  auto table = kernels::RopeTable::Create(rope, max_context);
+  if (!table.ok()) return table.status();
+  auto ops = std::make_unique<CpuHostOps>(model, static_cast<const bf16*>(embedding_table), max_context,
+                                          options.pool ? options.pool : &SharedThreadPool(),
+                                          *std::move(table));
+  if (!ops->ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the KV cache for ", max_context,
+                                                     " positions"));
+  }
+  return std::unique_ptr<HostOps>(std::move(ops));
+}
+
+}  // namespace dk::runtime

@@ -1,0 +1,107 @@
+// The runtime's device model, mirroring XRT so that an NPU backend fits: a device,
+// buffer objects (allocate, write, sync to/from the device, read), a loaded ELF,
+// and runs (start an entry point with its bound BOs, wait). DESIGN.md s.4.
+//
+// A BufferObject has a host-side copy and a device-side copy, as an XRT BO does:
+// Write/Read touch the host side, SyncToDevice/SyncFromDevice move the bytes. A
+// backend in validation mode checks the BO protocol and reports the first
+// violation with the ELF, group, launch and BO names.
+#ifndef DK_RUNTIME_RUNTIME_H_
+#define DK_RUNTIME_RUNTIME_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "elf/program.pb.h"
+
+namespace dk::runtime {
+
+// Thread-safety: a BO is used by one host thread at a time; the device reads and
+// writes its device side only while a run that binds it is in flight.
+class BufferObject {
+ public:
+  virtual ~BufferObject() = default;
+  virtual const std::string& name() const = 0;
+  virtual size_t size() const = 0;
+  // Host side <-> host memory.
+  virtual absl::Status Write(const void* src, size_t bytes, size_t offset = 0) = 0;
+  virtual absl::Status Read(void* dst, size_t bytes, size_t offset = 0) = 0;
+  // Host side <-> device side (whole BO).
+  virtual absl::Status SyncToDevice() = 0;
+  virtual absl::Status SyncFromDevice() = 0;
+};
+
+// A program loaded on a device: launch groups resolved to kernels, BO bindings
+// checked. Thread-safety: immutable after Load.
+class LoadedElf {
+ public:
+  virtual ~LoadedElf() = default;
+  virtual const elf::Program& program() const = 0;
+  // Index into program().steps() of each launch group's entry, by group number.
+  virtual const std::vector<int>& group_steps() const = 0;
+};
+
+// One started run of an entry point. Wait returns the run's status (a validation
+// violation, if any). Thread-safety: one owner.
+class Run {
+ public:
+  virtual ~Run() = default;
+  virtual absl::Status Wait() = 0;
+};
+
+struct DeviceOptions {
+  bool validate = false;  // check the BO protocol (on in tests)
+};
+
+// Thread-safety: Allocate/Load/Start are called from one host thread.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string description() const = 0;
+  // `category` is the BO's category in the program (validation uses it).
+  virtual absl::StatusOr<std::unique_ptr<BufferObject>> Allocate(const std::string& name,
+                                                                 size_t bytes,
+                                                                 elf::BoCategory category) = 0;
+  // `elf_name` is used in messages. `bos[i]` is the BO of program.bos(i).
+  virtual absl::StatusOr<std::unique_ptr<LoadedElf>> Load(const elf::Program& program,
+                                                          const std::string& elf_name,
+                                                          std::vector<BufferObject*> bos) = 0;
+  // Starts launch group `group` (0-based, in execution order) of `elf`.
+  virtual absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group) = 0;
+
+  // Weight layouts the device's kernels read: the bytes a [rows, cols] bf16 matrix
+  // takes in `layout`, and the host-side packer from row-major (used once, at load).
+  virtual absl::StatusOr<size_t> LayoutBytes(const std::string& layout, size_t rows,
+                                             size_t cols) const = 0;
+  virtual absl::Status PackWeight(const std::string& layout, const void* row_major_bf16,
+                                  size_t rows, size_t cols, void* out) const = 0;
+};
+
+// Host-side work between runs (embedding, RoPE lookup, KV cache, attention,
+// top-k), implemented by the backend's host library. Thread-safety: one caller.
+class HostOps {
+ public:
+  virtual ~HostOps() = default;
+  // Runs `step` for the token at `position`. `values` maps the step's bound host
+  // values (by parameter name) to their memory.
+  struct Value {
+    void* data = nullptr;
+    const elf::HostValue* info = nullptr;
+  };
+  virtual absl::Status RunHostStep(const elf::HostStep& step, uint32_t token, int position,
+                                   const std::vector<std::pair<std::string, Value>>& values) = 0;
+  // Forget the KV cache (a new sequence).
+  virtual void Reset() = 0;
+  // The top-k of the last "topk" step: ids best first (ties to the smaller id).
+  virtual const std::vector<uint32_t>& topk_ids() const = 0;
+  virtual const std::vector<float>& topk_values() const = 0;
+};
+
+}  // namespace dk::runtime
+
+#endif  // DK_RUNTIME_RUNTIME_H_

@@ -1,0 +1,83 @@
+// Writes deterministic synthetic weights for a model shape as an HF checkpoint
+// directory (config.json + model.safetensors) and prints their digest:
+//
+//   bazel run //tools/synthetic_weights -- \
+//       --config models/llama32_1b/config.textproto --out /tmp/llama32_1b_synth --seed 1
+//
+// Relative paths are resolved against the directory `bazel run` was started from.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "elf/program.pb.h"
+#include "google/protobuf/text_format.h"
+#include "weights/weights.h"
+
+ABSL_FLAG(std::string, config, "", "model shape, a dk.elf.ModelShape text proto");
+ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the synthetic values");
+
+namespace {
+
+std::string Resolve(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
+  return wd ? absl::StrCat(wd, "/", path) : path;
+}
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+absl::Status Run() {
+  const std::string config_path = Resolve(absl::GetFlag(FLAGS_config));
+  const std::string out = Resolve(absl::GetFlag(FLAGS_out));
+  if (config_path.empty() || out.empty()) {
+    return absl::InvalidArgumentError("--config and --out are required");
+  }
+  std::ifstream in(config_path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", config_path));
+  std::stringstream text;
+  text << in.rdbuf();
+  dk::elf::ModelShape shape;
+  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &shape)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config_path, ": not a valid dk.elf.ModelShape text proto"));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  const dk::weights::Weights w =
+      dk::weights::MakeSyntheticWeights(shape, absl::GetFlag(FLAGS_seed));
+  const double make_s = Since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const std::string digest = w.Digest();
+  const double digest_s = Since(t0);
+  t0 = std::chrono::steady_clock::now();
+  if (absl::Status s = dk::weights::WriteHfCheckpoint(w, out); !s.ok()) return s;
+  const double write_s = Since(t0);
+  std::fprintf(stderr,
+               "%s: %zu tensors, %.2f GB; generate %.2f s, digest %.2f s, write %.2f s\n",
+               shape.name().c_str(), w.size(), w.total_bytes() / 1e9, make_s, digest_s,
+               write_s);
+  std::fprintf(stderr, "wrote %s\n", out.c_str());
+  std::printf("%s\n", digest.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status s = Run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "synthetic_weights: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,288 @@
+// safetensors and HF checkpoint directories.
+#include "weights/safetensors.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "weights/test_util.h"
+#include "weights/weights.h"
+
+namespace dk::weights {
+namespace {
+
+using ::dk::weights::testing::RawBytes;
+using ::dk::weights::testing::SafetensorsImage;
+using ::dk::weights::testing::StEntry;
+using ::dk::weights::testing::TempDir;
+using ::dk::weights::testing::TinyShape;
+using ::dk::weights::testing::WriteFile;
+using ::testing::HasSubstr;
+
+std::string WriteSt(const std::string& name, const std::string& bytes) {
+  const std::string path = TempDir("st") + "/" + name;
+  WriteFile(path, bytes);
+  return path;
+}
+
+TEST(SafetensorsTest, ReadsBf16F16F32) {
+  const std::vector<uint16_t> b = {0x3F80, 0xC049, 0x0001};
+  const std::vector<uint16_t> h = {0x3C00, 0x0001, 0x3555, 0xC000};
+  const std::vector<float> f = {1.0f, 1.00390625f, -3.0f, 0.1f, 1e-40f, 65504.0f};
+  const std::string path = WriteSt(
+      "dtypes.safetensors",
+      SafetensorsImage({{"b", "BF16", {3}, RawBytes(b)},
+                        {"h", "F16", {2, 2}, RawBytes(h)},
+                        {"f", "F32", {2, 3}, RawBytes(f)}}));
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ((*file)->tensors().size(), 3u);
+  EXPECT_EQ((*file)->metadata().at("format"), "pt");
+
+  auto tb = (*file)->ReadBf16(*(*file)->Find("b"));
+  ASSERT_TRUE(tb.ok());
+  EXPECT_EQ(tb->shape, std::vector<int64_t>({3}));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(tb->data[i].bits, b[i]);
+
+  auto th = (*file)->ReadBf16(*(*file)->Find("h"));
+  ASSERT_TRUE(th.ok());
+  EXPECT_EQ(th->shape, std::vector<int64_t>({2, 2}));
+  EXPECT_EQ(th->data[0].bits, 0x3F80);
+  EXPECT_EQ(th->data[1].bits, 0x3380);  // f16 subnormal 2^-24
+  EXPECT_EQ(th->data[2].bits, 0x3EAB);
+  EXPECT_EQ(th->data[3].bits, 0xC000);
+
+  auto tf = (*file)->ReadBf16(*(*file)->Find("f"));
+  ASSERT_TRUE(tf.ok());
+  const std::vector<uint16_t> want = {0x3F80, 0x3F80 /* tie to even */, 0xC040,
+                                      0x3DCD, F32ToBf16(1e-40f).bits, 0x4780};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(tf->data[i].bits, want[i]) << i;
+}
+
+TEST(SafetensorsTest, RefusesBadFiles) {
+  const std::string data = RawBytes(std::vector<float>{1, 2, 3, 4});
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* message;
+  };
+  std::string truncated_header = SafetensorsImage({{"x", "F32", {4}, data}});
+  truncated_header.resize(20);
+  std::string truncated_data = SafetensorsImage({{"x", "F32", {4}, data}});
+  truncated_data.resize(truncated_data.size() - 4);
+  const std::vector<Case> cases = {
+      {"empty", "", "truncated"},
+      {"short_header", truncated_header, "truncated"},
+      {"past_eof", truncated_data, "past the end of the file"},
+      {"bad_json", SafetensorsImage({}, "{\"x\": [1, 2"), "not valid JSON"},
+      {"not_object", SafetensorsImage({}, "[1, 2]"), "not an object"},
+      {"no_dtype", SafetensorsImage({}, R"({"x":{"shape":[1],"data_offsets":[0,4]}})"),
+       "dtype"},
+      {"neg_shape",
+       SafetensorsImage({}, R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})"),
+       "non-negative"},
+      {"size_mismatch", SafetensorsImage({{"x", "F32", {5}, data}}), "needs 20 bytes"},
+      {"reversed_offsets",
+       SafetensorsImage({}, R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})"),
+       "end before begin"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = WriteSt(absl::StrCat(c.name, ".safetensors"), c.bytes);
+    auto file = SafetensorsFile::Open(path);
+    ASSERT_FALSE(file.ok()) << c.name;
+    EXPECT_THAT(file.status().message(), HasSubstr(c.message)) << c.name;
+    EXPECT_THAT(file.status().message(), HasSubstr(path)) << c.name;
+  }
+  // Unknown dtypes parse (other tensors stay usable) but cannot be read.
+  const std::string path = WriteSt(
+      "i64.safetensors", SafetensorsImage({{"x", "I64", {2}, std::string(16, '\0')}}));
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto t = (*file)->ReadBf16(*(*file)->Find("x"));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(t.status().message(), HasSubstr("\"x\""));
+}
+
+// --- HF checkpoint directories -------------------------------------------------------
+
+TEST(HfCheckpointTest, SyntheticRoundTripKeepsTheDigest) {
+  for (bool tied : {true, false}) {
+    const Weights w = MakeSyntheticWeights(TinyShape(tied), 3);
+    const std::string dir = TempDir(absl::StrCat("roundtrip_", tied)) + "/nested/ckpt";
+    ASSERT_TRUE(WriteHfCheckpoint(w, dir).ok());
+    auto loaded = LoadHfCheckpoint(dir);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(loaded->Digest(), w.Digest());
+    EXPECT_EQ(loaded->size(), w.size());
+    EXPECT_EQ(loaded->shape().name(), "ckpt");
+    EXPECT_EQ(loaded->shape().tied_embeddings(), tied);
+    EXPECT_EQ(loaded->shape().n_kv_heads(), 2);
+    EXPECT_EQ(loaded->shape().rms_eps(), 1e-5f);
+    EXPECT_EQ(loaded->source(), dir);
+    auto via_dispatch = LoadWeights(dir);
+    ASSERT_TRUE(via_dispatch.ok());
+    EXPECT_EQ(via_dispatch->Digest(), w.Digest());
+  }
+}
+
+TEST(HfCheckpointTest, ConfigRoundTripsLlama3RopeScaling) {
+  elf::ModelShape s = TinyShape();
+  s.set_vocab(128256);
+  s.mutable_rope_scaling()->set_type("llama3");
+  s.mutable_rope_scaling()->set_factor(32);
+  s.mutable_rope_scaling()->set_low_freq_factor(1);
+  s.mutable_rope_scaling()->set_high_freq_factor(4);
+  s.mutable_rope_scaling()->set_original_max_position(8192);
+  s.set_rope_theta(500000);
+  const std::string text = HfConfigJson(s);
+  EXPECT_THAT(text, HasSubstr("\"rms_norm_eps\": 1e-05"));
+  EXPECT_THAT(text, HasSubstr("\"bos_token_id\": 128000"));
+  EXPECT_THAT(text, HasSubstr("\"LlamaForCausalLM\""));
+  auto back = ShapeFromHfConfig(text, "tiny", "config.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->SerializeAsString(), s.SerializeAsString());
+  // transformers 5 style: rope_parameters.
+  auto v5 = ShapeFromHfConfig(
+      R"({"hidden_size":32,"intermediate_size":64,"num_attention_heads":4,
+          "num_hidden_layers":2,"vocab_size":16,
+          "rope_parameters":{"rope_type":"llama3","rope_theta":500000.0,"factor":32.0,
+            "low_freq_factor":1.0,"high_freq_factor":4.0,
+            "original_max_position_embeddings":8192}})",
+      "x", "config.json");
+  ASSERT_TRUE(v5.ok()) << v5.status();
+  EXPECT_EQ(v5->rope_theta(), 500000.0f);
+  EXPECT_EQ(v5->rope_scaling().type(), "llama3");
+  EXPECT_EQ(v5->head_dim(), 8);
+  EXPECT_EQ(v5->n_kv_heads(), 4);
+  EXPECT_FALSE(v5->tied_embeddings());
+  // Errors.
+  EXPECT_THAT(ShapeFromHfConfig("{", "x", "c.json").status().message(),
+              HasSubstr("not valid JSON"));
+  EXPECT_THAT(ShapeFromHfConfig(R"({"hidden_size":"big"})", "x", "c.json").status().message(),
+              HasSubstr("hidden_size"));
+  EXPECT_EQ(ShapeFromHfConfig(R"({"model_type":"qwen2"})", "x", "c.json").status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+// Writes the tiny tied model by hand: config + the given tensors, as F32.
+class HandWrittenCheckpoint {
+ public:
+  explicit HandWrittenCheckpoint(const std::string& name, bool tied = true)
+      : dir_(TempDir(name)), shape_(TinyShape(tied)) {
+    WriteFile(dir_ + "/config.json", HfConfigJson(shape_));
+    for (const auto& [n, dims] : ExpectedTensors(shape_)) {
+      int64_t numel = 1;
+      for (int64_t d : dims) numel *= d;
+      std::vector<float> v(numel);
+      for (int64_t i = 0; i < numel; ++i) v[i] = 0.001f * static_cast<float>(i % 97);
+      entries_.push_back({n, "F32", dims, RawBytes(v)});
+    }
+  }
+  std::vector<StEntry>& entries() { return entries_; }
+  const std::string& dir() const { return dir_; }
+  void WriteSingle() { WriteFile(dir_ + "/model.safetensors", SafetensorsImage(entries_)); }
+
+ private:
+  std::string dir_;
+  elf::ModelShape shape_;
+  std::vector<StEntry> entries_;
+};
+
+TEST(HfCheckpointTest, ShardedWithIndex) {
+  HandWrittenCheckpoint ckpt("sharded");
+  std::vector<StEntry> a, b;
+  std::string weight_map;
+  for (size_t i = 0; i < ckpt.entries().size(); ++i) {
+    const bool first = i % 2 == 0;
+    (first ? a : b).push_back(ckpt.entries()[i]);
+    absl::StrAppend(&weight_map, i ? "," : "", "\"", ckpt.entries()[i].name, "\":\"",
+                    first ? "model-00001-of-00002.safetensors"
+                          : "model-00002-of-00002.safetensors",
+                    "\"");
+  }
+  WriteFile(ckpt.dir() + "/model-00001-of-00002.safetensors", SafetensorsImage(a));
+  WriteFile(ckpt.dir() + "/model-00002-of-00002.safetensors", SafetensorsImage(b));
+  WriteFile(ckpt.dir() + "/model.safetensors.index.json",
+            absl::StrCat("{\"metadata\":{},\"weight_map\":{", weight_map, "}}"));
+  auto w = LoadHfCheckpoint(ckpt.dir());
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(CheckWeights(*w, TinyShape()).ok());
+  const Tensor* t = w->Find("model.layers.1.mlp.down_proj.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->data[5].bits, F32ToBf16(0.005f).bits);
+
+  // A tensor the index does not list.
+  WriteFile(ckpt.dir() + "/model.safetensors.index.json",
+            R"({"weight_map":{"model.norm.weight":"model-00001-of-00002.safetensors"}})");
+  auto missing = LoadHfCheckpoint(ckpt.dir());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("weight_map"));
+}
+
+TEST(HfCheckpointTest, MissingTensorWrongShapeAndTies) {
+  {
+    HandWrittenCheckpoint ckpt("missing");
+    ckpt.entries().erase(ckpt.entries().begin() + 3);
+    const std::string name = ExpectedTensors(TinyShape())[3].first;
+    ckpt.WriteSingle();
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(w.status().message(), HasSubstr(name));
+    EXPECT_THAT(w.status().message(), HasSubstr("model.safetensors"));
+  }
+  {
+    HandWrittenCheckpoint ckpt("wrong_shape");
+    StEntry& e = ckpt.entries()[3];  // k_proj [16, 32]
+    e.shape = {e.shape[1], e.shape[0]};  // transposed
+    ckpt.WriteSingle();
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(w.status().message(), HasSubstr(e.name));
+    EXPECT_THAT(w.status().message(), HasSubstr("expected [16, 32]"));
+  }
+  {
+    // Untied: lm_head.weight is required.
+    HandWrittenCheckpoint ckpt("untied", /*tied=*/false);
+    ckpt.entries().pop_back();  // lm_head.weight is last
+    ckpt.WriteSingle();
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(w.status().message(), HasSubstr("lm_head.weight"));
+  }
+  {
+    // Tied: an lm_head.weight in the file is ignored.
+    HandWrittenCheckpoint ckpt("tied_extra");
+    ckpt.entries().push_back({"lm_head.weight", "F32", {16, 32}, std::string(16 * 32 * 4, 0)});
+    ckpt.WriteSingle();
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->Find("lm_head.weight"), nullptr);
+  }
+  {
+    // Corrupt file inside a checkpoint: the error names the file.
+    HandWrittenCheckpoint ckpt("corrupt");
+    WriteFile(ckpt.dir() + "/model.safetensors",
+              std::string("\x10\0\0\0\0\0\0\0{not json}      ", 24));
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    EXPECT_FALSE(w.ok());
+    EXPECT_THAT(w.status().message(), HasSubstr("model.safetensors"));
+  }
+  {
+    HandWrittenCheckpoint ckpt("bad_config");
+    WriteFile(ckpt.dir() + "/config.json", "{\"hidden_size\": ");
+    ckpt.WriteSingle();
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    EXPECT_FALSE(w.ok());
+    EXPECT_THAT(w.status().message(), HasSubstr("config.json"));
+  }
+  EXPECT_EQ(LoadHfCheckpoint(TempDir("empty_dir")).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_FALSE(LoadWeights("/nonexistent/file.bin").ok());
+}
+
+}  // namespace
+}  // namespace dk::weights

@@ -1,0 +1,125 @@
+// Model weights in memory: bf16 tensors under their HuggingFace names
+// ("model.layers.3.self_attn.q_proj.weight", shape [out, in] as in PyTorch), from
+// an HF checkpoint directory, a GGUF file, or deterministic synthetic values.
+//
+// Every loader converts to bf16 exactly as PyTorch would (f32 -> bf16 round to
+// nearest even; quantized GGUF blocks dequantized to f32 first) and maps GGUF names
+// and layouts to HF ones (including undoing the Q/K row permutation GGUF applies
+// for interleaved RoPE), so the runtime and the HF reference see identical values.
+// Errors name the tensor and the file.
+//
+// Thread-safety: a Weights object is immutable once loaded; concurrent reads are safe.
+#ifndef DK_WEIGHTS_WEIGHTS_H_
+#define DK_WEIGHTS_WEIGHTS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "elf/program.pb.h"
+#include "util/aligned_buffer.h"
+#include "util/bf16.h"
+
+namespace dk::weights {
+
+struct Tensor {
+  std::vector<int64_t> shape;  // PyTorch order, e.g. [out_features, in_features]
+  AlignedBuffer<bf16> data;    // row-major, numel() elements
+  int64_t numel() const;
+};
+
+class Weights {
+ public:
+  // Where the weights came from, for messages ("synthetic(seed=1)", a path).
+  const std::string& source() const { return source_; }
+  void set_source(std::string s) { source_ = std::move(s); }
+
+  // The model shape the weights describe (from config.json, GGUF metadata, or the
+  // shape the synthetic weights were made for).
+  const elf::ModelShape& shape() const { return shape_; }
+  void set_shape(elf::ModelShape s) { shape_ = std::move(s); }
+
+  void Add(std::string name, Tensor tensor);
+  const Tensor* Find(absl::string_view name) const;
+  // The tensor, checked against `expected_shape`: NotFound / InvalidArgument
+  // naming the tensor, both shapes and source() otherwise.
+  absl::StatusOr<const Tensor*> Get(absl::string_view name,
+                                    const std::vector<int64_t>& expected_shape) const;
+  // Names in sorted order.
+  std::vector<std::string> Names() const;
+  size_t size() const { return tensors_.size(); }
+  int64_t total_bytes() const;
+
+  // "sha256:<hex>" over every tensor in sorted name order: the name's bytes, a NUL,
+  // the rank as u32 LE, each dim as i64 LE, then the bf16 data (LE). The HF
+  // reference tooling computes the same over the state dict it runs, so goldens and
+  // runs can prove they use the same weights.
+  std::string Digest() const;
+
+ private:
+  std::string source_;
+  elf::ModelShape shape_;
+  std::map<std::string, Tensor> tensors_;
+};
+
+// The tensors a Llama-architecture model of `shape` needs, with their shapes
+// (lm_head.weight only when embeddings are not tied).
+std::vector<std::pair<std::string, std::vector<int64_t>>> ExpectedTensors(
+    const elf::ModelShape& shape);
+
+// OK if `w` has every expected tensor of `shape` with the expected shape; else an
+// error naming the first missing or mis-shaped tensor.
+absl::Status CheckWeights(const Weights& w, const elf::ModelShape& shape);
+
+// The model shape an HF config.json (`json_text`, read from `file`, used in messages)
+// describes; `name` becomes ModelShape.name. Reads hidden_size, intermediate_size,
+// num_attention_heads, num_hidden_layers, num_key_value_heads, head_dim, vocab_size,
+// rms_norm_eps, rope_theta, rope_scaling (llama3 only; also inside transformers 5's
+// rope_parameters), tie_word_embeddings, max_position_embeddings.
+absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
+                                                  const std::string& name,
+                                                  const std::string& file);
+
+// config.json text for LlamaForCausalLM of `shape` in bfloat16 (what
+// WriteHfCheckpoint writes).
+std::string HfConfigJson(const elf::ModelShape& shape);
+
+// HF checkpoint directory: config.json + model.safetensors, or sharded
+// model-0000x-of-0000y.safetensors with model.safetensors.index.json; tensors in
+// BF16, F16 or F32. Only the tensors ExpectedTensors() lists are loaded (others, and
+// lm_head.weight when tie_word_embeddings is true, are ignored, as transformers does),
+// so the digest matches the state dict transformers builds.
+absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
+
+// GGUF (llama architecture): F32, F16, BF16, Q8_0, Q4_0, Q4_1 tensors, renamed to HF
+// names, Q/K rows un-permuted; tied unless the file has output.weight. The shape's
+// name is general.basename + "_" + general.size_label in lower case (else the file
+// stem); max_context is llama.context_length. Llama-3 rope scaling is not read from
+// GGUF (llama.cpp stores it as a rope_freqs tensor).
+// Loaders and MakeSyntheticWeights split work over SharedThreadPool(): call them from
+// one thread at a time, never from inside a pool task.
+absl::StatusOr<Weights> LoadGguf(const std::string& path);
+
+// A directory is an HF checkpoint, a file ending in .gguf is GGUF.
+absl::StatusOr<Weights> LoadWeights(const std::string& path);
+
+// Deterministic synthetic weights for `shape`: the same seed gives the same bytes on
+// every machine. Linear and embedding weights ~ uniform with std 0.02 (HF's
+// initializer_range), norm weights 1.0. Element i of tensor `name` is a pure
+// function of (seed, FNV-1a-64(name), i) (splitmix64 mixing), so any slice can be
+// generated independently and in parallel.
+Weights MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed = 1);
+
+// Writes `w` as an HF checkpoint directory (config.json for LlamaForCausalLM in
+// bfloat16, model.safetensors) that transformers loads. Writes the tensors
+// ExpectedTensors(w.shape()) lists (CheckWeights must pass); creates `dir` if needed.
+absl::Status WriteHfCheckpoint(const Weights& w, const std::string& dir);
+
+}  // namespace dk::weights
+
+#endif  // DK_WEIGHTS_WEIGHTS_H_
