@@ -1,0 +1,57 @@
+#include "runtime/cpu/session.h"
+
+#include <cstdlib>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "elf/elf.h"
+#include "runtime/cpu/cpu_device.h"
+
+namespace dk::runtime {
+
+absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
+    const std::string& spec, const elf::ModelShape& model) {
+  if (spec == "synthetic" || absl::StartsWith(spec, "synthetic:")) {
+    uint64_t seed = 1;
+    if (spec.size() > 10 && !absl::SimpleAtoi(spec.substr(10), &seed)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad seed in weights spec '", spec, "'"));
+    }
+    return std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(model, seed));
+  }
+  auto w = weights::LoadWeights(spec);
+  if (!w.ok()) return w.status();
+  return std::make_shared<const weights::Weights>(*std::move(w));
+}
+
+absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
+    const std::string& elf_path, std::shared_ptr<const weights::Weights> weights,
+    const SessionOptions& options) {
+  auto program = elf::ReadElfFile(elf_path);
+  if (!program.ok()) return program.status();
+  return Open(*program, elf_path, std::move(weights), options);
+}
+
+absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
+    const elf::Program& program, const std::string& elf_name,
+    std::shared_ptr<const weights::Weights> weights, const SessionOptions& options) {
+  std::unique_ptr<CpuSession> s(new CpuSession());
+  s->weights_ = std::move(weights);
+  s->device_ = MakeCpuDevice(DeviceOptions{options.validate});
+  const weights::Tensor* embed = s->weights_->Find("model.embed_tokens.weight");
+  if (embed == nullptr) {
+    return absl::NotFoundError(absl::StrCat("weights ", s->weights_->source(),
+                                            " have no model.embed_tokens.weight"));
+  }
+  CpuHostOptions host_options;
+  host_options.max_context = options.max_context;
+  auto host = MakeCpuHostOps(program.model(), embed->data.data(), host_options);
+  if (!host.ok()) return host.status();
+  s->host_ = *std::move(host);
+  auto decoder = Decoder::Create(program, elf_name, *s->weights_, s->device_.get(), s->host_.get());
+  if (!decoder.ok()) return decoder.status();
+  s->decoder_ = *std::move(decoder);
+  return s;
+}
+
+}  // namespace dk::runtime

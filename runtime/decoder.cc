@@ -1,0 +1,256 @@
+#include "runtime/decoder.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "elf/elf.h"
+#include "kernels/registry/registry.h"
+
+namespace dk::runtime {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t ElemBytes(elf::DType t) { return t == elf::BF16 ? 2 : 4; }
+
+int64_t Numel(const google::protobuf::RepeatedField<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+struct Decoder::Copy {
+  BufferObject* bo = nullptr;
+  uint8_t* host = nullptr;  // host value or weight source
+  size_t bytes = 0;
+  bool static_once = false;  // a STATIC BO mirroring a host value: written on first use
+  const std::string* value_name = nullptr;
+};
+
+struct Decoder::StepPlan {
+  int group = -1;  // device group number, or -1 for a host step
+  std::vector<Copy> writes, reads;
+  const elf::HostStep* host = nullptr;
+  std::vector<std::pair<std::string, HostOps::Value>> host_values;
+};
+
+Decoder::~Decoder() = default;
+
+absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& program,
+                                                         const std::string& elf_name,
+                                                         const weights::Weights& weights,
+                                                         Device* device, HostOps* host) {
+  if (auto s = elf::ValidateProgram(program); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(elf_name, ": ", s.message()));
+  }
+  if (auto s = weights::CheckWeights(weights, program.model()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("weights ", weights.source(), " do not fit ",
+                                                   elf_name, " (model ", program.model().name(),
+                                                   "): ", s.message()));
+  }
+  std::unique_ptr<Decoder> d(new Decoder());
+  d->program_ = program;
+  d->elf_name_ = elf_name;
+  d->device_ = device;
+  d->host_ = host;
+  if (auto s = d->Plan(weights); !s.ok()) return s;
+  return d;
+}
+
+absl::Status Decoder::Plan(const weights::Weights& weights) {
+  const elf::Program& p = program_;
+  // Host values.
+  std::map<std::string, int> value_index;
+  for (int i = 0; i < p.values_size(); ++i) {
+    const auto& v = p.values(i);
+    value_index[v.name()] = i;
+    values_.emplace_back(Numel(v.shape()) * ElemBytes(v.dtype()));
+    values_.back().Zero();
+    if (v.name() == "logits" && v.dtype() == elf::F32) logits_value_ = i;
+  }
+  // BOs and the host memory each one is written from.
+  std::vector<uint8_t*> weight_src(p.bos_size(), nullptr);
+  std::vector<BufferObject*> raw;
+  for (int i = 0; i < p.bos_size(); ++i) {
+    const elf::BufferObject& b = p.bos(i);
+    auto bo = device_->Allocate(b.name(), b.size_bytes(), b.category());
+    if (!bo.ok()) return bo.status();
+    raw.push_back(bo->get());
+    bos_.push_back(*std::move(bo));
+    if (b.weight_tensor().empty()) continue;
+    if (b.shape_size() > 2) {
+      return absl::InvalidArgumentError(absl::StrCat("weight BO '", b.name(), "' has rank ", b.shape_size()));
+    }
+    const weights::Tensor* t = weights.Find(b.weight_tensor());
+    if (t == nullptr) {
+      return absl::NotFoundError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
+                                              "', which ", weights.source(), " does not have"));
+    }
+    const int64_t cols = t->shape.size() == 2 ? t->shape[1] : 1;
+    const int64_t all_rows = t->shape.empty() ? 0 : t->shape[0];
+    const int64_t begin = b.weight_row_begin(), end = b.weight_row_end() ? b.weight_row_end() : all_rows;
+    const int64_t rows = end - begin;
+    const int64_t bo_rows = b.shape(0), bo_cols = b.shape_size() == 2 ? b.shape(1) : 1;
+    if (end > all_rows || rows != bo_rows || cols != bo_cols) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "BO '", b.name(), "' [", bo_rows, ", ", bo_cols, "] does not match rows [", begin, ", ", end,
+          ") of tensor '", b.weight_tensor(), "' [", all_rows, ", ", cols, "]"));
+    }
+    const bf16* src = t->data.data() + begin * cols;
+    const std::string layout = b.layout().empty() ? std::string(registry::kRowMajor) : b.layout();
+    auto need = device_->LayoutBytes(layout, rows, cols);
+    if (!need.ok()) return need.status();
+    if (static_cast<int64_t>(*need) != b.size_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' is ", b.size_bytes(),
+                                                     " bytes but layout ", layout, " needs ", *need));
+    }
+    if (layout == registry::kRowMajor) {
+      weight_src[i] = reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
+    } else {
+      // Packed once, here, into the layout the kernel reads.
+      packed_weights_.emplace_back(*need, PageMode::kHugePages);
+      if (auto s = device_->PackWeight(layout, src, rows, cols, packed_weights_.back().data()); !s.ok()) {
+        return s;
+      }
+      weight_src[i] = packed_weights_.back().data();
+    }
+    if (b.category() == elf::STATIC) {
+      if (auto s = bos_[i]->Write(weight_src[i], b.size_bytes()); !s.ok()) return s;
+      if (auto s = bos_[i]->SyncToDevice(); !s.ok()) return s;
+    }
+  }
+  auto loaded = device_->Load(p, elf_name_, raw);
+  if (!loaded.ok()) return loaded.status();
+  loaded_ = *std::move(loaded);
+
+  std::map<std::string, int> bo_index;
+  for (int i = 0; i < p.bos_size(); ++i) bo_index[p.bos(i).name()] = i;
+  auto host_ptr = [&](const elf::BufferObject& b) -> absl::StatusOr<uint8_t*> {
+    const auto& v = p.values(value_index.at(b.host_value()));
+    const int64_t offset = b.host_offset() * ElemBytes(v.dtype());
+    if (v.dtype() != b.dtype() || offset + b.size_bytes() > static_cast<int64_t>(values_[value_index.at(b.host_value())].size())) {
+      return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' does not fit host value '",
+                                                     v.name(), "' at offset ", b.host_offset()));
+    }
+    return values_[value_index.at(b.host_value())].data() + offset;
+  };
+  int group = 0;
+  for (const elf::Step& step : p.steps()) {
+    StepPlan plan;
+    if (step.has_host()) {
+      plan.host = &step.host();
+      for (const auto& b : step.host().bindings()) {
+        const int vi = value_index.at(b.value());
+        plan.host_values.push_back({b.param(), HostOps::Value{values_[vi].data(), &p.values(vi)}});
+      }
+      plan_.push_back(std::move(plan));
+      continue;
+    }
+    plan.group = group++;
+    std::set<int> seen_in, seen_out;
+    for (const elf::Launch& l : step.group().launches()) {
+      const registry::Kernel* kernel = nullptr;
+      if (auto v = registry::FindSymbol(l.kernel_symbol(), &kernel); !v.ok()) return v.status();
+      std::set<std::string> outputs(kernel->outputs().begin(), kernel->outputs().end());
+      for (const auto& bind : l.bindings()) {
+        const int i = bo_index.at(bind.bo());
+        const elf::BufferObject& b = p.bos(i);
+        const bool is_output = outputs.count(bind.param()) > 0;
+        if (is_output) {
+          if (b.category() == elf::OUTPUT && seen_out.insert(i).second) {
+            if (b.host_value().empty()) {
+              return absl::InvalidArgumentError(absl::StrCat("OUTPUT BO '", b.name(), "' mirrors no host value"));
+            }
+            auto dst = host_ptr(b);
+            if (!dst.ok()) return dst.status();
+            plan.reads.push_back(Copy{bos_[i].get(), *dst, static_cast<size_t>(b.size_bytes())});
+          }
+          continue;
+        }
+        if (seen_out.count(i)) continue;  // produced earlier in this group: already on the device
+        const bool writes = b.category() == elf::WRITE ||
+                            (b.category() == elf::STATIC && !b.host_value().empty());
+        if (!writes || !seen_in.insert(i).second) continue;
+        Copy c{bos_[i].get(), weight_src[i], static_cast<size_t>(b.size_bytes())};
+        if (!b.host_value().empty()) {
+          auto src = host_ptr(b);
+          if (!src.ok()) return src.status();
+          c.host = *src;
+          c.value_name = &b.host_value();
+        } else if (c.host == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat("WRITE BO '", b.name(),
+                                                         "' mirrors neither a host value nor a weight"));
+        }
+        c.static_once = b.category() == elf::STATIC;
+        plan.writes.push_back(c);
+      }
+    }
+    plan_.push_back(std::move(plan));
+  }
+  timings_.assign(plan_.size(), StepTiming{});
+  if (logits_value_ < 0) return absl::InvalidArgumentError("the program has no f32 host value 'logits'");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepResult> Decoder::Step(uint32_t token) {
+  for (size_t s = 0; s < plan_.size(); ++s) {
+    const StepPlan& plan = plan_[s];
+    StepTiming& t = timings_[s];
+    t = StepTiming{};
+    if (plan.host != nullptr) {
+      const int64_t t0 = NowNs();
+      absl::Status st = host_->RunHostStep(*plan.host, token, position_, plan.host_values);
+      t.run_ns = NowNs() - t0;
+      if (!st.ok()) return st;
+      continue;
+    }
+    const int64_t t0 = NowNs();
+    for (const Copy& c : plan.writes) {
+      if (c.static_once && static_mirrors_written_) continue;
+      if (auto st = c.bo->Write(c.host, c.bytes); !st.ok()) return st;
+      if (auto st = c.bo->SyncToDevice(); !st.ok()) return st;
+      t.bytes_written += c.bytes;
+    }
+    const int64_t t1 = NowNs();
+    auto run = device_->Start(*loaded_, plan.group);
+    if (!run.ok()) return run.status();
+    if (auto st = (*run)->Wait(); !st.ok()) return st;
+    const int64_t t2 = NowNs();
+    for (const Copy& c : plan.reads) {
+      if (auto st = c.bo->SyncFromDevice(); !st.ok()) return st;
+      if (auto st = c.bo->Read(c.host, c.bytes); !st.ok()) return st;
+      t.bytes_read += c.bytes;
+    }
+    t.write_ns = t1 - t0;
+    t.run_ns = t2 - t1;
+    t.read_ns = NowNs() - t2;
+  }
+  static_mirrors_written_ = true;
+  ++position_;
+  StepResult r;
+  r.top_ids = host_->topk_ids();
+  r.top_logits = host_->topk_values();
+  if (r.top_ids.empty()) return absl::InternalError("the program produced no top-k");
+  r.token = r.top_ids[0];
+  return r;
+}
+
+void Decoder::Reset() {
+  position_ = 0;
+  host_->Reset();
+}
+
+const float* Decoder::logits() const {
+  return reinterpret_cast<const float*>(values_[logits_value_].data());
+}
+
+}  // namespace dk::runtime

@@ -1,0 +1,90 @@
+// The decode loop over a decode ELF: loads a program on a device, binds its BOs,
+// writes the weights, and runs one token at a time through the program's steps
+// (launch groups on the device, host steps on the host), timing every step.
+//
+//   DK_ASSIGN_OR_RETURN(auto decoder, Decoder::Create(program, "decode.elf", weights,
+//                                                     device.get(), host.get()));
+//   for (uint32_t token : prompt) DK_RETURN_IF_ERROR(decoder->Step(token).status());
+//
+// Nothing is allocated or built per token: every copy a step makes was planned
+// at Create. Thread-safety: one thread drives a Decoder.
+#ifndef DK_RUNTIME_DECODER_H_
+#define DK_RUNTIME_DECODER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "elf/program.pb.h"
+#include "runtime/runtime.h"
+#include "util/aligned_buffer.h"
+#include "weights/weights.h"
+
+namespace dk::runtime {
+
+// Time and traffic of one program step during the last token.
+struct StepTiming {
+  int64_t write_ns = 0;       // host -> BO writes and syncs before the run
+  int64_t run_ns = 0;         // device run (start to wait), or the host step
+  int64_t read_ns = 0;        // syncs and reads back after the run
+  int64_t bytes_written = 0;  // bytes written to BOs before the run
+  int64_t bytes_read = 0;
+};
+
+struct StepResult {
+  uint32_t token = 0;             // greedy choice (top-1; ties to the smaller id)
+  std::vector<uint32_t> top_ids;  // best first
+  std::vector<float> top_logits;
+};
+
+class Decoder {
+ public:
+  // Checks the weights against the program's model, allocates and fills every BO
+  // (STATIC weights written once here), and loads the program on `device`.
+  // `device` and `host` must outlive the decoder; `weights` too (WRITE weight BOs
+  // are rewritten from it on every run).
+  static absl::StatusOr<std::unique_ptr<Decoder>> Create(const elf::Program& program,
+                                                         const std::string& elf_name,
+                                                         const weights::Weights& weights,
+                                                         Device* device, HostOps* host);
+
+  // Feeds `token` at position(), runs every step, returns the top-k of the logits.
+  absl::StatusOr<StepResult> Step(uint32_t token);
+
+  // Starts a new sequence (position 0, empty KV cache).
+  void Reset();
+  int position() const { return position_; }
+  const elf::Program& program() const { return program_; }
+  // Timings of the last Step, one entry per program step.
+  const std::vector<StepTiming>& timings() const { return timings_; }
+  // The f32 logits of the last Step (program value "logits").
+  const float* logits() const;
+
+  ~Decoder();
+
+ private:
+  Decoder() = default;
+  struct Copy;       // one BO write or read-back planned at Create
+  struct StepPlan;   // what one program step does
+  absl::Status Plan(const weights::Weights& weights);
+
+  elf::Program program_;
+  std::string elf_name_;
+  Device* device_ = nullptr;
+  HostOps* host_ = nullptr;
+  std::unique_ptr<LoadedElf> loaded_;
+  std::vector<std::unique_ptr<BufferObject>> bos_;
+  std::vector<AlignedBuffer<uint8_t>> values_;           // host values, by index
+  std::vector<AlignedBuffer<uint8_t>> packed_weights_;   // host copies in device layouts
+  std::vector<StepPlan> plan_;
+  std::vector<StepTiming> timings_;
+  int logits_value_ = -1;
+  int position_ = 0;
+  bool static_mirrors_written_ = false;
+};
+
+}  // namespace dk::runtime
+
+#endif  // DK_RUNTIME_DECODER_H_

@@ -1,0 +1,134 @@
+// End to end on a tiny model: the baseline decode ELF on the CPU backend (with BO
+// validation) against an independent scalar reference forward pass.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/cpu/session.h"
+#include "tests/e2e/reference_llama.h"
+#include "tools/elfc/baseline.h"
+
+namespace dk {
+namespace {
+
+elf::ModelShape Tiny(bool llama3_rope) {
+  elf::ModelShape m;
+  m.set_name("tiny");
+  m.set_n_layers(2);
+  m.set_hidden(64);
+  m.set_n_heads(4);
+  m.set_n_kv_heads(2);
+  m.set_head_dim(16);
+  m.set_ffn(96);
+  m.set_vocab(300);
+  m.set_rms_eps(1e-5f);
+  m.set_rope_theta(10000);
+  m.set_tied_embeddings(true);
+  m.set_max_context(16);
+  if (llama3_rope) {
+    auto* s = m.mutable_rope_scaling();
+    s->set_type("llama3");
+    s->set_factor(8);
+    s->set_low_freq_factor(1);
+    s->set_high_freq_factor(4);
+    s->set_original_max_position(64);
+  }
+  return m;
+}
+
+// Synthetic weights scaled up so that logits spread out (std 0.02 weights give
+// near-uniform logits, where any rounding flips the argmax).
+std::shared_ptr<const weights::Weights> Scaled(const elf::ModelShape& m, float scale) {
+  weights::Weights w = weights::MakeSyntheticWeights(m, 7);
+  weights::Weights out;
+  out.set_source("synthetic(seed=7) x" + std::to_string(scale));
+  out.set_shape(m);
+  for (const std::string& name : w.Names()) {
+    const weights::Tensor* t = w.Find(name);
+    weights::Tensor copy;
+    copy.shape = t->shape;
+    copy.data = AlignedBuffer<bf16>(t->numel());
+    const bool norm = t->shape.size() == 1;
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      copy.data[i] = norm ? t->data[i] : F32ToBf16(Bf16ToF32(t->data[i]) * scale);
+    }
+    out.Add(name, std::move(copy));
+  }
+  return std::make_shared<const weights::Weights>(std::move(out));
+}
+
+void CheckAgainstReference(bool llama3_rope) {
+  const elf::ModelShape m = Tiny(llama3_rope);
+  auto program = elfc::BuildBaseline(m);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto w = Scaled(m, 25.0f);
+  runtime::SessionOptions options;
+  options.validate = true;
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  testing::ReferenceLlama ref(m, *w);
+  uint32_t token = 17;
+  for (int step = 0; step < 12; ++step) {
+    auto got = (*session)->decoder().Step(token);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const std::vector<double> want = ref.Step(token);
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    ASSERT_GT(scale, 0.5) << "logits should be spread out";
+    const float* logits = (*session)->decoder().logits();
+    for (int i = 0; i < m.vocab(); ++i) {
+      ASSERT_NEAR(logits[i], want[i], 0.03 * scale + 1e-3) << "step " << step << " logit " << i;
+    }
+    // Our choice is among the reference's best three (exact ties aside).
+    std::vector<int> order(m.vocab());
+    for (int i = 0; i < m.vocab(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return want[a] > want[b]; });
+    EXPECT_TRUE(got->token == static_cast<uint32_t>(order[0]) || got->token == static_cast<uint32_t>(order[1]) ||
+                got->token == static_cast<uint32_t>(order[2]))
+        << "step " << step;
+    ASSERT_EQ(got->top_ids.size(), 5u);
+    EXPECT_EQ(got->top_ids[0], got->token);
+    token = got->token;
+  }
+}
+
+TEST(Decoder, BaselineMatchesScalarReference) { CheckAgainstReference(false); }
+TEST(Decoder, BaselineMatchesScalarReferenceWithLlama3Rope) { CheckAgainstReference(true); }
+
+TEST(Decoder, KvCacheOverflowIsAClearError) {
+  const elf::ModelShape m = Tiny(false);
+  auto program = elfc::BuildBaseline(m);
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
+  runtime::SessionOptions options;
+  options.max_context = 3;
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*session)->decoder().Step(1).ok());
+  auto overflow = (*session)->decoder().Step(1);
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.status().message().find("exceeds the KV cache of 3 positions"), std::string::npos)
+      << overflow.status();
+  (*session)->decoder().Reset();
+  EXPECT_TRUE((*session)->decoder().Step(1).ok());
+}
+
+TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
+  const elf::ModelShape m = Tiny(false);
+  auto program = elfc::BuildBaseline(m);
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
+  ASSERT_TRUE(session.ok());
+  auto bad = (*session)->decoder().Step(300);
+  EXPECT_NE(bad.status().message().find("token id 300 is out of range"), std::string::npos) << bad.status();
+
+  elf::ModelShape other = m;
+  other.set_ffn(128);
+  auto wrong = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(other, 1));
+  auto s = runtime::CpuSession::Open(*program, "tiny.elf", wrong).status();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gate_proj"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace dk
