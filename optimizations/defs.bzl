@@ -1,0 +1,109 @@
+"""The decode optimizations as Bazel rules.
+
+Each rule takes a decode ELF target (`src`, which must provide DecodeElfInfo),
+runs one pass of //tools/elf_opt over it in the exec configuration, and provides
+a new decode ELF with the lineage extended. Applying or reverting an
+optimization is adding or deleting one rule in a model's chain:
+
+    decode_elf(name = "decode", config = "config.textproto")
+    layout_alignment(name = "decode_aligned", src = ":decode")
+    buffer_object_reuse(name = "decode_bo", src = ":decode_aligned")
+    merge_multi_launch(name = "decode_opt", src = ":decode_bo")
+
+A pass that changes nothing fails the build unless allow_noop = True, so an inert
+stage cannot hide in a chain. `target` selects the constraints the pass respects
+("cpu", or "npu2" for the reference NPU's limits).
+"""
+
+load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
+
+_COMMON_ATTRS = {
+    "src": attr.label(
+        doc = "The decode ELF to transform (a decode_elf or another optimization).",
+        mandatory = True,
+        providers = [DecodeElfInfo],
+    ),
+    "target": attr.string(
+        doc = "Whose constraints the pass respects: cpu (default) or npu2.",
+        default = "cpu",
+        values = ["cpu", "npu2"],
+    ),
+    "allow_noop": attr.bool(
+        doc = "Succeed even when the pass changes nothing.",
+        default = False,
+    ),
+    "_elf_opt": attr.label(
+        default = "//tools/elf_opt",
+        executable = True,
+        cfg = "exec",
+    ),
+}
+
+def _run_pass(ctx, pass_name, extra_args):
+    """The one action every optimization rule runs; returns its providers."""
+    src = ctx.attr.src[DecodeElfInfo]
+    out = ctx.actions.declare_file(ctx.label.name + ".elf")
+    args = ctx.actions.args()
+    args.add("--pass=" + pass_name)
+    args.add("--target=" + ctx.attr.target)
+    args.add("--in", src.elf)
+    args.add("--out", out)
+    if ctx.attr.allow_noop:
+        args.add("--allow_noop")
+    args.add_all(extra_args)
+    ctx.actions.run(
+        executable = ctx.executable._elf_opt,
+        arguments = [args],
+        inputs = [src.elf],
+        outputs = [out],
+        mnemonic = "DecodeElfOpt",
+        progress_message = "Applying %s to %s (%s)" % (pass_name, ctx.attr.src.label, ctx.label),
+    )
+    return [
+        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
+        DecodeElfInfo(
+            elf = out,
+            model = src.model,
+            config = src.config,
+            lineage = src.lineage + [pass_name],
+        ),
+    ]
+
+def _buffer_object_reuse_impl(ctx):
+    return _run_pass(ctx, "buffer_object_reuse", [])
+
+buffer_object_reuse = rule(
+    implementation = _buffer_object_reuse_impl,
+    doc = "Weights become STATIC BOs written once at load; values produced and consumed " +
+          "on the device become INTERMEDIATE; only host-produced activations are written " +
+          "per run and only what the host needs is read back.",
+    attrs = _COMMON_ATTRS,
+)
+
+def _merge_multi_launch_impl(ctx):
+    extra = ["--groups=" + ",".join(ctx.attr.groups)] if ctx.attr.groups else []
+    return _run_pass(ctx, "merge_multi_launch", extra)
+
+merge_multi_launch = rule(
+    implementation = _merge_multi_launch_impl,
+    doc = "Consecutive launches no host step separates become one launch group per " +
+          "layer (rms_gemv_rope, o_gemv_ffn) plus one for the LM head.",
+    attrs = dict(_COMMON_ATTRS, groups = attr.string_list(
+        doc = "The merges to make (rms_gemv_rope, o_gemv_ffn, lm_head); empty = all.",
+    )),
+)
+
+def _layout_alignment_impl(ctx):
+    return _run_pass(ctx, "layout_alignment", [
+        "--lm_head_partition_rows=%d" % ctx.attr.lm_head_partition_rows,
+    ])
+
+layout_alignment = rule(
+    implementation = _layout_alignment_impl,
+    doc = "GEMV weights are packed once at load into the packed panel layout and the " +
+          "launches switch to the packed kernel; the LM head is split into vocab partitions.",
+    attrs = dict(_COMMON_ATTRS, lm_head_partition_rows = attr.int(
+        doc = "Rows per LM-head partition (0: do not split).",
+        default = 16384,
+    )),
+)

@@ -1,0 +1,34 @@
+// merge_multi_launch: consecutive launch groups of one layer that no host step
+// separates become one launch group (one device run): per layer `rms_gemv_rope`
+// (RMSNorm, Q/K/V GEMV, RoPE Q, RoPE K) and `o_gemv_ffn` (O GEMV, add, RMSNorm,
+// gate, up, SiLU*mul, down, add), and the LM head (final RMSNorm and its vocab
+// partitions). Values produced and consumed inside a merged group stay on the
+// device (INTERMEDIATE) unless the host needs them. A group that needs two
+// specializations of a kernel (GEMV K=2048 and K=8192) links both symbols.
+// Target limits (launches per group, GEMV shapes) split groups; each split is
+// recorded with its reason. DESIGN.md s.5.
+#ifndef DK_OPTIMIZATIONS_MERGE_MULTI_LAUNCH_MERGE_MULTI_LAUNCH_H_
+#define DK_OPTIMIZATIONS_MERGE_MULTI_LAUNCH_MERGE_MULTI_LAUNCH_H_
+
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "elf/program.pb.h"
+#include "kernels/registry/registry.pb.h"
+
+namespace dk::opt::merge_multi_launch {
+
+inline constexpr char kName[] = "merge_multi_launch";
+
+struct Options {
+  // Which merges to make: "rms_gemv_rope", "o_gemv_ffn", "lm_head"; empty = all.
+  std::set<std::string> groups;
+};
+
+absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target,
+                         const Options& options = {});
+
+}  // namespace dk::opt::merge_multi_launch
+
+#endif  // DK_OPTIMIZATIONS_MERGE_MULTI_LAUNCH_MERGE_MULTI_LAUNCH_H_
