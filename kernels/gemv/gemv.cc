@@ -25,40 +25,57 @@ namespace hn = hwy::HWY_NAMESPACE;
 inline void StoreOut(float v, float* y) { *y = v; }
 inline void StoreOut(float v, bf16* y) { *y = F32ToBf16(v); }
 
-inline float XAt(const float* xe, const float* xo, size_t k) {
-  return (k & 1) ? xo[k >> 1] : xe[k >> 1];
+
+// Both layouts sum in the same order, so switching a launch from row-major to the
+// packed layout leaves every output bit-identical (on the same SIMD target): per
+// row, 32-column chunk c is accumulated into accumulator c % 2, its vectors in
+// order, even elements before odd ones; the two accumulators are added and
+// reduced at the end. A partial last chunk is zero-padded, as the packer pads it.
+
+// One 32-column chunk of one row into `acc`.
+template <class DF, class V>
+HWY_INLINE V ChunkFma(DF df, const bf16* HWY_RESTRICT chunk, const float* HWY_RESTRICT xe,
+                      const float* HWY_RESTRICT xo, V acc) {
+  const hn::RebindToUnsigned<DF> du;
+  const size_t nf = hn::Lanes(df);
+  const auto hi_mask = hn::Set(du, 0xffff0000u);
+  for (size_t sub = 0; sub < kChunkCols; sub += 2 * nf) {
+    const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk + sub));
+    acc = hn::MulAdd(hn::BitCast(df, hn::ShiftLeft<16>(pairs)), hn::Load(df, xe + sub / 2), acc);
+    acc = hn::MulAdd(hn::BitCast(df, hn::And(pairs, hi_mask)), hn::Load(df, xo + sub / 2), acc);
+  }
+  return acc;
 }
 
-// One row of row-major W: a single sequential stream per thread (what the hardware
-// prefetcher follows best), unrolled 4 vectors deep so x (in L1/L2) is reloaded
-// rather than the weights re-streamed.
+// One row of row-major W: a single sequential stream per thread, which the
+// hardware prefetcher follows best.
 template <typename YT>
 HWY_INLINE void OneRow(const bf16* HWY_RESTRICT row, size_t cols, size_t r,
                        const float* HWY_RESTRICT xe, const float* HWY_RESTRICT xo,
                        YT* HWY_RESTRICT y) {
   const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du;
-  const size_t nf = hn::Lanes(df);
-  const size_t step = 2 * nf;  // bf16 elements per vector of u32 pairs
-  const size_t kvec = cols / step * step;
-  const auto hi_mask = hn::Set(du, 0xffff0000u);
-  auto e0 = hn::Zero(df), e1 = hn::Zero(df), o0 = hn::Zero(df), o1 = hn::Zero(df);
-  const auto widen_fma = [&](size_t k, auto& e, auto& o) {
-    const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(row + k));
-    e = hn::MulAdd(hn::BitCast(df, hn::ShiftLeft<16>(pairs)), hn::Load(df, xe + k / 2), e);
-    o = hn::MulAdd(hn::BitCast(df, hn::And(pairs, hi_mask)), hn::Load(df, xo + k / 2), o);
-  };
-  size_t k = 0;
-  for (; k + 4 * step <= kvec; k += 4 * step) {
-    widen_fma(k, e0, o0);
-    widen_fma(k + step, e1, o1);
-    widen_fma(k + 2 * step, e0, o0);
-    widen_fma(k + 3 * step, e1, o1);
+  constexpr size_t kHalf = kChunkCols / 2;
+  const size_t full = cols / kChunkCols;
+  auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+  size_t c = 0;
+  for (; c + 2 <= full; c += 2) {
+    acc0 = ChunkFma(df, row + c * kChunkCols, xe + c * kHalf, xo + c * kHalf, acc0);
+    acc1 = ChunkFma(df, row + (c + 1) * kChunkCols, xe + (c + 1) * kHalf, xo + (c + 1) * kHalf, acc1);
   }
-  for (; k < kvec; k += step) widen_fma(k, e0, o0);
-  float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(e0, e1), hn::Add(o0, o1))));
-  for (k = kvec; k < cols; ++k) sum += Bf16ToF32(row[k]) * XAt(xe, xo, k);
-  StoreOut(sum, y + r);
+  if (c < full) {
+    acc0 = ChunkFma(df, row + c * kChunkCols, xe + c * kHalf, xo + c * kHalf, acc0);
+    ++c;
+  }
+  if (c * kChunkCols < cols) {  // partial last chunk, zero-padded like the packer does
+    alignas(64) bf16 tail[kChunkCols] = {};
+    std::memcpy(tail, row + c * kChunkCols, (cols - c * kChunkCols) * sizeof(bf16));
+    if (c % 2 == 0) {
+      acc0 = ChunkFma(df, tail, xe + c * kHalf, xo + c * kHalf, acc0);
+    } else {
+      acc1 = ChunkFma(df, tail, xe + c * kHalf, xo + c * kHalf, acc1);
+    }
+  }
+  StoreOut(hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1))), y + r);
 }
 
 template <typename YT>
@@ -68,38 +85,44 @@ void RowMajorRows(const bf16* w, size_t cols, size_t r0, size_t r1,
 }
 
 // Panels [p0, p1) of the packed layout; `chunks` = cols_padded / kChunkCols.
+// Eight rows advance together, each with the two accumulators of OneRow.
 template <typename YT>
 void PackedPanels(const bf16* HWY_RESTRICT packed, size_t rows, size_t chunks,
                   size_t p0, size_t p1, const float* HWY_RESTRICT xe,
                   const float* HWY_RESTRICT xo, YT* HWY_RESTRICT y) {
   const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du;
-  const size_t nf = hn::Lanes(df);
-  const auto hi_mask = hn::Set(du, 0xffff0000u);
+  constexpr size_t kHalf = kChunkCols / 2;
   constexpr size_t kPanel = kPanelRows * kChunkCols;  // elements per chunk of a panel
 
   for (size_t p = p0; p < p1; ++p) {
     const bf16* panel = packed + p * chunks * kPanel;
-    decltype(hn::Zero(df)) acc[kPanelRows];
-    for (size_t r = 0; r < kPanelRows; ++r) acc[r] = hn::Zero(df);
-    for (size_t c = 0; c < chunks; ++c) {
+    decltype(hn::Zero(df)) acc0[kPanelRows], acc1[kPanelRows];
+    for (size_t r = 0; r < kPanelRows; ++r) acc0[r] = acc1[r] = hn::Zero(df);
+    size_t c = 0;
+    for (; c + 2 <= chunks; c += 2) {
       const bf16* block = panel + c * kPanel;
       hwy::Prefetch(block + 8 * kPanel);
-      for (size_t sub = 0; sub < kChunkCols; sub += 2 * nf) {
-        const auto xev = hn::Load(df, xe + c * (kChunkCols / 2) + sub / 2);
-        const auto xov = hn::Load(df, xo + c * (kChunkCols / 2) + sub / 2);
+      hwy::Prefetch(block + 9 * kPanel);
 #pragma GCC unroll 8
-        for (size_t r = 0; r < kPanelRows; ++r) {
-          const auto pairs = hn::LoadU(
-              du, reinterpret_cast<const uint32_t*>(block + r * kChunkCols + sub));
-          acc[r] = hn::MulAdd(hn::BitCast(df, hn::ShiftLeft<16>(pairs)), xev, acc[r]);
-          acc[r] = hn::MulAdd(hn::BitCast(df, hn::And(pairs, hi_mask)), xov, acc[r]);
-        }
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        acc0[r] = ChunkFma(df, block + r * kChunkCols, xe + c * kHalf, xo + c * kHalf, acc0[r]);
+      }
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        acc1[r] = ChunkFma(df, block + kPanel + r * kChunkCols, xe + (c + 1) * kHalf,
+                           xo + (c + 1) * kHalf, acc1[r]);
+      }
+    }
+    if (c < chunks) {
+      const bf16* block = panel + c * kPanel;
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        acc0[r] = ChunkFma(df, block + r * kChunkCols, xe + c * kHalf, xo + c * kHalf, acc0[r]);
       }
     }
     const size_t base = p * kPanelRows;
     for (size_t r = 0; r < kPanelRows && base + r < rows; ++r) {
-      StoreOut(hn::GetLane(hn::SumOfLanes(df, acc[r])), y + base + r);
+      StoreOut(hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[r], acc1[r]))), y + base + r);
     }
   }
 }

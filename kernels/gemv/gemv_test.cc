@@ -133,6 +133,25 @@ TEST(Gemv, PackedLayoutIsTheDocumentedOne) {
   }
 }
 
+TEST(Gemv, PackedAndRowMajorAreBitIdentical) {
+  // The layout-alignment optimization must not change a single logit.
+  ForEachTarget([](const char*) {
+    for (const Shape& s : kShapes) {
+      const auto w = RandomBf16(s.rows * s.cols, 3 + s.rows + s.cols);
+      const auto x = RandomF32(s.cols, 5 + s.cols);
+      std::vector<bf16> packed(PackedGemvElements(s.rows, s.cols));
+      PackGemvWeights(w.data(), s.rows, s.cols, packed.data());
+      std::vector<float> a(s.rows), b(s.rows);
+      ThreadPool pool(2);
+      Gemv(w.data(), s.rows, s.cols, x.data(), a.data(), &pool);
+      PackedGemv(packed.data(), s.rows, s.cols, x.data(), b.data(), nullptr);
+      for (size_t r = 0; r < s.rows; ++r) {
+        ASSERT_EQ(a[r], b[r]) << s.rows << "x" << s.cols << " row " << r;
+      }
+    }
+  });
+}
+
 TEST(Gemv, ZeroRowsIsANoOp) {
   std::vector<float> x(4, 1.0f), y(1, 5.0f);
   Gemv(static_cast<const bf16*>(nullptr), 0, 4, x.data(), y.data(), nullptr);
