@@ -48,7 +48,8 @@ Decoder::~Decoder() = default;
 absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& program,
                                                          const std::string& elf_name,
                                                          const weights::Weights& weights,
-                                                         Device* device, HostOps* host) {
+                                                         Device* device, HostOps* host,
+                                                         const Options& options) {
   if (auto s = elf::ValidateProgram(program); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(elf_name, ": ", s.message()));
   }
@@ -62,6 +63,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& pro
   d->elf_name_ = elf_name;
   d->device_ = device;
   d->host_ = host;
+  d->options_ = options;
   if (auto s = d->Plan(weights); !s.ok()) return s;
   return d;
 }
@@ -215,7 +217,21 @@ absl::StatusOr<StepResult> Decoder::Step(uint32_t token) {
     }
     const int64_t t0 = NowNs();
     for (const Copy& c : plan.writes) {
-      if (c.static_once && static_mirrors_written_) continue;
+      if (c.static_once && static_mirrors_written_) {
+        if (options_.validate) {
+          // The BO still holds the bytes of the first token; the value moved on.
+          scratch_.resize(c.bytes);
+          if (auto st = c.bo->Read(scratch_.data(), c.bytes); !st.ok()) return st;
+          if (std::memcmp(scratch_.data(), c.host, c.bytes) != 0) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "BO protocol violation: ELF '", elf_name_, "', group '",
+                program_.steps(static_cast<int>(s)).group().name(), "': STATIC BO '", c.bo->name(),
+                "' mirrors host value '", *c.value_name, "', which changed after the BO was "
+                "written once (position ", position_, "); an activation must not be STATIC"));
+          }
+        }
+        continue;
+      }
       if (auto st = c.bo->Write(c.host, c.bytes); !st.ok()) return st;
       if (auto st = c.bo->SyncToDevice(); !st.ok()) return st;
       t.bytes_written += c.bytes;

@@ -45,10 +45,17 @@ class Decoder {
   // (STATIC weights written once here), and loads the program on `device`.
   // `device` and `host` must outlive the decoder; `weights` too (WRITE weight BOs
   // are rewritten from it on every run).
+  struct Options {
+    // Also check what only the host can see: a STATIC BO that mirrors a host value
+    // (an activation wrongly marked STATIC) whose value changed after the BO was
+    // written once.
+    bool validate = false;
+  };
   static absl::StatusOr<std::unique_ptr<Decoder>> Create(const elf::Program& program,
                                                          const std::string& elf_name,
                                                          const weights::Weights& weights,
-                                                         Device* device, HostOps* host);
+                                                         Device* device, HostOps* host,
+                                                         const Options& options);
 
   // Feeds `token` at position(), runs every step, returns the top-k of the logits.
   absl::StatusOr<StepResult> Step(uint32_t token);
@@ -80,6 +87,8 @@ class Decoder {
   std::vector<AlignedBuffer<uint8_t>> packed_weights_;   // host copies in device layouts
   std::vector<StepPlan> plan_;
   std::vector<StepTiming> timings_;
+  Options options_;
+  std::vector<uint8_t> scratch_;  // validation: a STATIC mirror's bytes
   int logits_value_ = -1;
   int position_ = 0;
   bool static_mirrors_written_ = false;

@@ -48,7 +48,10 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
   auto host = MakeCpuHostOps(program.model(), embed->data.data(), host_options);
   if (!host.ok()) return host.status();
   s->host_ = *std::move(host);
-  auto decoder = Decoder::Create(program, elf_name, *s->weights_, s->device_.get(), s->host_.get());
+  Decoder::Options decoder_options;
+  decoder_options.validate = options.validate;
+  auto decoder = Decoder::Create(program, elf_name, *s->weights_, s->device_.get(), s->host_.get(),
+                                 decoder_options);
   if (!decoder.ok()) return decoder.status();
   s->decoder_ = *std::move(decoder);
   return s;

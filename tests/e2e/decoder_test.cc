@@ -130,5 +130,31 @@ TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
   EXPECT_NE(s.message().find("gate_proj"), std::string::npos) << s;
 }
 
+TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
+  const elf::ModelShape m = Tiny(false);
+  auto program = elfc::BuildBaseline(m);
+  ASSERT_TRUE(program.ok());
+  bool found = false;
+  for (auto& bo : *program->mutable_bos()) {
+    if (bo.name() == "L0.q_proj.x") {  // mirrors L0.xn, a new activation every token
+      bo.set_category(elf::STATIC);
+      found = true;
+    }
+  }
+  ASSERT_TRUE(found);
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
+  runtime::SessionOptions options;
+  options.validate = true;
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->decoder().Step(5).ok());
+  auto second = (*session)->decoder().Step(6);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("group 'L0.q_proj': STATIC BO 'L0.q_proj.x' mirrors host "
+                                           "value 'L0.xn', which changed"),
+            std::string::npos)
+      << second.status();
+}
+
 }  // namespace
 }  // namespace dk
