@@ -115,19 +115,26 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
       return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' is ", b.size_bytes(),
                                                      " bytes but layout ", layout, " needs ", *need));
     }
+    AlignedBuffer<uint8_t> packed;
     if (layout == registry::kRowMajor) {
       weight_src[i] = reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
     } else {
       // Packed once, here, into the layout the kernel reads.
-      packed_weights_.emplace_back(*need, PageMode::kHugePages);
-      if (auto s = device_->PackWeight(layout, src, rows, cols, packed_weights_.back().data()); !s.ok()) {
-        return s;
+      packed = AlignedBuffer<uint8_t>(*need, PageMode::kHugePages);
+      if (packed.size() != *need) {
+        return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", *need, " bytes to pack ", b.name()));
       }
-      weight_src[i] = packed_weights_.back().data();
+      if (auto s = device_->PackWeight(layout, src, rows, cols, packed.data()); !s.ok()) return s;
+      weight_src[i] = packed.data();
     }
     if (b.category() == elf::STATIC) {
       if (auto s = bos_[i]->Write(weight_src[i], b.size_bytes()); !s.ok()) return s;
       if (auto s = bos_[i]->SyncToDevice(); !s.ok()) return s;
+      weight_src[i] = nullptr;  // written for good; the packed copy is not kept
+    } else if (packed.size() != 0) {
+      // A WRITE weight is rewritten every run: keep its packed host copy.
+      packed_weights_.push_back(std::move(packed));
+      weight_src[i] = packed_weights_.back().data();
     }
   }
   auto loaded = device_->Load(p, elf_name_, raw);

@@ -1,6 +1,7 @@
 #include "runtime/cpu/cpu_device.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -46,6 +47,14 @@ struct Validator {
 };
 
 // Large BOs (weights) go on huge pages; small ones on ordinary pages.
+// How long the waiting host spins before it blocks. The host must not compete
+// with the device thread and the pool worker for the two cores while a run is in
+// flight, so it spins only briefly.
+int kHostSpin = [] {
+  const char* e = std::getenv("DK_HOST_SPIN");
+  return e ? std::atoi(e) : 0;
+}();
+
 PageMode ModeFor(size_t bytes) {
   return bytes >= (size_t{4} << 20) ? PageMode::kHugePages : PageMode::kDefault;
 }
@@ -56,11 +65,10 @@ class CpuBo final : public BufferObject {
       : name_(std::move(name)),
         size_(bytes),
         category_(category),
-        host_(bytes, ModeFor(bytes)),
         device_(bytes, ModeFor(bytes)),
         v_(std::move(v)) {}
 
-  bool ok() const { return host_.size() == size_ && device_.size() == size_; }
+  bool ok() const { return device_.size() == size_; }
   const std::string& name() const override { return name_; }
   size_t size() const override { return size_; }
   BoCategory category() const { return category_; }
@@ -78,6 +86,7 @@ class CpuBo final : public BufferObject {
                                           "' after a launch used it"));
       }
     }
+    if (!EnsureHost()) return NoMemory();
     std::memcpy(host_.data() + offset, src, bytes);
     ++host_version_;
     return absl::OkStatus();
@@ -95,6 +104,7 @@ class CpuBo final : public BufferObject {
                                           "a launch wrote it"));
       }
     }
+    if (!EnsureHost()) return NoMemory();
     std::memcpy(dst, host_.data() + offset, bytes);
     return absl::OkStatus();
   }
@@ -103,9 +113,13 @@ class CpuBo final : public BufferObject {
     if (v_->enabled && category_ == elf::INTERMEDIATE) {
       return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' to the device"));
     }
+    if (!EnsureHost()) return NoMemory();
     std::memcpy(device_.data(), host_.data(), size_);
     synced_version_ = host_version_;
     device_valid_ = true;
+    // A STATIC BO is written once: drop its host side (weights would otherwise
+    // sit in memory twice); it comes back zeroed if the host touches it again.
+    if (category_ == elf::STATIC) host_ = AlignedBuffer<uint8_t>();
     return absl::OkStatus();
   }
 
@@ -113,6 +127,7 @@ class CpuBo final : public BufferObject {
     if (v_->enabled && category_ == elf::INTERMEDIATE) {
       return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' from the device"));
     }
+    if (!EnsureHost()) return NoMemory();
     std::memcpy(host_.data(), device_.data(), size_);
     fetched_version_ = device_version_;
     return absl::OkStatus();
@@ -140,6 +155,17 @@ class CpuBo final : public BufferObject {
   }
 
  private:
+  // The host side is allocated on first use.
+  bool EnsureHost() {
+    if (host_.size() != size_) {
+      host_ = AlignedBuffer<uint8_t>(size_, ModeFor(size_));
+      host_.Zero();
+    }
+    return host_.size() == size_;
+  }
+  absl::Status NoMemory() const {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the host side of BO '", name_, "'"));
+  }
   absl::Status Range(const char* op, size_t bytes, size_t offset) const {
     return absl::OutOfRangeError(absl::StrCat(op, " of ", bytes, " bytes at offset ", offset,
                                               " is outside BO '", name_, "' (", size_, " bytes)"));
@@ -361,7 +387,7 @@ class CpuDevice final : public Device {
 
   absl::Status WaitForRun() {
     // Brief spin (runs are often microseconds), then block.
-    for (int i = 0; i < 20000 && !done_flag_.load(std::memory_order_acquire); ++i) {
+    for (int i = 0; i < kHostSpin && !done_flag_.load(std::memory_order_acquire); ++i) {
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif

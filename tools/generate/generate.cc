@@ -109,13 +109,27 @@ int main(int argc, char** argv) {
   dk::tokenizer::StreamingDecoder stream(**tok);
   std::vector<double> token_ms;
   int generated = 0;
+  bool warned_vocab = false;
   for (; generated < new_tokens; ++generated) {
     const uint32_t next = step->token;
     if (absl::GetFlag(FLAGS_stop_at_eos) && (*tok)->eos_id() && static_cast<int32_t>(next) == *(*tok)->eos_id()) {
       break;
     }
-    auto text = stream.Next(static_cast<int32_t>(next));
-    if (!text.ok()) return Fail(text.status());
+    absl::StatusOr<std::string> text;
+    if (static_cast<int32_t>(next) < (*tok)->vocab_size()) {
+      text = stream.Next(static_cast<int32_t>(next));
+      if (!text.ok()) return Fail(text.status());
+    } else {
+      // The model's vocabulary is larger than the tokenizer's (synthetic weights
+      // with the small test tokenizer): show the id.
+      if (!warned_vocab) {
+        std::fprintf(stderr, "[generate] the model emits ids beyond the tokenizer's %d tokens; "
+                             "showing them as <id:N> (pass --tokenizer for the model's own)\n",
+                     (*tok)->vocab_size());
+        warned_vocab = true;
+      }
+      text = absl::StrCat(stream.Finish(), "<id:", next, ">");
+    }
     std::printf("%s", text->c_str());
     std::fflush(stdout);
     if (generated + 1 == new_tokens) {
