@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
     std::shared_ptr<const weights::Weights> weights, const SessionOptions& options) {
   std::unique_ptr<CpuSession> s(new CpuSession());
   s->weights_ = std::move(weights);
-  s->device_ = MakeCpuDevice(DeviceOptions{options.validate});
+  s->device_ = MakeCpuDevice(DeviceOptions{options.validate}, options.pool);
   const weights::Tensor* embed = s->weights_->Find("model.embed_tokens.weight");
   if (embed == nullptr) {
     return absl::NotFoundError(absl::StrCat("weights ", s->weights_->source(),
@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
   }
   CpuHostOptions host_options;
   host_options.max_context = options.max_context;
+  host_options.pool = options.pool;
   auto host = MakeCpuHostOps(program.model(), embed->data.data(), host_options);
   if (!host.ok()) return host.status();
   s->host_ = *std::move(host);

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/decoder.h"
 #include "runtime/runtime.h"
+#include "util/thread_pool.h"
 #include "weights/weights.h"
 
 namespace dk::runtime {
@@ -20,8 +21,9 @@ absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
     const std::string& spec, const elf::ModelShape& model);
 
 struct SessionOptions {
-  bool validate = false;  // check the BO protocol
-  int max_context = 0;    // 0: the model's
+  bool validate = false;       // check the BO protocol
+  int max_context = 0;         // 0: the model's
+  ThreadPool* pool = nullptr;  // kernels' threads (nullptr: SharedThreadPool())
 };
 
 class CpuSession {

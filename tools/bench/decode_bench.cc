@@ -1,0 +1,135 @@
+// Decode ms/token of a decode ELF as a ratio to the memory-bandwidth floor, both
+// measured in this process with the same threads and page size:
+//   floor = bytes of weights read per token / read bandwidth (huge pages, as the
+//           weight BOs use), measured right before the timed tokens.
+//   ./bazelw run --config=opt //tools/bench:decode_bench_llama32_1b
+// Each benchmark iteration is one decode token; the context is reset every
+// --context tokens (short context by default).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "benchmark/benchmark.h"
+#include "elf/elf.h"
+#include "kernels/bandwidth/bandwidth.h"
+#include "runtime/cpu/session.h"
+
+ABSL_FLAG(std::string, elf, "", "decode ELF");
+ABSL_FLAG(std::string, weights, "synthetic", "checkpoint dir, .gguf or synthetic[:SEED]");
+ABSL_FLAG(int, context, 128, "positions before the KV cache is reset");
+
+namespace {
+
+struct Setup {
+  std::unique_ptr<dk::ThreadPool> pool;
+  std::unique_ptr<dk::runtime::CpuSession> session;
+  int64_t weight_bytes = 0;
+};
+
+std::shared_ptr<const dk::weights::Weights> g_weights;
+dk::elf::Program g_program;
+
+// Bytes of weight BOs the groups read per token.
+int64_t WeightBytesPerToken(const dk::elf::Program& p) {
+  std::map<std::string, int64_t> weight_bos;
+  for (const auto& b : p.bos()) {
+    if (!b.weight_tensor().empty()) weight_bos[b.name()] = b.size_bytes();
+  }
+  int64_t bytes = 0;
+  for (const auto& s : p.steps()) {
+    if (!s.has_group()) continue;
+    for (const auto& l : s.group().launches()) {
+      for (const auto& b : l.bindings()) {
+        auto it = weight_bos.find(b.bo());
+        if (it != weight_bos.end()) bytes += it->second;
+      }
+    }
+  }
+  return bytes;
+}
+
+void BM_Decode(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  Setup s;
+  s.pool = std::make_unique<dk::ThreadPool>(threads);
+  dk::runtime::SessionOptions options;
+  options.pool = s.pool.get();
+  auto session = dk::runtime::CpuSession::Open(g_program, absl::GetFlag(FLAGS_elf), g_weights, options);
+  if (!session.ok()) {
+    state.SkipWithError(std::string(session.status().message()).c_str());
+    return;
+  }
+  s.session = *std::move(session);
+  dk::runtime::Decoder& decoder = s.session->decoder();
+  const int context = absl::GetFlag(FLAGS_context);
+  // Warm up: caches, page faults, the first positions.
+  uint32_t token = 1;
+  for (int i = 0; i < 8; ++i) token = decoder.Step(token)->token;
+
+  dk::kernels::BandwidthOptions bw;
+  bw.page_mode = dk::PageMode::kHugePages;
+  bw.passes = 5;
+  const double gbs = dk::kernels::MeasureReadBandwidth(s.pool.get(), bw);
+  const int64_t weight_bytes = WeightBytesPerToken(g_program);
+
+  std::vector<double> ms;
+  for (auto _ : state) {
+    if (decoder.position() >= context) decoder.Reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = decoder.Step(token);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    token = r->token;
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const double floor_ms = weight_bytes / (gbs * 1e9) * 1e3;
+  // Drift: median of the last quarter vs the first quarter of the tokens.
+  auto quarter_median = [&](size_t begin) {
+    std::vector<double> q(ms.begin() + begin, ms.begin() + begin + ms.size() / 4);
+    std::sort(q.begin(), q.end());
+    return q.empty() ? 0.0 : q[q.size() / 2];
+  };
+  const double first = quarter_median(0), last = quarter_median(ms.size() - ms.size() / 4);
+  state.counters["ms_per_token"] = median;
+  state.counters["floor_ms"] = floor_ms;
+  state.counters["x_floor"] = median / floor_ms;
+  state.counters["bw_GB/s"] = gbs;
+  state.counters["weights_MB"] = weight_bytes / 1e6;
+  state.counters["drift_pct"] = first > 0 ? 100.0 * (last - first) / first : 0.0;
+  state.SetLabel(g_program.model().name());
+}
+BENCHMARK(BM_Decode)->ArgName("threads")->Arg(1)->Arg(2)->Iterations(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  absl::ParseCommandLine(argc, argv);
+  auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
+  if (!program.ok()) {
+    std::fprintf(stderr, "decode_bench: %s\n", std::string(program.status().message()).c_str());
+    return 1;
+  }
+  g_program = *program;
+  auto weights = dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
+  if (!weights.ok()) {
+    std::fprintf(stderr, "decode_bench: %s\n", std::string(weights.status().message()).c_str());
+    return 1;
+  }
+  g_weights = *weights;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
