@@ -104,6 +104,20 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
         }
         launches->Swap(&rebuilt);
       } else {
+        // Partition groups "<name>.part<k>", numbered past names already taken (a
+        // merge on npu2 may have named the final norm's group "lm_head.part0").
+        std::set<std::string> taken;
+        for (const auto& step : p.steps()) {
+          if (step.has_group()) taken.insert(step.group().name());
+        }
+        int next_part = 0;
+        auto part_name = [&] {
+          std::string name;
+          do {
+            name = absl::StrCat(original.group().name(), ".part", next_part++);
+          } while (taken.count(name));
+          return name;
+        };
         google::protobuf::RepeatedPtrField<elf::Step> steps;
         for (int i = 0; i < p.steps_size(); ++i) {
           if (i != s) {
@@ -112,7 +126,7 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
           }
           for (size_t k = 0; k < split.size(); ++k) {
             auto* g = steps.Add()->mutable_group();
-            g->set_name(absl::StrCat(original.group().name(), ".part", k));
+            g->set_name(part_name());
             g->set_entry_symbol(absl::StrReplaceAll(g->name(), {{".", "_"}}));
             g->set_layer(original.group().layer());
             *g->add_launches() = split[k];

@@ -5,6 +5,8 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,7 +20,14 @@ namespace {
 // The merge a run of groups forms, from its first group's name.
 std::string KindOf(const std::vector<const elf::LaunchGroup*>& run) {
   if (run.front()->layer() < 0) return "lm_head";
-  const std::string& first = run.front()->name();
+  absl::string_view first = run.front()->name();
+  // A group an earlier run split at a target limit ("L0.o_gemv_ffn.part0") keeps
+  // its kind, so that running the pass again changes nothing.
+  if (const size_t dot = first.rfind(".part"); dot != absl::string_view::npos &&
+                                              dot + 5 < first.size() &&
+                                              absl::c_all_of(first.substr(dot + 5), absl::ascii_isdigit)) {
+    first = first.substr(0, dot);
+  }
   if (absl::EndsWith(first, "attn_norm") || absl::EndsWith(first, "rms_gemv_rope")) return "rms_gemv_rope";
   if (absl::EndsWith(first, "o_proj") || absl::EndsWith(first, "o_gemv_ffn")) return "o_gemv_ffn";
   return "merged";
@@ -101,6 +110,10 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
     if (chunks.back().launches.empty()) chunks.pop_back();
     const int unnamed = static_cast<int>(std::count_if(
         chunks.begin(), chunks.end(), [](const Chunk& c) { return c.name.empty(); }));
+    // Numbered parts when there are several, or when a launch kept alone already
+    // has the merged name (the LM head GEMV of group "lm_head" on npu2).
+    bool numbered = unnamed > 1;
+    for (const Chunk& chunk : chunks) numbered |= chunk.name == GroupName(layer, kind);
     int part = 0;
     for (Chunk& chunk : chunks) {
       auto* g = out.Add()->mutable_group();
@@ -108,8 +121,8 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       if (!chunk.name.empty()) {
         g->set_name(chunk.name);
       } else {
-        g->set_name(unnamed > 1 ? absl::StrCat(GroupName(layer, kind), ".part", part++)
-                                : GroupName(layer, kind));
+        g->set_name(numbered ? absl::StrCat(GroupName(layer, kind), ".part", part++)
+                             : GroupName(layer, kind));
       }
       g->set_entry_symbol(absl::StrReplaceAll(g->name(), {{".", "_"}}));
       std::set<std::string> gemv_symbols;
@@ -124,7 +137,15 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       if (merged_kinds.count(kind) == 0 && g->launches_size() > 1) merged_kinds[kind] = g->launches_size();
     }
   }
-  const bool merged = RunsPerToken(p) != 0 && out.size() != p.steps_size();
+  // Changed if the groups (names, launches) differ: a rename alone is a change too.
+  auto shape_of = [](const google::protobuf::RepeatedPtrField<elf::Step>& steps) {
+    std::vector<std::pair<std::string, int>> groups;
+    for (const auto& step : steps) {
+      if (step.has_group()) groups.emplace_back(step.group().name(), step.group().launches_size());
+    }
+    return groups;
+  };
+  const bool merged = shape_of(out) != shape_of(p.steps());
   p.mutable_steps()->Swap(&out);
 
   // Inside a group, consumers read the producer's BO directly.

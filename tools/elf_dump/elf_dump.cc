@@ -1,18 +1,25 @@
 // Prints a decode ELF's program as text proto, after full validation.
 //   ./bazelw run //tools/elf_dump -- path/to/decode.elf
 //   ./bazelw run //tools/elf_dump -- --summary path/to/decode.elf
+// or what a stage changed (tools/elf_dump/diff.h):
+//   ./bazelw run //tools/elf_dump -- --diff bazel-bin/models/m/decode_bo.elf bazel-bin/models/m/decode_opt.elf
 // Relative paths are resolved against the directory `bazel run` was called from.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
+#include "tools/elf_dump/diff.h"
 
 ABSL_FLAG(bool, summary, false, "print only counts: BOs by category, groups, launches");
+ABSL_FLAG(bool, diff, false,
+          "elf_dump --diff a.elf b.elf: what b changed relative to a (groups merged, BO "
+          "categories, layouts, kernel symbols, lineage)");
 
 namespace {
 
@@ -48,23 +55,34 @@ void PrintSummary(const dk::elf::Program& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("elf_dump [--summary] file.elf");
+  constexpr char kUsage[] = "usage: elf_dump [--summary] file.elf | elf_dump --diff a.elf b.elf";
+  absl::SetProgramUsageMessage(kUsage);
   const auto args = absl::ParseCommandLine(argc, argv);
-  if (args.size() != 2) {
-    std::fprintf(stderr, "usage: elf_dump [--summary] file.elf\n");
+  const bool diff = absl::GetFlag(FLAGS_diff);
+  if (args.size() != (diff ? 3u : 2u) || (diff && absl::GetFlag(FLAGS_summary))) {
+    std::fprintf(stderr, "%s\n", kUsage);
     return 2;
   }
-  auto program = dk::elf::ReadElfFile(Resolve(args[1]));
-  if (!program.ok()) {
-    std::fprintf(stderr, "elf_dump: %s\n", std::string(program.status().message()).c_str());
-    return 1;
+  std::vector<dk::elf::Program> programs;
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto program = dk::elf::ReadElfFile(Resolve(args[i]));
+    if (!program.ok()) {
+      std::fprintf(stderr, "elf_dump: %s\n", std::string(program.status().message()).c_str());
+      return 1;
+    }
+    programs.push_back(*std::move(program));
+  }
+  if (diff) {
+    const std::string text = dk::elf_dump::DiffPrograms(programs[0], programs[1], args[1], args[2]);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
   }
   if (absl::GetFlag(FLAGS_summary)) {
-    PrintSummary(*program);
+    PrintSummary(programs[0]);
     return 0;
   }
   std::string text;
-  google::protobuf::TextFormat::PrintToString(*program, &text);
+  google::protobuf::TextFormat::PrintToString(programs[0], &text);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }

@@ -1,0 +1,162 @@
+#include "optimizations/testing/tiny.h"
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "elf/elf.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "kernels/registry/registry.h"
+#include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
+#include "optimizations/layout_alignment/layout_alignment.h"
+#include "optimizations/merge_multi_launch/merge_multi_launch.h"
+#include "runtime/cpu/session.h"
+#include "tools/elfc/baseline.h"
+#include "weights/weights.h"
+
+namespace dk::opt::testing {
+
+elf::ModelShape TinyShape(int n_layers) {
+  elf::ModelShape m;
+  m.set_name("tiny");
+  m.set_n_layers(n_layers);
+  m.set_hidden(64);
+  m.set_n_heads(4);
+  m.set_n_kv_heads(2);
+  m.set_head_dim(16);
+  m.set_ffn(96);
+  m.set_vocab(300);
+  m.set_rms_eps(1e-5f);
+  m.set_rope_theta(10000);
+  m.set_tied_embeddings(true);
+  m.set_max_context(16);
+  return m;
+}
+
+absl::StatusOr<bool> RunPass(const std::string& name, elf::Program& program,
+                             const std::string& target_name, int64_t partition_rows) {
+  auto target = registry::FindTarget(target_name);
+  if (!target.ok()) return target.status();
+  if (name == buffer_object_reuse::kName) return buffer_object_reuse::Run(program, **target);
+  if (name == merge_multi_launch::kName) return merge_multi_launch::Run(program, **target);
+  if (name == layout_alignment::kName) {
+    layout_alignment::Options options;
+    options.lm_head_partition_rows = partition_rows;
+    return layout_alignment::Run(program, **target, options);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "'"));
+}
+
+absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
+                                        const std::vector<std::string>& chain,
+                                        const std::string& target, int64_t partition_rows) {
+  auto p = elfc::BuildBaseline(shape);
+  if (!p.ok()) return p.status();
+  for (const std::string& pass : chain) {
+    auto changed = RunPass(pass, *p, target, partition_rows);
+    if (!changed.ok()) {
+      return absl::Status(changed.status().code(),
+                          absl::StrCat(pass, " after [", absl::StrJoin(chain, ", "), "]: ",
+                                       changed.status().message()));
+    }
+    if (auto s = elf::ValidateProgram(*p); !s.ok()) {
+      return absl::InternalError(absl::StrCat(pass, " produced an invalid program: ", s.message()));
+    }
+  }
+  return p;
+}
+
+std::vector<GoldenCase> GoldenCases() {
+  return {
+      {"layout_alignment", "baseline", {"layout_alignment"}},
+      {"buffer_object_reuse", "baseline", {"buffer_object_reuse"}},
+      {"buffer_object_reuse", "aligned", {"layout_alignment", "buffer_object_reuse"}},
+      {"merge_multi_launch", "baseline", {"merge_multi_launch"}},
+      {"merge_multi_launch", "aligned_bo",
+       {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"}},
+  };
+}
+
+std::vector<GoldenCase> GoldenCasesOf(const std::string& pass) {
+  std::vector<GoldenCase> out;
+  for (GoldenCase& c : GoldenCases()) {
+    if (c.pass == pass) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string GoldenPath(const GoldenCase& c) {
+  return absl::StrCat("optimizations/", c.pass, "/testdata/", c.name, ".after.textproto");
+}
+
+absl::StatusOr<std::string> RenderGolden(const GoldenCase& c) {
+  auto p = BuildChain(TinyShape(), c.chain);
+  if (!p.ok()) return p.status();
+  std::string text;
+  if (!google::protobuf::TextFormat::PrintToString(*p, &text)) {
+    return absl::InternalError("TextFormat::PrintToString failed");
+  }
+  std::vector<std::string> before(c.chain.begin(), c.chain.end() - 1);
+  before.insert(before.begin(), "baseline");
+  return absl::StrCat(
+      "# proto-file: elf/program.proto\n# proto-message: dk.elf.Program\n",
+      "# The tiny model (optimizations/testing/tiny.h, target cpu) after ", c.pass, ";\n",
+      "# before = ", absl::StrJoin(before, " -> "), ".\n",
+      "# Generated: ./bazelw run //optimizations:update_goldens (review the diff).\n", text);
+}
+
+absl::Status CheckGolden(const GoldenCase& c) {
+  const std::string path = GoldenPath(c);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, " (is it in the test's data?)"));
+  std::stringstream file;
+  file << in.rdbuf();
+  auto want = RenderGolden(c);
+  if (!want.ok()) return want.status();
+  if (file.str() == *want) return absl::OkStatus();
+  const std::vector<std::string> a = absl::StrSplit(file.str(), '\n');
+  const std::vector<std::string> b = absl::StrSplit(*want, '\n');
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return absl::FailedPreconditionError(absl::StrCat(
+      path, " differs from the pass output at line ", i + 1, ":\n  golden: ",
+      i < a.size() ? a[i] : "<end of file>", "\n  now:    ", i < b.size() ? b[i] : "<end of output>",
+      "\nIf the change is intended: ./bazelw run //optimizations:update_goldens and review the diff."));
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& program,
+                                                          const std::vector<uint32_t>& tokens) {
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(program.model(), 1));
+  runtime::SessionOptions options;
+  options.validate = true;
+  auto session = runtime::CpuSession::Open(program, "tiny.elf", w, options);
+  if (!session.ok()) return session.status();
+  std::vector<std::vector<float>> out;
+  for (uint32_t token : tokens) {
+    auto r = (*session)->decoder().Step(token);
+    if (!r.ok()) return r.status();
+    const float* logits = (*session)->decoder().logits();
+    out.emplace_back(logits, logits + program.model().vocab());
+  }
+  return out;
+}
+
+std::string ProgramDiff(const elf::Program& a, const elf::Program& b) {
+  google::protobuf::util::MessageDifferencer differencer;
+  std::string report;
+  differencer.ReportDifferencesToString(&report);
+  differencer.Compare(a, b);
+  return report;
+}
+
+std::map<std::string, int> CategoryCounts(const elf::Program& program) {
+  std::map<std::string, int> counts;
+  for (const auto& bo : program.bos()) ++counts[elf::BoCategory_Name(bo.category())];
+  return counts;
+}
+
+}  // namespace dk::opt::testing
