@@ -1,0 +1,162 @@
+// Runs `bazel run //tests/profile:profile` (the tiny model's chain, the last stage
+// forced to fail the gate) as the user would, and checks the record it writes.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class ProfileE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // The working directory is the runfiles tree, as under bazel run.
+    dir_ = new std::string(absl::StrCat(std::getenv("TEST_TMPDIR"), "/profile_out"));
+    const std::string cmd = absl::StrCat(
+        "tests/profile/profile.sh --out_dir=", *dir_, " --json_out=", *dir_,
+        "/record.json --build_file=tests/profile/BUILD --bandwidth_mib=64 --noscreenshot > ", *dir_,
+        ".stdout 2> ", *dir_, ".stderr");
+    status_ = std::system(cmd.c_str());
+  }
+  static std::string* dir_;
+  static int status_;
+};
+std::string* ProfileE2eTest::dir_ = nullptr;
+int ProfileE2eTest::status_ = 0;
+
+TEST_F(ProfileE2eTest, ExitsWithRevertedStatus) {
+  ASSERT_TRUE(WIFEXITED(status_)) << Read(*dir_ + ".stderr");
+  EXPECT_EQ(WEXITSTATUS(status_), 3) << "3 = a stage was reverted\n" << Read(*dir_ + ".stderr");
+}
+
+TEST_F(ProfileE2eTest, JsonRecord) {
+  const nlohmann::json j = nlohmann::json::parse(Read(*dir_ + "/record.json"));
+  EXPECT_EQ(j["model"], "tiny");
+  EXPECT_EQ(j["package"], "tests/profile");
+  EXPECT_EQ(j["prompt"], "What is the capital of France?");
+  EXPECT_EQ(j["new_tokens"], 16);
+  EXPECT_EQ(j["warmup"], 2);
+  EXPECT_GT(j["machine"]["read_bandwidth_gbps"].get<double>(), 0);
+  EXPECT_EQ(j["gate"]["prompts"], 2);
+  ASSERT_EQ(j["stages"].size(), 5u);
+  const char* names[] = {"decode", "decode_aligned", "decode_bo", "decode_opt", "decode_bad"};
+  const char* statuses[] = {"baseline", "applied", "applied", "applied", "reverted"};
+  const char* rules[] = {"decode_elf", "layout_alignment", "buffer_object_reuse", "merge_multi_launch",
+                         "corrupt_lm_head"};
+  for (int i = 0; i < 5; ++i) {
+    const auto& s = j["stages"][i];
+    SCOPED_TRACE(names[i]);
+    EXPECT_EQ(s["name"], names[i]);
+    EXPECT_EQ(s["status"], statuses[i]);
+    EXPECT_EQ(s["rule"], rules[i]);
+    EXPECT_EQ(s["src"], i == 0 ? "" : absl::StrCat(":", names[i - 1]));
+    EXPECT_EQ(s["token_ms"].size(), 18u);
+    EXPECT_EQ(s["warmup_tokens"], 2);
+    const auto& ms = s["ms_per_token"];
+    EXPECT_GT(ms["median"].get<double>(), 0);
+    EXPECT_LE(ms["min"].get<double>(), ms["median"].get<double>());
+    EXPECT_GE(ms["max"].get<double>(), ms["median"].get<double>());
+    EXPECT_TRUE(ms.contains("drift_pct"));
+    EXPECT_GT(s["device_runs_per_token"].get<int>(), 0);
+    EXPECT_GT(s["weight_bytes_read_per_token"].get<double>(), 0);
+    EXPECT_GT(s["x_floor"].get<double>(), 0);
+    EXPECT_FALSE(s["components"].empty());
+    EXPECT_TRUE(s["gate"]["ran"].get<bool>());
+    EXPECT_EQ(s["gate"]["passed"].get<bool>(), i < 4);
+    EXPECT_FALSE(s["reason"].get<std::string>().empty());
+    // Per-layer groups and host steps, and the LM head, are all there.
+    bool attention = false, lm_head = false;
+    for (const auto& c : s["components"]) {
+      attention |= c["key"] == "attention" && c["host"].get<bool>() && c["per_layer"].get<bool>() &&
+                   c["count"] == 2;
+      lm_head |= c["key"] == "lm_head" && !c["host"].get<bool>() && !c["per_layer"].get<bool>();
+    }
+    EXPECT_TRUE(attention);
+    EXPECT_TRUE(lm_head);
+  }
+  // Baseline: every launch its own run, weights rewritten per token; merged: 5 runs.
+  EXPECT_GT(j["stages"][0]["device_runs_per_token"].get<int>(), 20);
+  EXPECT_EQ(j["stages"][3]["device_runs_per_token"], 5);
+  EXPECT_GT(j["stages"][0]["bo_bytes_written_per_token"].get<double>(),
+            100 * j["stages"][2]["bo_bytes_written_per_token"].get<double>());
+  EXPECT_EQ(j["stages"][1]["parent"], "decode");
+  EXPECT_DOUBLE_EQ(j["stages"][1]["delta_vs_parent"]["ms"].get<double>(),
+                   j["stages"][1]["ms_per_token"]["median"].get<double>() -
+                       j["stages"][0]["ms_per_token"]["median"].get<double>());
+  // The forced failure.
+  const auto& bad = j["stages"][4];
+  EXPECT_THAT(bad["gate"]["report"].get<std::string>(), HasSubstr("FAIL"));
+  EXPECT_THAT(bad["reason"].get<std::string>(), HasSubstr("verify gate failed"));
+  const std::string edit = bad["build_edit"];
+  EXPECT_THAT(edit, HasSubstr("in tests/profile/BUILD: delete corrupt_lm_head(name = \"decode_bad\""));
+  EXPECT_THAT(edit, HasSubstr("-corrupt_lm_head(\n-    name = \"decode_bad\",\n"));
+  EXPECT_THAT(edit, HasSubstr("-    src = \":decode_opt\",\n-)\n"));
+  EXPECT_THAT(edit, HasSubstr("-        \":decode_bad\",\n"));
+  EXPECT_EQ(j["reverted"], nlohmann::json::array({"decode_bad"}));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(j["stages"][i]["build_edit"], "");
+  // Final figures from the last good stage.
+  EXPECT_EQ(j["final"]["stage"], "decode_opt");
+  EXPECT_DOUBLE_EQ(j["final"]["ms_per_token"].get<double>(),
+                   j["stages"][3]["ms_per_token"]["median"].get<double>());
+  EXPECT_NEAR(j["final"]["speedup"].get<double>(),
+              j["final"]["baseline_ms_per_token"].get<double>() / j["final"]["ms_per_token"].get<double>(), 1e-9);
+}
+
+TEST_F(ProfileE2eTest, TablePrintedWithEdit) {
+  const std::string out = Read(*dir_ + ".stdout");
+  EXPECT_THAT(out, HasSubstr("ms/token median (min-max)"));
+  EXPECT_THAT(out, HasSubstr("x floor"));
+  EXPECT_THAT(out, HasSubstr(":decode_bad"));
+  EXPECT_THAT(out, HasSubstr("REVERTED :decode_bad"));
+  EXPECT_THAT(out, HasSubstr("-corrupt_lm_head("));
+  EXPECT_THAT(out, HasSubstr("final: :decode_opt"));
+  const std::string err = Read(*dir_ + ".stderr");
+  EXPECT_THAT(err, HasSubstr("loading weights"));
+  EXPECT_THAT(err, HasSubstr("stage 5/5 :decode_bad"));
+  EXPECT_THAT(err, HasSubstr("token 18/18"));
+}
+
+TEST_F(ProfileE2eTest, Markdown) {
+  const std::string md = Read(*dir_ + "/phase5_decode.md");
+  EXPECT_THAT(md, HasSubstr("# Phase 5: decode optimization record, tiny"));
+  EXPECT_THAT(md, HasSubstr("Generated by `./bazelw run //tests/profile:profile`"));
+  EXPECT_THAT(md, HasSubstr("## Baseline: `:decode`"));
+  EXPECT_THAT(md, HasSubstr("## 1. layout_alignment: applied"));
+  EXPECT_THAT(md, HasSubstr("## 2. buffer_object_reuse: applied"));
+  EXPECT_THAT(md, HasSubstr("## 3. merge_multi_launch: applied"));
+  EXPECT_THAT(md, HasSubstr("## 4. corrupt_lm_head: **reverted**"));
+  EXPECT_THAT(md, HasSubstr("```diff\nin tests/profile/BUILD: delete corrupt_lm_head"));
+  EXPECT_THAT(md, HasSubstr("## Final\n\n**"));
+  EXPECT_THAT(md, HasSubstr("at `:decode_opt`"));
+  EXPECT_THAT(md, HasSubstr("Reverted (excluded from the final figures): `:decode_bad`"));
+  EXPECT_THAT(md, HasSubstr("group: rms_gemv_rope"));
+  EXPECT_THAT(md, HasSubstr("host: attention"));
+}
+
+TEST_F(ProfileE2eTest, HtmlIsSelfContained) {
+  const std::string html = Read(*dir_ + "/phase5_decode.html");
+  for (const char* id : {"<svg id=\"waterfall\"", "<svg id=\"breakdown\"", "<svg id=\"trend\""}) {
+    EXPECT_THAT(html, HasSubstr(id));
+  }
+  EXPECT_FALSE(absl::StrContains(html, "<script"));
+  EXPECT_FALSE(absl::StrContains(html, "http://www.w3.org/1999/xlink\" href"));
+  EXPECT_FALSE(absl::StrContains(html, "https://"));
+  EXPECT_FALSE(absl::StrContains(html, "<link"));
+}
+
+}  // namespace

@@ -1,0 +1,375 @@
+#include "tools/profile/record.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "nlohmann/json.hpp"
+
+namespace dk::profile {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double DriftPercent(const std::vector<double>& ms) {
+  if (ms.size() < 2) return 0;
+  const size_t q = std::max<size_t>(1, ms.size() / 4);
+  const double first = Median(std::vector<double>(ms.begin(), ms.begin() + q));
+  const double last = Median(std::vector<double>(ms.end() - q, ms.end()));
+  const double all = Median(ms);
+  return all > 0 ? (last - first) / all * 100 : 0;
+}
+
+namespace {
+
+// "L12.rms_gemv_rope" -> "rms_gemv_rope"; other names unchanged.
+std::string StripLayer(const std::string& name) {
+  if (name.size() > 2 && name[0] == 'L' && std::isdigit(static_cast<unsigned char>(name[1]))) {
+    const size_t dot = name.find('.');
+    if (dot != std::string::npos) return name.substr(dot + 1);
+  }
+  return name;
+}
+
+// LM-head partitions ("lm_head.part3") count as one component, "lm_head".
+std::string ModelWideKey(const std::string& name) {
+  const size_t part = name.find(".part");
+  return part == std::string::npos ? name : name.substr(0, part);
+}
+
+}  // namespace
+
+StepMap MapSteps(const elf::Program& program) {
+  StepMap map;
+  std::map<std::string, int> index;
+  std::map<std::string, int> bo_index;
+  for (int i = 0; i < program.bos_size(); ++i) bo_index[program.bos(i).name()] = i;
+  std::vector<bool> weight_read(program.bos_size(), false);
+  for (const elf::Step& step : program.steps()) {
+    Component c;
+    if (step.has_host()) {
+      c.host = true;
+      c.per_layer = step.host().layer() >= 0;
+      c.key = step.host().kind();
+    } else {
+      const elf::LaunchGroup& g = step.group();
+      c.per_layer = g.layer() >= 0;
+      c.key = c.per_layer ? StripLayer(g.name()) : ModelWideKey(g.name());
+      ++map.device_runs;
+      for (const elf::Launch& l : g.launches()) {
+        for (const elf::Binding& b : l.bindings()) {
+          auto it = bo_index.find(b.bo());
+          if (it != bo_index.end() && !program.bos(it->second).weight_tensor().empty()) {
+            weight_read[it->second] = true;
+          }
+        }
+      }
+    }
+    const std::string id = absl::StrCat(c.host ? "h:" : "g:", c.per_layer ? "L:" : "M:", c.key);
+    auto [it, inserted] = index.emplace(id, static_cast<int>(map.components.size()));
+    if (inserted) map.components.push_back(c);
+    ++map.components[it->second].count;
+    map.component_of_step.push_back(it->second);
+  }
+  for (int i = 0; i < program.bos_size(); ++i) {
+    if (weight_read[i]) map.weight_bytes += program.bos(i).size_bytes();
+  }
+  return map;
+}
+
+void BreakdownAccumulator::Add(const std::vector<runtime::StepTiming>& timings) {
+  for (size_t s = 0; s < timings.size() && s < map_.component_of_step.size(); ++s) {
+    Component& c = sum_[map_.component_of_step[s]];
+    c.write_ms += timings[s].write_ns * 1e-6;
+    c.run_ms += timings[s].run_ns * 1e-6;
+    c.read_ms += timings[s].read_ns * 1e-6;
+    bytes_written_ += timings[s].bytes_written;
+    bytes_read_ += timings[s].bytes_read;
+  }
+  ++tokens_;
+}
+
+std::vector<Component> BreakdownAccumulator::Components() const {
+  std::vector<Component> out = sum_;
+  if (tokens_ == 0) return out;
+  for (Component& c : out) {
+    c.write_ms /= tokens_;
+    c.run_ms /= tokens_;
+    c.read_ms /= tokens_;
+  }
+  return out;
+}
+
+std::vector<double> StageRecord::steady_ms() const {
+  const size_t w = std::min<size_t>(std::max(warmup, 0), token_ms.size());
+  return std::vector<double>(token_ms.begin() + w, token_ms.end());
+}
+
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? absl::StrFormat("%.0f B", bytes) : absl::StrFormat("%.2f %s", bytes, units[u]);
+}
+
+std::string SignedDelta(double ms, double pct) {
+  return absl::StrFormat("%+.2f ms (%+.1f%%)", ms, pct);
+}
+
+namespace {
+
+// The reference to `name` that a BUILD file in `package` uses for a stage label.
+std::string LocalRef(const std::string& label, const std::string& package) {
+  const std::string prefix = absl::StrCat("//", package, ":");
+  if (absl::StartsWith(label, prefix)) return absl::StrCat(":", label.substr(prefix.size()));
+  return label;
+}
+
+std::string FirstFailure(const StageRecord& s) {
+  if (!s.error.empty()) return s.error;
+  for (absl::string_view line : absl::StrSplit(s.gate_report, '\n')) {
+    if (absl::StrContains(line, "FAIL") || absl::StrContains(line, "DIFFERENT") ||
+        absl::StrContains(line, "differ")) {
+      return std::string(absl::StripAsciiWhitespace(line));
+    }
+  }
+  return s.same_as_parent ? "verify gate FAIL" : "tokens differ from the parent stage";
+}
+
+}  // namespace
+
+std::string BuildEdit(const ProfileRecord& record, int stage, const std::string& build_text) {
+  const StageRecord& s = record.stages[stage];
+  const std::string build = absl::StrCat(record.package, "/BUILD");
+  const std::string self = absl::StrCat(":", s.name);
+  const std::string full = absl::StrCat("//", record.package, ":", s.name);
+  if (s.src.empty()) {
+    return absl::StrCat("in ", build, ": ", self,
+                        " is the baseline; it cannot be removed from the chain (fix ", s.kind,
+                        " or the runtime instead)");
+  }
+  const std::string parent = s.src;
+  std::string child;
+  for (const StageRecord& t : record.stages) {
+    if (t.src == self || t.src == full) child = t.name;
+  }
+  std::string words = absl::StrCat("in ", build, ": delete ", s.kind, "(name = \"", s.name,
+                                    "\", src = \"", parent, "\", ...) and ");
+  if (!child.empty()) {
+    absl::StrAppend(&words, "point the next stage's src (:", child, ") at \"", parent, "\"");
+  } else {
+    absl::StrAppend(&words, "point what used \"", self, "\" (e.g. decode_generate's elf) at \"",
+                    parent, "\"");
+  }
+  absl::StrAppend(&words, "; drop \"", self, "\" from the stage lists (verify_chain, decode_profile)");
+  if (build_text.empty()) return words;
+
+  std::vector<std::string> lines = absl::StrSplit(build_text, '\n');
+  // The rule's block: "kind(" ... 'name = "N",' ... ")".
+  int begin = -1, end = -1;
+  for (int i = 0; i < static_cast<int>(lines.size()) && begin < 0; ++i) {
+    if (!absl::StartsWith(lines[i], absl::StrCat(s.kind, "("))) continue;
+    for (int j = i; j < static_cast<int>(lines.size()); ++j) {
+      if (absl::StrContains(lines[j], absl::StrCat("name = \"", s.name, "\""))) begin = i;
+      if (lines[j] == ")" || (j == i && absl::EndsWith(lines[j], ")"))) {
+        end = j;
+        break;
+      }
+    }
+    if (begin < 0) end = -1;
+  }
+  if (begin < 0 || end < 0) return words;
+  std::string diff = absl::StrCat(words, "\n--- a/", build, "\n+++ b/", build, "\n");
+  const int removed_end = end + 1 < static_cast<int>(lines.size()) && lines[end + 1].empty() ? end + 1 : end;
+  absl::StrAppend(&diff, absl::StrFormat("@@ -%d,%d +%d,0 @@\n", begin + 1, removed_end - begin + 1, begin));
+  for (int i = begin; i <= removed_end; ++i) absl::StrAppend(&diff, "-", lines[i], "\n");
+  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+    if (i >= begin && i <= removed_end) continue;
+    const std::string& line = lines[i];
+    const std::string q_self = absl::StrCat("\"", self, "\""), q_full = absl::StrCat("\"", full, "\"");
+    if (!absl::StrContains(line, q_self) && !absl::StrContains(line, q_full)) continue;
+    const std::string trimmed(absl::StripAsciiWhitespace(line));
+    if (trimmed == absl::StrCat(q_self, ",") || trimmed == absl::StrCat(q_full, ",")) {
+      absl::StrAppend(&diff, absl::StrFormat("@@ -%d,1 +%d,0 @@\n-%s\n", i + 1, i, line));
+    } else {
+      std::string replaced = line;
+      absl::StrReplaceAll({{q_self, absl::StrCat("\"", parent, "\"")},
+                           {q_full, absl::StrCat("\"", parent, "\"")}},
+                          &replaced);
+      absl::StrAppend(&diff, absl::StrFormat("@@ -%d,1 +%d,1 @@\n-%s\n+%s\n", i + 1, i + 1, line, replaced));
+    }
+  }
+  return diff;
+}
+
+void Finalize(ProfileRecord& r, const std::string& build_text) {
+  std::map<std::string, int> by_ref;
+  for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
+    by_ref[absl::StrCat(":", r.stages[i].name)] = i;
+    by_ref[r.stages[i].label] = i;
+  }
+  r.reverted.clear();
+  for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
+    StageRecord& s = r.stages[i];
+    auto it = by_ref.find(s.src);
+    s.parent = s.src.empty() ? -1 : (it != by_ref.end() ? it->second : i - 1);
+    const std::vector<double> steady = s.steady_ms();
+    s.median_ms = Median(steady);
+    s.min_ms = steady.empty() ? 0 : *std::min_element(steady.begin(), steady.end());
+    s.max_ms = steady.empty() ? 0 : *std::max_element(steady.begin(), steady.end());
+    s.drift_pct = DriftPercent(steady);
+    s.floor_ms = r.bandwidth_gbps > 0 ? s.weight_bytes_per_token / (r.bandwidth_gbps * 1e9) * 1e3 : 0;
+    s.x_floor = s.floor_ms > 0 ? s.median_ms / s.floor_ms : 0;
+    s.write_ms = s.run_ms = s.read_ms = s.host_ms = s.lm_head_ms = 0;
+    for (const Component& c : s.components) {
+      if (c.host) {
+        s.host_ms += c.total_ms();
+        continue;
+      }
+      s.write_ms += c.write_ms;
+      s.run_ms += c.run_ms;
+      s.read_ms += c.read_ms;
+      if (!c.per_layer) s.lm_head_ms += c.total_ms();
+    }
+    if (i == 0) {
+      s.status = "baseline";
+    } else if (!s.passed()) {
+      s.status = "reverted";
+      r.reverted.push_back(i);
+    } else {
+      s.status = s.pass_applied ? "applied" : "skipped";
+    }
+  }
+  r.final_stage = -1;
+  for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
+    if (r.stages[i].passed()) r.final_stage = i;
+  }
+  const double base = r.stages.empty() ? 0 : r.stages[0].median_ms;
+  for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
+    StageRecord& s = r.stages[i];
+    const double parent = s.parent >= 0 ? r.stages[s.parent].median_ms : s.median_ms;
+    s.delta_parent_ms = s.median_ms - parent;
+    s.delta_parent_pct = parent > 0 ? s.delta_parent_ms / parent * 100 : 0;
+    s.delta_baseline_ms = s.median_ms - base;
+    s.delta_baseline_pct = base > 0 ? s.delta_baseline_ms / base * 100 : 0;
+    std::string measured = absl::StrFormat("measured %.2f ms/token", s.median_ms);
+    if (s.parent >= 0) {
+      const StageRecord& p = r.stages[s.parent];
+      measured = absl::StrCat(
+          "measured ", SignedDelta(s.delta_parent_ms, s.delta_parent_pct), " per token vs :", p.name,
+          absl::StrFormat(", runs/token %d -> %d, BO writes/token %s -> %s", p.device_runs_per_token,
+                          s.device_runs_per_token, HumanBytes(p.bytes_written_per_token),
+                          HumanBytes(s.bytes_written_per_token)));
+    } else {
+      absl::StrAppend(&measured, absl::StrFormat(", %d runs/token, BO writes/token %s",
+                                                 s.device_runs_per_token,
+                                                 HumanBytes(s.bytes_written_per_token)));
+    }
+    if (s.status == "reverted") {
+      s.reason = absl::StrCat("verify gate failed (", FirstFailure(s), "); the pass said: ",
+                              s.pass_reason, "; ", measured);
+      s.build_edit = BuildEdit(r, i, build_text);
+    } else {
+      s.reason = absl::StrCat(s.pass_reason, "; ", measured);
+      s.build_edit.clear();
+    }
+  }
+  if (r.final_stage >= 0 && base > 0) {
+    const double fin = r.stages[r.final_stage].median_ms;
+    r.speedup = fin > 0 ? base / fin : 0;
+    r.final_faster = r.final_stage > 0 && fin < base;
+  } else {
+    r.speedup = 0;
+    r.final_faster = false;
+  }
+}
+
+std::string ToJson(const ProfileRecord& r) {
+  using nlohmann::json;
+  json j;
+  j["schema"] = "decodekit.profile.v1";
+  j["model"] = r.model;
+  j["package"] = r.package;
+  j["profile_label"] = r.profile_label;
+  j["date"] = r.date;
+  j["prompt"] = r.prompt;
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["warmup"] = r.warmup;
+  j["new_tokens"] = r.new_tokens;
+  j["gate"] = {{"prompts", r.gate_prompts}, {"tokens", r.gate_tokens}, {"goldens", r.goldens}};
+  j["weights"] = {{"source", r.weights_source}, {"digest", r.weights_digest}};
+  j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"read_bandwidth_gbps", r.bandwidth_gbps}};
+  json stages = json::array();
+  for (const StageRecord& s : r.stages) {
+    json c = json::array();
+    for (const Component& x : s.components) {
+      c.push_back({{"key", x.key},
+                   {"host", x.host},
+                   {"per_layer", x.per_layer},
+                   {"count", x.count},
+                   {"write_ms", x.write_ms},
+                   {"run_ms", x.run_ms},
+                   {"read_ms", x.read_ms},
+                   {"total_ms", x.total_ms()}});
+    }
+    stages.push_back({
+        {"name", s.name},
+        {"label", s.label},
+        {"rule", s.kind},
+        {"src", s.src},
+        {"parent", s.parent >= 0 ? json(r.stages[s.parent].name) : json(nullptr)},
+        {"lineage", s.lineage},
+        {"pass", {{"name", s.pass}, {"target", s.target}, {"applied", s.pass_applied}, {"reason", s.pass_reason}}},
+        {"status", s.status},
+        {"ms_per_token", {{"median", s.median_ms}, {"min", s.min_ms}, {"max", s.max_ms}, {"drift_pct", s.drift_pct}}},
+        {"token_ms", s.token_ms},
+        {"warmup_tokens", s.warmup},
+        {"delta_vs_parent", {{"ms", s.delta_parent_ms}, {"pct", s.delta_parent_pct}}},
+        {"delta_vs_baseline", {{"ms", s.delta_baseline_ms}, {"pct", s.delta_baseline_pct}}},
+        {"device_runs_per_token", s.device_runs_per_token},
+        {"bo_bytes_written_per_token", s.bytes_written_per_token},
+        {"bo_bytes_read_per_token", s.bytes_read_per_token},
+        {"weight_bytes_read_per_token", s.weight_bytes_per_token},
+        {"bandwidth_floor_ms", s.floor_ms},
+        {"x_floor", s.x_floor},
+        {"split_ms", {{"bo_write", s.write_ms}, {"device_run", s.run_ms}, {"bo_read", s.read_ms},
+                      {"host", s.host_ms}, {"lm_head", s.lm_head_ms}}},
+        {"components", c},
+        {"gate", {{"ran", s.gate_ran}, {"passed", s.gate_passed}, {"same_as_parent", s.same_as_parent},
+                  {"report", s.gate_report}, {"error", s.error}}},
+        {"reason", s.reason},
+        {"build_edit", s.build_edit},
+    });
+  }
+  j["stages"] = stages;
+  json reverted = json::array();
+  for (int i : r.reverted) reverted.push_back(r.stages[i].name);
+  j["reverted"] = reverted;
+  if (r.final_stage >= 0) {
+    j["final"] = {{"stage", r.stages[r.final_stage].name},
+                  {"ms_per_token", r.stages[r.final_stage].median_ms},
+                  {"baseline_ms_per_token", r.stages[0].median_ms},
+                  {"speedup", r.speedup},
+                  {"faster_than_baseline", r.final_faster}};
+  } else {
+    j["final"] = nullptr;
+  }
+  return j.dump(1);
+}
+
+}  // namespace dk::profile

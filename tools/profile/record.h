@@ -1,0 +1,151 @@
+// The profile record: what `bazel run //models/<m>:profile` measured for every stage
+// of a decode chain (DESIGN.md s.7), the pure functions that derive its figures
+// (medians, drift, the per-step breakdown, deltas, statuses), its JSON form, and the
+// BUILD edit that removes a reverted stage from the chain.
+//
+// Measuring (tools/profile/profile.cc) fills the raw fields; Finalize() derives
+// everything else, so the markdown, HTML, JSON and table all show the same numbers.
+// Thread-safety: plain data and free functions.
+#ifndef DK_TOOLS_PROFILE_RECORD_H_
+#define DK_TOOLS_PROFILE_RECORD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "elf/program.pb.h"
+#include "runtime/decoder.h"
+
+namespace dk::profile {
+
+// Median (mean of the two middle values for an even count); 0 for an empty input.
+double Median(std::vector<double> v);
+// (median of the last quarter - median of the first quarter) / median of all, in %.
+// The quarters have at least one token each; 0 for fewer than 2 tokens.
+double DriftPercent(const std::vector<double>& ms);
+
+// One kind of program step, summed over every layer it occurs in (per token).
+struct Component {
+  std::string key;         // group name without "L<n>." ("rms_gemv_rope") or host kind
+  bool host = false;       // a host step (attention, kv_write, embedding, topk, ...)
+  bool per_layer = false;  // occurs in layers (layer >= 0); else model-wide (LM head)
+  int count = 0;           // steps of this kind per token
+  double write_ms = 0;     // BO writes + syncs before the runs
+  double run_ms = 0;       // device runs (or the host step itself)
+  double read_ms = 0;      // syncs + reads after the runs
+  double total_ms() const { return write_ms + run_ms + read_ms; }
+};
+
+// How a program's steps map to components, in program order of first occurrence.
+struct StepMap {
+  std::vector<Component> components;  // timings zero
+  std::vector<int> component_of_step;  // per program step
+  int device_runs = 0;                 // launch groups per token
+  int64_t weight_bytes = 0;            // weight BO bytes the groups read per token
+};
+StepMap MapSteps(const elf::Program& program);
+
+// Accumulates the timings of steady-state tokens into per-token averages.
+class BreakdownAccumulator {
+ public:
+  explicit BreakdownAccumulator(const StepMap& map) : map_(map), sum_(map.components) {}
+  void Add(const std::vector<runtime::StepTiming>& timings);
+  // Per-token averages over the tokens added.
+  std::vector<Component> Components() const;
+  double BytesWrittenPerToken() const { return tokens_ ? bytes_written_ / tokens_ : 0; }
+  double BytesReadPerToken() const { return tokens_ ? bytes_read_ / tokens_ : 0; }
+
+ private:
+  const StepMap& map_;
+  std::vector<Component> sum_;
+  double bytes_written_ = 0, bytes_read_ = 0;
+  int tokens_ = 0;
+};
+
+struct StageRecord {
+  // From the BUILD (the decode_profile rule).
+  std::string name;    // "decode_opt"
+  std::string label;   // "//models/llama32_1b:decode_opt"
+  std::string kind;    // the rule: "merge_multi_launch", "decode_elf"
+  std::string src;     // the parent stage as the BUILD names it (":decode_bo"); "" for the baseline
+  std::vector<std::string> lineage;  // passes, baseline first
+  // From the ELF's last lineage record.
+  std::string pass;
+  std::string target;
+  bool pass_applied = true;
+  std::string pass_reason;
+  // Measured (timing run, validation off).
+  std::vector<double> token_ms;  // every generated token, warm-up first
+  int warmup = 0;                // how many of token_ms are warm-up
+  std::vector<Component> components;
+  double bytes_written_per_token = 0;
+  double bytes_read_per_token = 0;
+  int device_runs_per_token = 0;
+  int64_t weight_bytes_per_token = 0;
+  // The gate (validation on).
+  bool gate_ran = false;
+  bool gate_passed = false;
+  bool same_as_parent = true;  // generated exactly the parent's tokens (when compared)
+  std::string gate_report;     // FormatGateReport (+ FormatExactReport) lines
+  std::string error;           // the stage could not be measured (counts as a gate failure)
+
+  // Derived by Finalize.
+  std::string status;  // "baseline", "applied", "skipped", "reverted"
+  double median_ms = 0, min_ms = 0, max_ms = 0, drift_pct = 0;
+  double floor_ms = 0, x_floor = 0;
+  double write_ms = 0, run_ms = 0, read_ms = 0, host_ms = 0, lm_head_ms = 0;
+  int parent = -1;  // index of the parent stage in the record
+  double delta_parent_ms = 0, delta_parent_pct = 0;
+  double delta_baseline_ms = 0, delta_baseline_pct = 0;
+  std::string reason;      // one line: the pass's reason + what the measurement showed
+  std::string build_edit;  // reverted stages: the BUILD edit that removes the stage
+
+  std::vector<double> steady_ms() const;
+  bool passed() const { return gate_ran && gate_passed && same_as_parent && error.empty(); }
+};
+
+struct ProfileRecord {
+  std::string model;
+  std::string package;  // "models/llama32_1b"
+  std::string profile_label;
+  std::string prompt;
+  int prompt_tokens = 0;
+  int warmup = 0;
+  int new_tokens = 0;
+  int gate_prompts = 0;
+  int gate_tokens = 0;
+  std::string goldens;
+  std::string weights_source;
+  std::string weights_digest;
+  std::string device;
+  int threads = 0;
+  double bandwidth_gbps = 0;  // read bandwidth measured at the start of the run
+  std::string date;           // UTC, ISO 8601
+  std::vector<StageRecord> stages;  // chain order, baseline first
+
+  // Derived by Finalize.
+  int final_stage = -1;  // the last stage that passed the gate
+  double speedup = 0;    // baseline median / final median
+  bool final_faster = false;
+  std::vector<int> reverted;
+};
+
+// Derives statuses, statistics, deltas, reasons and (given the BUILD file's text,
+// possibly empty) the BUILD edits of reverted stages.
+void Finalize(ProfileRecord& record, const std::string& build_text);
+
+// The edit that removes `stage` from its chain: as a unified-diff-like listing of the
+// exact lines when `build_text` (the package's BUILD) is known, else in words.
+std::string BuildEdit(const ProfileRecord& record, int stage, const std::string& build_text);
+
+std::string ToJson(const ProfileRecord& record);
+
+// "2.30 GiB", "76.0 KiB", "512 B".
+std::string HumanBytes(double bytes);
+// Signed: "-12.3 ms (-4.5%)".
+std::string SignedDelta(double ms, double pct);
+
+}  // namespace dk::profile
+
+#endif  // DK_TOOLS_PROFILE_RECORD_H_

@@ -1,0 +1,233 @@
+#include "tools/profile/record.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tools/profile/render.h"
+
+namespace dk::profile {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(StatsTest, Median) {
+  EXPECT_EQ(Median({}), 0);
+  EXPECT_EQ(Median({3, 1, 2}), 2);
+  EXPECT_EQ(Median({4, 1, 3, 2}), 2.5);
+}
+
+TEST(StatsTest, DriftComparesLastQuarterWithFirst) {
+  // 8 tokens: first quarter {10, 10}, last quarter {12, 12}, median 11.
+  EXPECT_NEAR(DriftPercent({10, 10, 10, 11, 11, 12, 12, 12}), (12.0 - 10.0) / 11.0 * 100, 1e-9);
+  EXPECT_EQ(DriftPercent({5}), 0);
+  EXPECT_NEAR(DriftPercent({10, 10, 10, 10}), 0, 1e-12);
+}
+
+elf::Program TwoLayerProgram() {
+  elf::Program p;
+  auto add_bo = [&](const std::string& name, int64_t bytes, const std::string& tensor) {
+    auto* bo = p.add_bos();
+    bo->set_name(name);
+    bo->set_size_bytes(bytes);
+    bo->set_weight_tensor(tensor);
+  };
+  add_bo("L0.w", 1000, "model.layers.0.w");
+  add_bo("L1.w", 1000, "model.layers.1.w");
+  add_bo("head.w", 500, "model.embed_tokens.weight");
+  add_bo("x", 8, "");
+  auto group = [&](const std::string& name, int layer, const std::string& w) {
+    auto* g = p.add_steps()->mutable_group();
+    g->set_name(name);
+    g->set_layer(layer);
+    auto* l = g->add_launches();
+    auto* b = l->add_bindings();
+    b->set_param("w");
+    b->set_bo(w);
+    b = l->add_bindings();
+    b->set_param("x");
+    b->set_bo("x");
+  };
+  auto host = [&](const std::string& kind, int layer) {
+    auto* h = p.add_steps()->mutable_host();
+    h->set_kind(kind);
+    h->set_layer(layer);
+  };
+  host("embedding", -1);
+  for (int l = 0; l < 2; ++l) {
+    group("L" + std::to_string(l) + ".rms_gemv_rope", l, "L" + std::to_string(l) + ".w");
+    host("attention", l);
+    group("L" + std::to_string(l) + ".o_gemv_ffn", l, "L" + std::to_string(l) + ".w");
+  }
+  group("lm_head.part0", -1, "head.w");
+  group("lm_head.part1", -1, "head.w");
+  host("topk", -1);
+  return p;
+}
+
+TEST(MapStepsTest, GroupsByKindAndLayer) {
+  const StepMap map = MapSteps(TwoLayerProgram());
+  EXPECT_EQ(map.device_runs, 6);
+  EXPECT_EQ(map.weight_bytes, 2500);  // each weight BO once per token
+  ASSERT_EQ(map.components.size(), 6u);
+  EXPECT_EQ(map.components[0].key, "embedding");
+  EXPECT_TRUE(map.components[0].host);
+  EXPECT_FALSE(map.components[0].per_layer);
+  EXPECT_EQ(map.components[1].key, "rms_gemv_rope");
+  EXPECT_EQ(map.components[1].count, 2);
+  EXPECT_TRUE(map.components[1].per_layer);
+  EXPECT_EQ(map.components[2].key, "attention");
+  EXPECT_TRUE(map.components[2].host);
+  EXPECT_EQ(map.components[4].key, "lm_head");
+  EXPECT_EQ(map.components[4].count, 2);
+  EXPECT_FALSE(map.components[4].per_layer);
+  EXPECT_EQ(map.component_of_step.size(), 10u);
+}
+
+TEST(MapStepsTest, AccumulatesPerTokenAverages) {
+  const StepMap map = MapSteps(TwoLayerProgram());
+  BreakdownAccumulator acc(map);
+  std::vector<runtime::StepTiming> t(10);
+  t[1] = {1000000, 2000000, 3000000, 100, 10};  // L0.rms_gemv_rope: 1 / 2 / 3 ms
+  t[4] = {1000000, 2000000, 3000000, 100, 10};  // L1.rms_gemv_rope
+  acc.Add(t);
+  t[1].run_ns = 4000000;
+  acc.Add(t);
+  const auto c = acc.Components();
+  EXPECT_DOUBLE_EQ(c[1].write_ms, 2.0);
+  EXPECT_DOUBLE_EQ(c[1].run_ms, 5.0);  // (2 + 2 + 4 + 2) / 2 tokens
+  EXPECT_DOUBLE_EQ(acc.BytesWrittenPerToken(), 200);
+}
+
+ProfileRecord Chain(bool fail_middle) {
+  ProfileRecord r;
+  r.model = "m";
+  r.package = "models/m";
+  r.bandwidth_gbps = 10;
+  const char* names[] = {"decode", "decode_aligned", "decode_bo", "decode_opt"};
+  const char* kinds[] = {"decode_elf", "layout_alignment", "buffer_object_reuse", "merge_multi_launch"};
+  const double ms[] = {100, 90, 40, 30};
+  for (int i = 0; i < 4; ++i) {
+    StageRecord s;
+    s.name = names[i];
+    s.label = std::string("//models/m:") + names[i];
+    s.kind = kinds[i];
+    s.src = i ? std::string(":") + names[i - 1] : "";
+    s.pass = i ? kinds[i] : "baseline";
+    s.pass_reason = "did things";
+    s.warmup = 1;
+    s.token_ms = {500, ms[i], ms[i] + 1, ms[i] - 1};
+    s.weight_bytes_per_token = 100000000;  // 10 ms at 10 GB/s
+    s.gate_ran = true;
+    s.gate_passed = !(fail_middle && i == 2);
+    s.gate_report = s.gate_passed ? "verify gate: PASS" : "0  FAIL  \"x\"\nverify gate (k=5, 32 tokens): FAIL (1/2 prompts)";
+    r.stages.push_back(s);
+  }
+  r.stages[1].pass_applied = false;
+  return r;
+}
+
+constexpr char kBuild[] = R"(decode_elf(
+    name = "decode",
+    config = "config.textproto",
+)
+
+layout_alignment(
+    name = "decode_aligned",
+    src = ":decode",
+)
+
+buffer_object_reuse(
+    name = "decode_bo",
+    src = ":decode_aligned",
+)
+
+merge_multi_launch(
+    name = "decode_opt",
+    src = ":decode_bo",
+)
+
+verify_chain(
+    stages = [
+        ":decode",
+        ":decode_aligned",
+        ":decode_bo",
+        ":decode_opt",
+    ],
+)
+)";
+
+TEST(FinalizeTest, StatusesDeltasAndFinal) {
+  ProfileRecord r = Chain(false);
+  Finalize(r, "");
+  EXPECT_EQ(r.stages[0].status, "baseline");
+  EXPECT_EQ(r.stages[1].status, "skipped");
+  EXPECT_EQ(r.stages[2].status, "applied");
+  EXPECT_EQ(r.stages[3].median_ms, 30);  // warm-up token excluded
+  EXPECT_EQ(r.stages[3].max_ms, 31);
+  EXPECT_DOUBLE_EQ(r.stages[2].delta_parent_ms, -50);
+  EXPECT_NEAR(r.stages[2].delta_parent_pct, -50.0 / 90 * 100, 1e-9);
+  EXPECT_DOUBLE_EQ(r.stages[3].delta_baseline_pct, -70);
+  EXPECT_DOUBLE_EQ(r.stages[3].floor_ms, 10);
+  EXPECT_DOUBLE_EQ(r.stages[3].x_floor, 3);
+  EXPECT_EQ(r.final_stage, 3);
+  EXPECT_NEAR(r.speedup, 100.0 / 30, 1e-9);
+  EXPECT_TRUE(r.final_faster);
+  EXPECT_TRUE(r.reverted.empty());
+  EXPECT_THAT(r.stages[2].reason, HasSubstr("did things; measured -50.00 ms (-55.6%) per token vs :decode_aligned"));
+}
+
+TEST(FinalizeTest, RevertedMiddleStage) {
+  ProfileRecord r = Chain(true);
+  Finalize(r, kBuild);
+  EXPECT_EQ(r.stages[2].status, "reverted");
+  EXPECT_EQ(r.reverted, std::vector<int>{2});
+  EXPECT_EQ(r.final_stage, 3);
+  EXPECT_THAT(r.stages[2].reason, HasSubstr("verify gate failed (0  FAIL  \"x\")"));
+  const std::string& edit = r.stages[2].build_edit;
+  EXPECT_THAT(edit, HasSubstr("in models/m/BUILD: delete buffer_object_reuse(name = \"decode_bo\", "
+                              "src = \":decode_aligned\", ...) and point the next stage's src (:decode_opt) "
+                              "at \":decode_aligned\""));
+  EXPECT_THAT(edit, HasSubstr("@@ -11,5 +10,0 @@\n-buffer_object_reuse(\n-    name = \"decode_bo\",\n"
+                              "-    src = \":decode_aligned\",\n-)\n-\n"));
+  EXPECT_THAT(edit, HasSubstr("-    src = \":decode_bo\",\n+    src = \":decode_aligned\",\n"));
+  EXPECT_THAT(edit, HasSubstr("-        \":decode_bo\",\n"));
+  EXPECT_THAT(edit, Not(HasSubstr("+        \":decode_bo\"")));
+}
+
+TEST(FinalizeTest, RevertedLastStageFallsBackToParent) {
+  ProfileRecord r = Chain(false);
+  r.stages[3].gate_passed = false;
+  Finalize(r, "");
+  EXPECT_EQ(r.final_stage, 2);
+  EXPECT_NEAR(r.speedup, 100.0 / 40, 1e-9);
+  EXPECT_THAT(r.stages[3].build_edit, HasSubstr("point what used \":decode_opt\""));
+}
+
+TEST(FinalizeTest, SlowerFinalIsNotFaster) {
+  ProfileRecord r = Chain(false);
+  r.stages[3].token_ms = {1, 200, 200, 200};
+  Finalize(r, "");
+  EXPECT_FALSE(r.final_faster);
+}
+
+TEST(RenderTest, JsonTableMarkdownHtml) {
+  ProfileRecord r = Chain(true);
+  Finalize(r, kBuild);
+  const auto j = nlohmann::json::parse(ToJson(r));
+  EXPECT_EQ(j["stages"][2]["status"], "reverted");
+  EXPECT_EQ(j["final"]["stage"], "decode_opt");
+  EXPECT_EQ(j["reverted"][0], "decode_bo");
+  const std::string table = FormatTable(r);
+  EXPECT_THAT(table, HasSubstr("REVERTED :decode_bo"));
+  EXPECT_THAT(table, HasSubstr("30.00 (29.00-31.00)"));
+  const std::string md = Markdown(r, "./bazelw run //models/m:profile");
+  EXPECT_THAT(md, HasSubstr("## 2. buffer_object_reuse: **reverted**"));
+  EXPECT_THAT(md, HasSubstr("## 1. layout_alignment: skipped"));
+  const std::string html = Html(r, "./bazelw run //models/m:profile");
+  EXPECT_THAT(html, HasSubstr("<svg id=\"waterfall\""));
+  EXPECT_THAT(html, HasSubstr("class=\"bar reverted\""));
+}
+
+}  // namespace
+}  // namespace dk::profile
