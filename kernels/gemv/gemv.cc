@@ -101,10 +101,10 @@ void PackedPanels(const bf16* HWY_RESTRICT packed, size_t rows, size_t chunks,
     size_t c = 0;
     for (; c + 2 <= chunks; c += 2) {
       const bf16* block = panel + c * kPanel;
-      // Software prefetch 8 KiB ahead of the stream (measured: within noise of
-      // none on this machine; kept for CPUs with weaker stream prefetchers).
-      hwy::Prefetch(block + 16 * kPanel);
-      hwy::Prefetch(block + 17 * kPanel);
+      // Software prefetch 4 KiB ahead of the stream: single-thread GEMV went from
+      // 72-91% to 82-95% of the streaming bandwidth with it (gemv_bench, 1 thread).
+      hwy::Prefetch(block + 8 * kPanel);
+      hwy::Prefetch(block + 9 * kPanel);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kPanelRows; ++r) {
         acc0[r] = ChunkFma(df, block + r * kChunkCols, xe + c * kHalf, xo + c * kHalf, acc0[r]);

@@ -4,7 +4,9 @@
 //           weight BOs use), measured right before the timed tokens.
 //   ./bazelw run --config=opt //tools/bench:decode_bench_llama32_1b
 // Each benchmark iteration is one decode token; the context is reset every
-// --context tokens (short context by default).
+// --context tokens (short context by default). x_floor is the median over tokens
+// of (token time / floor at the bandwidth sampled just before it); floor_ms uses
+// the median bandwidth sample.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -72,14 +74,25 @@ void BM_Decode(benchmark::State& state) {
   uint32_t token = 1;
   for (int i = 0; i < 8; ++i) token = decoder.Step(token)->token;
 
+  // Bandwidth swings from minute to minute on a shared host: sample it between
+  // the timed tokens (one pass over 256 MiB, 8x the L3, every 4 tokens) and use
+  // the median sample.
   dk::kernels::BandwidthOptions bw;
   bw.page_mode = dk::PageMode::kHugePages;
-  bw.passes = 5;
-  const double gbs = dk::kernels::MeasureReadBandwidth(s.pool.get(), bw);
+  bw.bytes = size_t{256} << 20;
+  bw.passes = 1;
+  dk::kernels::MeasureReadBandwidth(s.pool.get(), bw);  // allocate and touch
+  std::vector<double> bw_samples;
   const int64_t weight_bytes = WeightBytesPerToken(g_program);
 
   std::vector<double> ms;
+  double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens
   for (auto _ : state) {
+    if (ms.size() % 4 == 0) {
+      state.PauseTiming();
+      bw_samples.push_back(dk::kernels::MeasureReadBandwidth(s.pool.get(), bw));
+      state.ResumeTiming();
+    }
     if (decoder.position() >= context) decoder.Reset();
     const auto t0 = std::chrono::steady_clock::now();
     auto r = decoder.Step(token);
@@ -90,10 +103,29 @@ void BM_Decode(benchmark::State& state) {
     }
     token = r->token;
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    const auto& steps = decoder.program().steps();
+    for (size_t i = 0; i < decoder.timings().size(); ++i) {
+      const auto& t = decoder.timings()[i];
+      if (steps[static_cast<int>(i)].has_host()) {
+        host_ms += t.run_ns * 1e-6;
+      } else {
+        run_ms += t.run_ns * 1e-6;
+        io_ms += (t.write_ns + t.read_ns) * 1e-6;
+      }
+    }
   }
+  // Each token against the bandwidth sample taken just before its block of 4:
+  // the ratio then follows the host's swings instead of averaging over them.
+  std::vector<double> ratios;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    ratios.push_back(ms[i] / (weight_bytes / (bw_samples[i / 4] * 1e9) * 1e3));
+  }
+  std::sort(ratios.begin(), ratios.end());
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
+  std::sort(bw_samples.begin(), bw_samples.end());
+  const double gbs = bw_samples[bw_samples.size() / 2];
   const double floor_ms = weight_bytes / (gbs * 1e9) * 1e3;
   // Drift: median of the last quarter vs the first quarter of the tokens.
   auto quarter_median = [&](size_t begin) {
@@ -104,10 +136,27 @@ void BM_Decode(benchmark::State& state) {
   const double first = quarter_median(0), last = quarter_median(ms.size() - ms.size() / 4);
   state.counters["ms_per_token"] = median;
   state.counters["floor_ms"] = floor_ms;
-  state.counters["x_floor"] = median / floor_ms;
+  state.counters["x_floor"] = ratios[ratios.size() / 2];  // median of per-token ratios
   state.counters["bw_GB/s"] = gbs;
+  state.counters["bw_min"] = bw_samples.front();
+  state.counters["bw_max"] = bw_samples.back();
   state.counters["weights_MB"] = weight_bytes / 1e6;
   state.counters["drift_pct"] = first > 0 ? 100.0 * (last - first) / first : 0.0;
+  // The same drift after dividing out the bandwidth swings: x_floor of the last
+  // quarter of the tokens vs the first quarter.
+  auto quarter_ratio = [&](size_t begin) {
+    std::vector<double> q;
+    for (size_t i = begin; i < begin + ms.size() / 4; ++i) {
+      q.push_back(ms[i] / (weight_bytes / (bw_samples[i / 4] * 1e9) * 1e3));
+    }
+    std::sort(q.begin(), q.end());
+    return q.empty() ? 0.0 : q[q.size() / 2];
+  };
+  const double r_first = quarter_ratio(0), r_last = quarter_ratio(ms.size() - ms.size() / 4);
+  state.counters["x_floor_drift_pct"] = r_first > 0 ? 100.0 * (r_last - r_first) / r_first : 0.0;
+  state.counters["device_runs_ms"] = run_ms / ms.size();
+  state.counters["host_steps_ms"] = host_ms / ms.size();
+  state.counters["bo_io_ms"] = io_ms / ms.size();
   state.SetLabel(g_program.model().name());
 }
 BENCHMARK(BM_Decode)->ArgName("threads")->Arg(1)->Arg(2)->Iterations(128)->Unit(benchmark::kMillisecond)->UseRealTime();
