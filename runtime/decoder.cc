@@ -211,6 +211,11 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
 }
 
 absl::StatusOr<StepResult> Decoder::Step(uint32_t token) {
+  if (auto s = Advance(token); !s.ok()) return s;
+  return last_;
+}
+
+absl::Status Decoder::Advance(uint32_t token) {
   for (size_t s = 0; s < plan_.size(); ++s) {
     const StepPlan& plan = plan_[s];
     StepTiming& t = timings_[s];
@@ -259,12 +264,12 @@ absl::StatusOr<StepResult> Decoder::Step(uint32_t token) {
   }
   static_mirrors_written_ = true;
   ++position_;
-  StepResult r;
-  r.top_ids = host_->topk_ids();
-  r.top_logits = host_->topk_values();
-  if (r.top_ids.empty()) return absl::InternalError("the program produced no top-k");
-  r.token = r.top_ids[0];
-  return r;
+  // assign() reuses the vectors' capacity: no allocation after the first token.
+  last_.top_ids.assign(host_->topk_ids().begin(), host_->topk_ids().end());
+  last_.top_logits.assign(host_->topk_values().begin(), host_->topk_values().end());
+  if (last_.top_ids.empty()) return absl::InternalError("the program produced no top-k");
+  last_.token = last_.top_ids[0];
+  return absl::OkStatus();
 }
 
 void Decoder::Reset() {

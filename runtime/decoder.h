@@ -57,7 +57,11 @@ class Decoder {
                                                          Device* device, HostOps* host,
                                                          const Options& options);
 
-  // Feeds `token` at position(), runs every step, returns the top-k of the logits.
+  // Feeds `token` at position(), runs every step; the top-k of the logits is then
+  // last(). Allocates nothing once the first token has run (the hot path).
+  absl::Status Advance(uint32_t token);
+  const StepResult& last() const { return last_; }
+  // Advance, returning a copy of last().
   absl::StatusOr<StepResult> Step(uint32_t token);
 
   // Starts a new sequence (position 0, empty KV cache).
@@ -88,6 +92,7 @@ class Decoder {
   std::vector<StepPlan> plan_;
   std::vector<StepTiming> timings_;
   Options options_;
+  StepResult last_;
   std::vector<uint8_t> scratch_;  // validation: a STATIC mirror's bytes
   int logits_value_ = -1;
   int position_ = 0;

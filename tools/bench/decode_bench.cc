@@ -72,7 +72,10 @@ void BM_Decode(benchmark::State& state) {
   const int context = absl::GetFlag(FLAGS_context);
   // Warm up: caches, page faults, the first positions.
   uint32_t token = 1;
-  for (int i = 0; i < 8; ++i) token = decoder.Step(token)->token;
+  for (int i = 0; i < 8; ++i) {
+    if (!decoder.Advance(token).ok()) break;
+    token = decoder.last().token;
+  }
 
   // Bandwidth swings from minute to minute on a shared host: sample it between
   // the timed tokens (one pass over 256 MiB, 8x the L3, every 4 tokens) and use
@@ -95,13 +98,13 @@ void BM_Decode(benchmark::State& state) {
     }
     if (decoder.position() >= context) decoder.Reset();
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = decoder.Step(token);
+    const absl::Status r = decoder.Advance(token);
     const auto t1 = std::chrono::steady_clock::now();
     if (!r.ok()) {
-      state.SkipWithError(std::string(r.status().message()).c_str());
+      state.SkipWithError(std::string(r.message()).c_str());
       return;
     }
-    token = r->token;
+    token = decoder.last().token;
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     const auto& steps = decoder.program().steps();
     for (size_t i = 0; i < decoder.timings().size(); ++i) {

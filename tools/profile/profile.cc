@@ -11,6 +11,7 @@
 // baseline; 3 a stage was reverted; 4 the final stage is not faster; 1 an error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -62,6 +64,10 @@ ABSL_FLAG(std::string, build_file, "",
 ABSL_FLAG(bool, json, false, "print the record as JSON on stdout (the table goes to stderr)");
 ABSL_FLAG(std::string, json_out, "", "also write the record as JSON to this file");
 ABSL_FLAG(int, bandwidth_mib, 1024, "buffer of the read-bandwidth measurement, MiB");
+ABSL_FLAG(std::vector<std::string>, context, {},
+          "also time the final stage at these contexts, e.g. 128,512,2048 (the KV cache is "
+          "filled by real decode steps up to each one)");
+ABSL_FLAG(int, context_tokens, 16, "tokens measured per --context point");
 ABSL_FLAG(bool, screenshot, true,
           "also write phase5_decode.png, a screenshot of the HTML report by headless Chromium "
           "(skipped, with a note, when chromium is not installed)");
@@ -187,12 +193,13 @@ absl::Status Measure(const dk::elf::Program& program, const std::string& elf,
   }
   const int total = warmup + new_tokens;
   const std::string what = absl::StrCat(":", s.name, " timing");
+  uint32_t next = step->token;
   for (int t = 0; t < total; ++t) {
-    const uint32_t next = step->token;
     const auto t0 = Clock::now();
-    step = decoder.Step(next);
+    const absl::Status st = decoder.Advance(next);
     const double ms = Ms(Clock::now() - t0);
-    if (!step.ok()) return step.status();
+    if (!st.ok()) return st;
+    next = decoder.last().token;
     s.token_ms.push_back(ms);
     if (t >= warmup) acc.Add(decoder.timings());
     progress.Tick(what, t + 1, total);
@@ -325,6 +332,8 @@ int main(int argc, char** argv) {
                                 record.threads));
   dk::kernels::BandwidthOptions bw;
   bw.bytes = static_cast<size_t>(absl::GetFlag(FLAGS_bandwidth_mib)) << 20;
+  // Weight BOs sit on huge pages, so the bandwidth buffer does too.
+  bw.page_mode = dk::PageMode::kHugePages;
   record.bandwidth_gbps = dk::kernels::MeasureReadBandwidth(&pool, bw);
   progress.Line(absl::StrFormat("read bandwidth %.2f GB/s", record.bandwidth_gbps));
 
@@ -335,7 +344,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < record.stages.size(); ++i) {
     profile::StageRecord& s = record.stages[i];
     const std::string head = absl::StrFormat("stage %zu/%zu :%s (%s)", i + 1, record.stages.size(), s.name, s.kind);
-    progress.Line(absl::StrCat(head, ": timing ", record.warmup, " warm-up + ", record.new_tokens, " tokens ..."));
+    s.bandwidth_gbps = dk::kernels::MeasureReadBandwidth(&pool, bw);
+    progress.Line(absl::StrFormat("%s: read bandwidth now %.2f GB/s; timing %d warm-up + %d tokens ...", head,
+                                  s.bandwidth_gbps, record.warmup, record.new_tokens));
     t = Clock::now();
     absl::Status st = Measure(programs[i], elfs[i], *weights, prompt, record.warmup, record.new_tokens, s,
                               &record.device, progress);
@@ -386,6 +397,75 @@ int main(int argc, char** argv) {
     }
     progress.Line(absl::StrFormat("%s: verify gate %s%s (%.1f s)", head, s.gate_passed ? "PASS" : "FAIL",
                                   s.same_as_parent ? "" : ", tokens differ from the parent", Since(t)));
+  }
+
+  // Context scaling on the final stage.
+  const std::vector<std::string> context_flags = absl::GetFlag(FLAGS_context);
+  if (!context_flags.empty()) {
+    std::vector<int> contexts;
+    for (const std::string& c : context_flags) {
+      int v = 0;
+      if (!absl::SimpleAtoi(c, &v) || v <= 0 || v > model.max_context()) {
+        return Fail(absl::InvalidArgumentError(absl::StrCat("--context ", c, " is not in [1, ",
+                                                            model.max_context(), "]")));
+      }
+      contexts.push_back(v);
+    }
+    std::sort(contexts.begin(), contexts.end());
+    int final_stage = -1;
+    for (size_t i = 0; i < record.stages.size(); ++i) {
+      if (record.stages[i].passed() || (gate_n <= 0 && record.stages[i].error.empty())) final_stage = static_cast<int>(i);
+    }
+    if (final_stage < 0) return Fail(absl::FailedPreconditionError("no stage to time at longer contexts"));
+    const int n = absl::GetFlag(FLAGS_context_tokens);
+    if (n < 1 || contexts.front() < record.prompt_tokens + n) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("every --context must be at least the prompt (",
+                                                          record.prompt_tokens, ") + --context_tokens (", n, ")")));
+    }
+    dk::runtime::SessionOptions options;
+    auto session = dk::runtime::CpuSession::Open(programs[final_stage], elfs[final_stage], *weights, options);
+    if (!session.ok()) return Fail(session.status());
+    dk::runtime::Decoder& decoder = (*session)->decoder();
+    const auto& steps = programs[final_stage].steps();
+    absl::StatusOr<dk::runtime::StepResult> step;
+    for (uint32_t id : prompt) {
+      step = decoder.Step(id);
+      if (!step.ok()) return Fail(step.status());
+    }
+    const int64_t weight_bytes = record.stages[final_stage].weight_bytes_per_token;
+    for (int c : contexts) {
+      const std::string what = absl::StrCat(":", record.stages[final_stage].name, " filling the context to ", c);
+      const int fill_from = decoder.position();
+      while (decoder.position() < c - n) {
+        step = decoder.Step(step->token);
+        if (!step.ok()) return Fail(step.status());
+        progress.Tick(what, decoder.position() - fill_from, c - n - fill_from);
+      }
+      progress.End();
+      profile::ContextPoint point;
+      point.context = c;
+      point.tokens = n;
+      point.bandwidth_gbps = dk::kernels::MeasureReadBandwidth(&pool, bw);
+      std::vector<double> ms;
+      double attention_ns = 0;
+      while (decoder.position() < c) {
+        const auto t0 = Clock::now();
+        step = decoder.Step(step->token);
+        ms.push_back(Ms(Clock::now() - t0));
+        if (!step.ok()) return Fail(step.status());
+        for (size_t k = 0; k < decoder.timings().size(); ++k) {
+          const auto& st = steps[static_cast<int>(k)];
+          if (st.has_host() && st.host().kind() == "attention") attention_ns += decoder.timings()[k].run_ns;
+        }
+      }
+      point.median_ms = profile::Median(ms);
+      point.attention_ms = attention_ns * 1e-6 / ms.size();
+      point.x_floor = point.median_ms / (weight_bytes / (point.bandwidth_gbps * 1e9) * 1e3);
+      progress.Line(absl::StrFormat("context %d: %.2f ms/token, attention %.2f ms (%.1f%%), %.2fx the floor", c,
+                                    point.median_ms, point.attention_ms, 100 * point.attention_share(),
+                                    point.x_floor));
+      record.contexts.push_back(point);
+    }
   }
 
   // The record.

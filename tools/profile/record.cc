@@ -233,7 +233,8 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
     s.min_ms = steady.empty() ? 0 : *std::min_element(steady.begin(), steady.end());
     s.max_ms = steady.empty() ? 0 : *std::max_element(steady.begin(), steady.end());
     s.drift_pct = DriftPercent(steady);
-    s.floor_ms = r.bandwidth_gbps > 0 ? s.weight_bytes_per_token / (r.bandwidth_gbps * 1e9) * 1e3 : 0;
+    const double gbps = s.bandwidth_gbps > 0 ? s.bandwidth_gbps : r.bandwidth_gbps;
+    s.floor_ms = gbps > 0 ? s.weight_bytes_per_token / (gbps * 1e9) * 1e3 : 0;
     s.x_floor = s.floor_ms > 0 ? s.median_ms / s.floor_ms : 0;
     s.write_ms = s.run_ms = s.read_ms = s.host_ms = s.lm_head_ms = 0;
     for (const Component& c : s.components) {
@@ -345,6 +346,7 @@ std::string ToJson(const ProfileRecord& r) {
         {"bo_bytes_written_per_token", s.bytes_written_per_token},
         {"bo_bytes_read_per_token", s.bytes_read_per_token},
         {"weight_bytes_read_per_token", s.weight_bytes_per_token},
+        {"bandwidth_gbps", s.bandwidth_gbps},
         {"bandwidth_floor_ms", s.floor_ms},
         {"x_floor", s.x_floor},
         {"split_ms", {{"bo_write", s.write_ms}, {"device_run", s.run_ms}, {"bo_read", s.read_ms},
@@ -357,6 +359,17 @@ std::string ToJson(const ProfileRecord& r) {
     });
   }
   j["stages"] = stages;
+  json contexts = json::array();
+  for (const ContextPoint& c : r.contexts) {
+    contexts.push_back({{"context", c.context},
+                        {"tokens", c.tokens},
+                        {"ms_per_token", c.median_ms},
+                        {"attention_ms", c.attention_ms},
+                        {"attention_share", c.attention_share()},
+                        {"bandwidth_gbps", c.bandwidth_gbps},
+                        {"x_floor", c.x_floor}});
+  }
+  j["context_scaling"] = contexts;
   json reverted = json::array();
   for (int i : r.reverted) reverted.push_back(r.stages[i].name);
   j["reverted"] = reverted;

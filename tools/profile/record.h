@@ -83,6 +83,9 @@ struct StageRecord {
   double bytes_read_per_token = 0;
   int device_runs_per_token = 0;
   int64_t weight_bytes_per_token = 0;
+  // Read bandwidth sampled right before this stage's timing run (GB/s); the
+  // stage's floor uses it, since the host's bandwidth swings during a run.
+  double bandwidth_gbps = 0;
   // The gate (validation on).
   bool gate_ran = false;
   bool gate_passed = false;
@@ -105,6 +108,18 @@ struct StageRecord {
   bool passed() const { return gate_ran && gate_passed && same_as_parent && error.empty(); }
 };
 
+// Decode at a longer context (--context): the final stage, tokens measured at
+// positions [context - tokens, context).
+struct ContextPoint {
+  int context = 0;
+  int tokens = 0;
+  double median_ms = 0;
+  double attention_ms = 0;  // host-side decode attention per token (all layers)
+  double bandwidth_gbps = 0;
+  double x_floor = 0;
+  double attention_share() const { return median_ms > 0 ? attention_ms / median_ms : 0; }
+};
+
 struct ProfileRecord {
   std::string model;
   std::string package;  // "models/llama32_1b"
@@ -123,6 +138,7 @@ struct ProfileRecord {
   double bandwidth_gbps = 0;  // read bandwidth measured at the start of the run
   std::string date;           // UTC, ISO 8601
   std::vector<StageRecord> stages;  // chain order, baseline first
+  std::vector<ContextPoint> contexts;  // --context, on the final stage
 
   // Derived by Finalize.
   int final_stage = -1;  // the last stage that passed the gate

@@ -129,12 +129,27 @@ std::string SkillHeading(const StageRecord& s) {
 
 }  // namespace
 
+Rows ContextRows(const ProfileRecord& r) {
+  Rows rows = {{"context", "ms/token (median)", "attention ms/token", "attention share", "bandwidth GB/s",
+                "x floor"}};
+  for (const ContextPoint& c : r.contexts) {
+    rows.push_back({absl::StrCat(c.context), absl::StrFormat("%.2f", c.median_ms),
+                    absl::StrFormat("%.2f", c.attention_ms), absl::StrFormat("%.1f%%", 100 * c.attention_share()),
+                    absl::StrFormat("%.1f", c.bandwidth_gbps), absl::StrFormat("%.2fx", c.x_floor)});
+  }
+  return rows;
+}
+
 std::string FormatTable(const ProfileRecord& r) {
   std::string out = absl::StrFormat(
       "profile %s: prompt \"%s\" (%d tokens), %d warm-up + %d measured tokens; read bandwidth "
       "%.2f GB/s (%d threads)\n",
       r.model, r.prompt, r.prompt_tokens, r.warmup, r.new_tokens, r.bandwidth_gbps, r.threads);
   absl::StrAppend(&out, TextTable(StageRows(r)), FinalLine(r), "\n");
+  if (!r.contexts.empty()) {
+    absl::StrAppend(&out, "\ncontext scaling (final stage, ", r.contexts[0].tokens, " tokens per point):\n",
+                    TextTable(ContextRows(r)));
+  }
   for (int i : r.reverted) {
     absl::StrAppend(&out, "\nREVERTED :", r.stages[i].name, ": ", r.stages[i].reason, "\n",
                     r.stages[i].build_edit, "\n");
@@ -211,6 +226,12 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
   }
   Rows table = StageRows(r);
   absl::StrAppend(&md, "## All stages\n\n", MdTable(table), "\n");
+  if (!r.contexts.empty() && r.final_stage >= 0) {
+    absl::StrAppend(&md, "## Context scaling\n\n`:", r.stages[r.final_stage].name, "` decoding ",
+                    r.contexts[0].tokens, " tokens ending at each context (the KV cache filled by real decode "
+                    "steps); attention is the host-side decode attention over the cache, all layers.\n\n",
+                    MdTable(ContextRows(r)), "\n");
+  }
   absl::StrAppend(&md, "## Where one token's time goes, per stage\n\n",
                   "Averages over the measured tokens; per-layer components summed over the ", n_layers,
                   " layers (the last column is the average per layer).\n\n");
