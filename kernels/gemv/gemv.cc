@@ -1,7 +1,13 @@
 #include "kernels/gemv/gemv.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "kernels/gemv/gemv_avx512bf16.h"
 
 #include "util/check.h"
 
@@ -129,6 +135,9 @@ void PackedPanels(const bf16* HWY_RESTRICT packed, size_t rows, size_t chunks,
   }
 }
 
+// Whether this target may use AVX-512 instructions (the vdpbf16ps path).
+bool IsAvx512Target() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL; }
+
 void RowMajorF32(const bf16* w, size_t cols, size_t r0, size_t r1, const float* xe,
                  const float* xo, float* y) {
   RowMajorRows(w, cols, r0, r1, xe, xo, y);
@@ -153,6 +162,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace dk::kernels {
 
+HWY_EXPORT(IsAvx512Target);
 HWY_EXPORT(RowMajorF32);
 HWY_EXPORT(RowMajorBf16);
 HWY_EXPORT(PackedF32);
@@ -186,6 +196,30 @@ void SplitX(const XT* x, size_t cols, size_t padded_cols, const float** xe,
   *xo = o;
 }
 
+std::atomic<bool> g_bf16dot_enabled{[] {
+  const char* e = std::getenv("DK_GEMV_BF16DOT");
+  return e == nullptr || std::string(e) != "0";
+}()};
+
+// vdpbf16ps applies when enabled, the CPU has it, and the target Highway chose is
+// an AVX-512 one (respects hwy::SetSupportedTargetsForTest, so per-target tests
+// stay per-target). Asked through the dispatch table, which caches the choice:
+// hwy::SupportedTargets() runs CPUID, about 19 us per call in this VM.
+bool UseBf16Dot() {
+  return g_bf16dot_enabled.load(std::memory_order_relaxed) && internal::CpuHasAvx512Bf16() &&
+         HWY_DYNAMIC_DISPATCH(IsAvx512Target)();
+}
+
+// x as bf16 zero-padded to whole chunks, in per-thread scratch of the caller.
+const bf16* PadX(const bf16* x, size_t cols) {
+  thread_local AlignedBuffer<bf16> scratch;
+  const size_t padded = RoundUp(cols, kChunkCols);
+  if (scratch.size() < padded) scratch = AlignedBuffer<bf16>(padded);
+  std::memcpy(scratch.data(), x, cols * sizeof(bf16));
+  std::memset(static_cast<void*>(scratch.data() + cols), 0, (padded - cols) * sizeof(bf16));
+  return scratch.data();
+}
+
 // Enough tasks per thread to rebalance when one core is slowed by a neighbour.
 int64_t TaskCount(size_t units, ThreadPool* pool) {
   const size_t threads = pool ? pool->num_threads() : 1;
@@ -196,10 +230,21 @@ template <typename XT, typename YT>
 void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
               ThreadPool* pool) {
   if (rows == 0) return;
-  const float *xe, *xo;
-  SplitX(x, cols, cols, &xe, &xo);
   const size_t blocks = (rows + 3) / 4;
   const int64_t tasks = TaskCount(blocks, pool);
+  if constexpr (std::is_same_v<XT, bf16>) {
+    if (UseBf16Dot()) {
+      const bf16* xp = PadX(x, cols);
+      auto body = [&](int64_t t, int) {
+        internal::RowMajorRowsDpBf16(w, cols, SplitPoint(rows, tasks, t, 4),
+                                     SplitPoint(rows, tasks, t + 1, 4), xp, y);
+      };
+      pool ? pool->Run(tasks, body) : body(0, 0);
+      return;
+    }
+  }
+  const float *xe, *xo;
+  SplitX(x, cols, cols, &xe, &xo);
   auto body = [&](int64_t t, int) {
     const size_t r0 = SplitPoint(rows, tasks, t, 4);
     const size_t r1 = SplitPoint(rows, tasks, t + 1, 4);
@@ -221,11 +266,22 @@ void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
             ThreadPool* pool) {
   if (rows == 0) return;
   const size_t padded_cols = RoundUp(cols, kChunkCols);
-  const float *xe, *xo;
-  SplitX(x, cols, padded_cols, &xe, &xo);
   const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
   const size_t chunks = padded_cols / kChunkCols;
   const int64_t tasks = TaskCount(panels, pool);
+  if constexpr (std::is_same_v<XT, bf16>) {
+    if (UseBf16Dot()) {
+      const bf16* xp = PadX(x, cols);
+      auto body = [&](int64_t t, int) {
+        internal::PackedPanelsDpBf16(packed, rows, chunks, SplitPoint(panels, tasks, t, 1),
+                                     SplitPoint(panels, tasks, t + 1, 1), xp, y);
+      };
+      pool ? pool->Run(tasks, body) : body(0, 0);
+      return;
+    }
+  }
+  const float *xe, *xo;
+  SplitX(x, cols, padded_cols, &xe, &xo);
   auto body = [&](int64_t t, int) {
     const size_t p0 = SplitPoint(panels, tasks, t, 1);
     const size_t p1 = SplitPoint(panels, tasks, t + 1, 1);
@@ -313,8 +369,12 @@ PackedGemvWeights PackGemvWeights(const bf16* w, size_t rows, size_t cols,
 
 const char* GemvTargetName() {
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
-  return hwy::TargetName(targets & -targets);
+  static const std::string with_dot = std::string(hwy::TargetName(targets & -targets)) + "+BF16DOT";
+  return UseBf16Dot() ? with_dot.c_str() : hwy::TargetName(targets & -targets);
 }
+
+void SetGemvBf16DotEnabled(bool enabled) { g_bf16dot_enabled.store(enabled); }
+bool GemvUsesBf16Dot() { return UseBf16Dot(); }
 
 }  // namespace dk::kernels
 #endif  // HWY_ONCE

@@ -69,8 +69,15 @@ void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
                 bf16* y, ThreadPool* pool);
 
-// Name of the Highway target the dispatcher picks on this machine (e.g. "AVX3").
+// Name of the Highway target the dispatcher picks on this machine (e.g. "AVX3"),
+// with "+BF16DOT" when bf16-x GEMVs use vdpbf16ps (AVX512_BF16 CPUs).
 const char* GemvTargetName();
+
+// On CPUs with AVX512_BF16, GEMVs with bf16 x use vdpbf16ps (on by default; the
+// environment variable DK_GEMV_BF16DOT=0 turns it off). Tests switch it to cover
+// both paths. Not thread-safe against concurrent GEMVs.
+void SetGemvBf16DotEnabled(bool enabled);
+bool GemvUsesBf16Dot();
 
 }  // namespace dk::kernels
 

@@ -27,7 +27,8 @@ constexpr Shape kShapes[] = {
     {2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}};
 constexpr size_t kMinRotationBytes = size_t{256} << 20;
 
-// Distinct matrices for one (shape, layout); built once, reused by all thread counts.
+// Distinct matrices for one (shape, layout), on huge pages as decode's weight BOs
+// are; built once, reused by all thread counts.
 const std::vector<AlignedBuffer<bf16>>& WeightSet(const Shape& s, bool packed) {
   static auto* sets =
       new std::map<std::tuple<size_t, size_t, bool>, std::vector<AlignedBuffer<bf16>>>();
@@ -43,9 +44,9 @@ const std::vector<AlignedBuffer<bf16>>& WeightSet(const Shape& s, bool packed) {
       e = F32ToBf16(static_cast<float>(static_cast<int32_t>(state >> 8)) * 1e-9f);
     }
     if (packed) {
-      set.push_back(PackGemvWeights(w.data(), s.rows, s.cols).data);
+      set.push_back(PackGemvWeights(w.data(), s.rows, s.cols, PageMode::kHugePages).data);
     } else {
-      AlignedBuffer<bf16> buf(w.size());
+      AlignedBuffer<bf16> buf(w.size(), PageMode::kHugePages);
       std::copy(w.begin(), w.end(), buf.data());
       set.push_back(std::move(buf));
     }
@@ -64,6 +65,7 @@ void BM_Gemv(benchmark::State& state) {
 
   BandwidthOptions bw_options;
   bw_options.passes = 3;
+  bw_options.page_mode = PageMode::kHugePages;  // as the weights (and decode's weight BOs)
   const double bw = MeasureReadBandwidth(&pool, bw_options);
 
   size_t i = 0, calls = 0;
@@ -89,6 +91,39 @@ void BM_Gemv(benchmark::State& state) {
   state.counters["pct_bw"] = 100.0 * gbs / bw;
   state.SetLabel(std::string(packed ? "packed " : "rowmajor ") + GemvTargetName());
 }
+// The same rotation, read by the streaming sum instead of a GEMV: the bandwidth a
+// read of one matrix-sized buffer reaches (short reads pay a fixed start-up cost,
+// so small GEMVs are compared with this too).
+void BM_StreamSameBuffers(benchmark::State& state) {
+  const Shape s = kShapes[state.range(0)];
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  const auto& set = WeightSet(s, /*packed=*/true);
+  const size_t floats = PackedGemvElements(s.rows, s.cols) / 2;
+  const int threads = pool.num_threads();
+  size_t i = 0, calls = 0;
+  double seconds = 0;
+  std::vector<float> partial(threads * 16);
+  for (auto _ : state) {
+    const float* data = reinterpret_cast<const float*>(set[i].data());
+    const auto start = std::chrono::steady_clock::now();
+    pool.Run(threads, [&](int64_t t, int thread) {
+      const size_t b = SplitPoint(floats, threads, t, 16), e = SplitPoint(floats, threads, t + 1, 16);
+      partial[thread * 16] += StreamSum(data + b, e - b);
+    });
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    i = (i + 1) % set.size();
+    ++calls;
+  }
+  benchmark::DoNotOptimize(partial.data());
+  state.counters["GB/s"] = static_cast<double>(calls) * floats * sizeof(float) / seconds * 1e-9;
+}
+BENCHMARK(BM_StreamSameBuffers)
+    ->ArgNames({"shape", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+
 BENCHMARK(BM_Gemv)
     ->ArgNames({"shape", "packed", "threads"})
     ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}, {1, 2}})

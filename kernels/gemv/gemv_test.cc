@@ -87,8 +87,19 @@ void CheckAllVariants(const Shape& s, const Kernel& kernel, bool pack) {
   }
 }
 
+// Runs `check` with the vdpbf16ps path on (where the CPU has it) and off.
+template <typename Fn>
+void ForEachBf16DotSetting(const Fn& check) {
+  for (bool dot : {true, false}) {
+    SetGemvBf16DotEnabled(dot);
+    SCOPED_TRACE(dot ? "vdpbf16ps allowed" : "vdpbf16ps off");
+    check();
+  }
+  SetGemvBf16DotEnabled(true);
+}
+
 TEST(Gemv, RowMajorMatchesReferenceOnEveryTarget) {
-  ForEachTarget([](const char*) {
+  ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
     for (const Shape& s : kShapes) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       CheckAllVariants(
@@ -96,13 +107,13 @@ TEST(Gemv, RowMajorMatchesReferenceOnEveryTarget) {
           [](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
              ThreadPool* pool) { Gemv(w, rows, cols, x, y, pool); },
           /*pack=*/false);
-      if (HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return;
     }
-  });
+  }); });
 }
 
 TEST(Gemv, PackedMatchesReferenceOnEveryTarget) {
-  ForEachTarget([](const char*) {
+  ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
     for (const Shape& s : kShapes) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       CheckAllVariants(
@@ -110,9 +121,9 @@ TEST(Gemv, PackedMatchesReferenceOnEveryTarget) {
           [](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
              ThreadPool* pool) { PackedGemv(w, rows, cols, x, y, pool); },
           /*pack=*/true);
-      if (HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return;
     }
-  });
+  }); });
 }
 
 TEST(Gemv, PackedLayoutIsTheDocumentedOne) {
@@ -150,6 +161,32 @@ TEST(Gemv, PackedAndRowMajorAreBitIdentical) {
       }
     }
   });
+}
+
+TEST(Gemv, PackedAndRowMajorAreBitIdenticalWithBf16X) {
+  // Decode's case: bf16 activations (the vdpbf16ps path where the CPU has it).
+  ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
+    for (const Shape& s : kShapes) {
+      const auto w = RandomBf16(s.rows * s.cols, 3 + s.rows + s.cols);
+      const auto x = RandomBf16(s.cols, 5 + s.cols, 2.0f);
+      std::vector<bf16> packed(PackedGemvElements(s.rows, s.cols));
+      PackGemvWeights(w.data(), s.rows, s.cols, packed.data());
+      std::vector<bf16> a(s.rows), b(s.rows);
+      ThreadPool pool(2);
+      Gemv(w.data(), s.rows, s.cols, x.data(), a.data(), &pool);
+      PackedGemv(packed.data(), s.rows, s.cols, x.data(), b.data(), nullptr);
+      for (size_t r = 0; r < s.rows; ++r) {
+        ASSERT_EQ(a[r].bits, b[r].bits) << s.rows << "x" << s.cols << " row " << r;
+      }
+    }
+  }); });
+}
+
+TEST(Gemv, ReportsTheBf16DotPath) {
+  SetGemvBf16DotEnabled(false);
+  EXPECT_FALSE(GemvUsesBf16Dot());
+  SetGemvBf16DotEnabled(true);
+  std::printf("GEMV target: %s\n", GemvTargetName());
 }
 
 TEST(Gemv, ZeroRowsIsANoOp) {

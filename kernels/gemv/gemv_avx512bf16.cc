@@ -1,0 +1,116 @@
+#include "kernels/gemv/gemv_avx512bf16.h"
+
+#include <immintrin.h>
+
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <cstring>
+
+#include "kernels/gemv/gemv.h"
+
+namespace dk::kernels::internal {
+namespace {
+
+#define DK_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+inline void Store(float v, float* y) { *y = v; }
+inline void Store(float v, bf16* y) { *y = F32ToBf16(v); }
+
+DK_BF16_TARGET inline __m512bh Load(const bf16* p) {
+  return (__m512bh)_mm512_loadu_si512(static_cast<const void*>(p));
+}
+
+template <typename YT>
+DK_BF16_TARGET void RowMajor(const bf16* w, size_t cols, size_t r0, size_t r1, const bf16* x, YT* y) {
+  const size_t full = cols / kChunkCols;
+  for (size_t r = r0; r < r1; ++r) {
+    const bf16* row = w + r * cols;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    size_t c = 0;
+    for (; c + 2 <= full; c += 2) {
+      acc0 = _mm512_dpbf16_ps(acc0, Load(row + c * kChunkCols), Load(x + c * kChunkCols));
+      acc1 = _mm512_dpbf16_ps(acc1, Load(row + (c + 1) * kChunkCols), Load(x + (c + 1) * kChunkCols));
+    }
+    if (c < full) {
+      acc0 = _mm512_dpbf16_ps(acc0, Load(row + c * kChunkCols), Load(x + c * kChunkCols));
+      ++c;
+    }
+    if (c * kChunkCols < cols) {  // partial chunk, zero-padded as the packer pads it
+      alignas(64) bf16 tail[kChunkCols] = {};
+      std::memcpy(tail, row + c * kChunkCols, (cols - c * kChunkCols) * sizeof(bf16));
+      if (c % 2 == 0) {
+        acc0 = _mm512_dpbf16_ps(acc0, Load(tail), Load(x + c * kChunkCols));
+      } else {
+        acc1 = _mm512_dpbf16_ps(acc1, Load(tail), Load(x + c * kChunkCols));
+      }
+    }
+    Store(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)), y + r);
+  }
+}
+
+template <typename YT>
+DK_BF16_TARGET void Packed(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
+                           const bf16* x, YT* y) {
+  constexpr size_t kPanel = kPanelRows * kChunkCols;
+  for (size_t p = p0; p < p1; ++p) {
+    const bf16* panel = packed + p * chunks * kPanel;
+    __m512 acc0[kPanelRows], acc1[kPanelRows];
+    for (size_t r = 0; r < kPanelRows; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    size_t c = 0;
+    for (; c + 2 <= chunks; c += 2) {
+      const bf16* block = panel + c * kPanel;
+      _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kPanel), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(block + 9 * kPanel), _MM_HINT_T0);
+      const __m512bh x0 = Load(x + c * kChunkCols), x1 = Load(x + (c + 1) * kChunkCols);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        acc0[r] = _mm512_dpbf16_ps(acc0[r], Load(block + r * kChunkCols), x0);
+      }
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        acc1[r] = _mm512_dpbf16_ps(acc1[r], Load(block + kPanel + r * kChunkCols), x1);
+      }
+    }
+    if (c < chunks) {
+      const bf16* block = panel + c * kPanel;
+      const __m512bh x0 = Load(x + c * kChunkCols);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        acc0[r] = _mm512_dpbf16_ps(acc0[r], Load(block + r * kChunkCols), x0);
+      }
+    }
+    const size_t base = p * kPanelRows;
+    for (size_t r = 0; r < kPanelRows && base + r < rows; ++r) {
+      Store(_mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r])), y + base + r);
+    }
+  }
+}
+
+}  // namespace
+
+bool CpuHasAvx512Bf16() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  return has;
+}
+
+void RowMajorRowsDpBf16(const bf16* w, size_t cols, size_t r0, size_t r1, const bf16* x, float* y) {
+  RowMajor(w, cols, r0, r1, x, y);
+}
+void RowMajorRowsDpBf16(const bf16* w, size_t cols, size_t r0, size_t r1, const bf16* x, bf16* y) {
+  RowMajor(w, cols, r0, r1, x, y);
+}
+void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
+                        const bf16* x, float* y) {
+  Packed(packed, rows, chunks, p0, p1, x, y);
+}
+void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
+                        const bf16* x, bf16* y) {
+  Packed(packed, rows, chunks, p0, p1, x, y);
+}
+
+}  // namespace dk::kernels::internal
