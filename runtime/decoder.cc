@@ -281,4 +281,13 @@ const float* Decoder::logits() const {
   return reinterpret_cast<const float*>(values_[logits_value_].data());
 }
 
+const void* Decoder::value(const std::string& name, size_t* bytes) const {
+  for (int i = 0; i < program_.values_size(); ++i) {
+    if (program_.values(i).name() != name) continue;
+    if (bytes != nullptr) *bytes = values_[i].size();
+    return values_[i].data();
+  }
+  return nullptr;
+}
+
 }  // namespace dk::runtime

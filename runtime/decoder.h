@@ -72,6 +72,10 @@ class Decoder {
   const std::vector<StepTiming>& timings() const { return timings_; }
   // The f32 logits of the last Step (program value "logits").
   const float* logits() const;
+  // The bytes of host value `name` (program value, as of the last Step) and their
+  // size in *bytes; nullptr for a name that is not a host value of the program
+  // (e.g. an activation an optimized ELF keeps in an INTERMEDIATE BO).
+  const void* value(const std::string& name, size_t* bytes) const;
 
   ~Decoder();
 

@@ -1,0 +1,312 @@
+// Diagnosis aid, never a gate (DESIGN.md s.6): how close each layer's output of a
+// decode ELF is to HuggingFace's, for one prompt. Feeds the prompt ids through the ELF
+// on the CPU backend and, after the last one, compares every layer's output (host value
+// "L<i>.h_out", bf16) with HF's at the same (last) position: cosine, max |a-b| and
+// relative L2, printed as a table; then the embedding ("h0"), the final norm
+// ("final.xn") and the top-5 of the logits. The ELF must keep every layer output on the
+// host: the baseline `decode` (or `decode_aligned`) stage, not buffer_object_reuse or
+// later ones, where those activations are INTERMEDIATE BOs.
+//
+// Record the HF side first (tools/hf_reference/README.md, "Per-layer hidden states"),
+// then build the baseline ELF and run (each command is one line; relative paths are
+// resolved against the directory `bazel run` was called from):
+//   OB="$(./bazelw info output_base)"
+//   .venv-ref/bin/python tools/hf_reference/hidden_states.py --gguf "$OB/external/smollm2_135m/model.gguf" --tokenizer tokenizer/testdata/smollm2_tokenizer.json --model-name smollm2_135m --prompt "The capital of France is" --out /tmp/smollm2_hidden.json
+//   ./bazelw build //models/smollm2_135m:decode
+//   ./bazelw run //tools/diagnose -- --elf bazel-bin/models/smollm2_135m/decode.elf --weights "$OB/external/smollm2_135m/model.gguf" --hf /tmp/smollm2_hidden.json
+//
+// Exit status: 0 when the comparison ran (whatever the numbers), 1 on an error (bad
+// input, an ELF without host layer outputs, shape mismatch).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "elf/elf.h"
+#include "nlohmann/json.hpp"
+#include "runtime/cpu/session.h"
+#include "tools/diagnose/metrics.h"
+#include "util/bf16.h"
+
+ABSL_FLAG(std::string, elf, "", "a decode ELF whose layer outputs are host values (baseline `decode`)");
+ABSL_FLAG(std::string, weights, "",
+          "weights: an HF checkpoint directory, a .gguf file, or synthetic[:SEED]");
+ABSL_FLAG(std::string, hf, "", "JSON written by tools/hf_reference/hidden_states.py");
+ABSL_FLAG(double, warn_cosine, 0.99, "mark layers whose cosine is below this");
+
+namespace {
+
+using json = nlohmann::json;
+using dk::diagnose::Compare;
+using dk::diagnose::Row;
+
+// Paths are relative to where `bazel run` was called.
+std::string UserPath(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || cwd == nullptr || path.rfind("synthetic", 0) == 0) {
+    return path;
+  }
+  return absl::StrCat(cwd, "/", path);
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "diagnose: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+struct HfRecord {
+  std::string model, weights_digest, prompt;
+  std::vector<uint32_t> prompt_ids;
+  std::vector<float> embedding, final_norm;  // empty when absent
+  std::vector<std::vector<float>> layers;
+  std::vector<int64_t> top_ids;
+  std::vector<double> top_logits;
+};
+
+absl::StatusOr<std::vector<float>> FloatArray(const json& v, const std::string& what) {
+  if (!v.is_array()) return absl::InvalidArgumentError(absl::StrCat(what, " is not an array"));
+  std::vector<float> out;
+  out.reserve(v.size());
+  for (const json& x : v) {
+    if (!x.is_number()) return absl::InvalidArgumentError(absl::StrCat(what, " holds a non-number"));
+    out.push_back(static_cast<float>(x.get<double>()));
+  }
+  return out;
+}
+
+absl::StatusOr<HfRecord> ReadHf(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string& why) { return absl::InvalidArgumentError(absl::StrCat(path, ": ", why)); };
+  if (root.is_discarded() || !root.is_object()) return bad("not a JSON object");
+  HfRecord r;
+  for (auto [key, dst] : {std::pair<const char*, std::string*>{"model", &r.model},
+                          {"weights_digest", &r.weights_digest}}) {
+    if (!root.contains(key) || !root[key].is_string()) return bad(absl::StrCat("no string '", key, "'"));
+    *dst = root[key].get<std::string>();
+  }
+  if (root.contains("prompt") && root["prompt"].is_string()) r.prompt = root["prompt"].get<std::string>();
+  if (!root.contains("prompt_ids") || !root["prompt_ids"].is_array() || root["prompt_ids"].empty()) {
+    return bad("no non-empty 'prompt_ids'");
+  }
+  for (const json& x : root["prompt_ids"]) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0) return bad("'prompt_ids' holds a non-id");
+    r.prompt_ids.push_back(static_cast<uint32_t>(x.get<int64_t>()));
+  }
+  if (!root.contains("layers") || !root["layers"].is_array() || root["layers"].empty()) {
+    return bad("no non-empty 'layers'");
+  }
+  for (size_t i = 0; i < root["layers"].size(); ++i) {
+    auto v = FloatArray(root["layers"][i], absl::StrCat(path, ": layers[", i, "]"));
+    if (!v.ok()) return v.status();
+    r.layers.push_back(*std::move(v));
+  }
+  for (auto [key, dst] : {std::pair<const char*, std::vector<float>*>{"embedding", &r.embedding},
+                          {"final_norm", &r.final_norm}}) {
+    if (!root.contains(key)) continue;
+    auto v = FloatArray(root[key], absl::StrCat(path, ": ", key));
+    if (!v.ok()) return v.status();
+    *dst = *std::move(v);
+  }
+  if (root.contains("logits_top5") && root["logits_top5"].is_object()) {
+    const json& t = root["logits_top5"];
+    if (t.contains("ids") && t["ids"].is_array()) {
+      for (const json& x : t["ids"]) r.top_ids.push_back(x.is_number_integer() ? x.get<int64_t>() : -1);
+    }
+    if (t.contains("logits") && t["logits"].is_array()) {
+      for (const json& x : t["logits"]) r.top_logits.push_back(x.is_number() ? x.get<double>() : 0.0);
+    }
+  }
+  return r;
+}
+
+// The ELF's layer outputs must be host values that the host actually receives: a
+// program value read back by an OUTPUT BO or written by a host step.
+absl::Status CheckHostValue(const dk::elf::Program& p, const std::string& elf, const std::string& name) {
+  bool listed = false;
+  for (const auto& v : p.values()) listed |= v.name() == name;
+  std::string stages;
+  for (const auto& l : p.lineage()) {
+    if (l.applied()) absl::StrAppend(&stages, stages.empty() ? "" : ", ", l.pass());
+  }
+  int intermediate = 0;
+  for (const auto& b : p.bos()) intermediate += b.category() == dk::elf::INTERMEDIATE;
+  const std::string advice = absl::StrCat(
+      " (passes applied: ", stages.empty() ? "none" : stages, "; ", intermediate,
+      " INTERMEDIATE BOs). Layer outputs stay on the device (INTERMEDIATE) after "
+      "buffer_object_reuse; diagnose the baseline ELF instead, e.g. "
+      "bazel-bin/models/<model>/decode.elf");
+  if (!listed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(elf, " has no host value '", name, "'", advice));
+  }
+  for (const auto& b : p.bos()) {
+    if (b.host_value() == name && b.category() == dk::elf::OUTPUT) return absl::OkStatus();
+  }
+  for (const auto& s : p.steps()) {
+    if (!s.has_host()) continue;
+    for (const auto& bind : s.host().bindings()) {
+      if (bind.value() == name) return absl::OkStatus();
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      elf, ": value '", name, "' is listed but no OUTPUT BO or host step produces it on the host",
+      advice));
+}
+
+// A host value of the decoder as floats (bf16 or f32), checked to hold `n` elements.
+absl::StatusOr<std::vector<float>> ReadValue(const dk::runtime::Decoder& d, const std::string& name,
+                                             size_t n) {
+  dk::elf::DType dtype = dk::elf::DTYPE_UNSPECIFIED;
+  for (const auto& v : d.program().values()) {
+    if (v.name() == name) dtype = v.dtype();
+  }
+  size_t bytes = 0;
+  const void* data = d.value(name, &bytes);
+  if (data == nullptr) return absl::NotFoundError(absl::StrCat("no host value '", name, "'"));
+  std::vector<float> out(n);
+  if (dtype == dk::elf::BF16 && bytes == 2 * n) {
+    const auto* b = static_cast<const dk::bf16*>(data);
+    for (size_t i = 0; i < n; ++i) out[i] = dk::Bf16ToF32(b[i]);
+  } else if (dtype == dk::elf::F32 && bytes == 4 * n) {
+    const auto* f = static_cast<const float*>(data);
+    for (size_t i = 0; i < n; ++i) out[i] = f[i];
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("host value '", name, "' is ", bytes,
+                                                   " bytes of dtype ", dk::elf::DType_Name(dtype),
+                                                   "; the reference has ", n, " elements"));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "diagnose --elf DECODE.elf --weights DIR|FILE.gguf|synthetic --hf HIDDEN.json");
+  absl::ParseCommandLine(argc, argv);
+  const std::string elf_path = UserPath(absl::GetFlag(FLAGS_elf));
+  const std::string weights_spec = UserPath(absl::GetFlag(FLAGS_weights));
+  const std::string hf_path = UserPath(absl::GetFlag(FLAGS_hf));
+  if (elf_path.empty() || weights_spec.empty() || hf_path.empty()) {
+    return Fail(absl::InvalidArgumentError("--elf, --weights and --hf are required"));
+  }
+
+  auto hf = ReadHf(hf_path);
+  if (!hf.ok()) return Fail(hf.status());
+  auto program = dk::elf::ReadElfFile(elf_path);
+  if (!program.ok()) return Fail(program.status());
+  const dk::elf::ModelShape& m = program->model();
+  const size_t hidden = static_cast<size_t>(m.hidden());
+  if (static_cast<int>(hf->layers.size()) != m.n_layers()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(hf_path, " has ", hf->layers.size(),
+                                                        " layers; ", elf_path, " has ", m.n_layers())));
+  }
+  for (size_t i = 0; i < hf->layers.size(); ++i) {
+    if (hf->layers[i].size() != hidden) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(hf_path, ": layers[", i, "] has ",
+                                                          hf->layers[i].size(), " floats; hidden is ", hidden)));
+    }
+  }
+  for (int i = 0; i < m.n_layers(); ++i) {
+    if (auto s = CheckHostValue(*program, elf_path, absl::StrCat("L", i, ".h_out")); !s.ok()) return Fail(s);
+  }
+
+  std::fprintf(stderr, "[diagnose] loading weights (%s) ...\n", weights_spec.c_str());
+  auto weights = dk::runtime::LoadWeightsSpec(weights_spec, m);
+  if (!weights.ok()) return Fail(weights.status());
+  const std::string digest = (*weights)->Digest();
+  const bool digest_ok = digest == hf->weights_digest;
+  if (!digest_ok) {
+    std::fprintf(stderr,
+                 "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
+                 "!!! WARNING: WEIGHTS DIFFER FROM THE HF REFERENCE'S; the numbers below\n"
+                 "!!! compare different models and mean nothing.\n"
+                 "!!!   ours (%s): %s\n!!!   HF   (%s): %s\n"
+                 "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n",
+                 weights_spec.c_str(), digest.c_str(), hf_path.c_str(), hf->weights_digest.c_str());
+  }
+  dk::runtime::SessionOptions options;
+  if (static_cast<int>(hf->prompt_ids.size()) > m.max_context()) {
+    return Fail(absl::OutOfRangeError("the prompt is longer than the model's max_context"));
+  }
+  auto session = dk::runtime::CpuSession::Open(*program, elf_path, *weights, options);
+  if (!session.ok()) return Fail(session.status());
+  dk::runtime::Decoder& decoder = (*session)->decoder();
+  for (uint32_t id : hf->prompt_ids) {
+    if (static_cast<int64_t>(id) >= m.vocab()) {
+      return Fail(absl::OutOfRangeError(absl::StrCat("prompt id ", id, " >= vocab ", m.vocab())));
+    }
+    if (auto s = decoder.Advance(id); !s.ok()) return Fail(s);
+  }
+
+  std::vector<Row> rows;
+  auto add_row = [&](const std::string& label, const std::string& value,
+                     const std::vector<float>& ref) -> absl::Status {
+    auto ours = ReadValue(decoder, value, ref.size());
+    if (!ours.ok()) return ours.status();
+    rows.push_back({label, Compare(ours->data(), ref.data(), static_cast<int64_t>(ref.size()))});
+    return absl::OkStatus();
+  };
+  if (hf->embedding.size() == hidden && decoder.value("h0", nullptr) != nullptr) {
+    if (auto s = add_row("emb", "h0", hf->embedding); !s.ok()) return Fail(s);
+  }
+  for (int i = 0; i < m.n_layers(); ++i) {
+    if (auto s = add_row(absl::StrCat(i), absl::StrCat("L", i, ".h_out"), hf->layers[i]); !s.ok()) {
+      return Fail(s);
+    }
+  }
+  if (hf->final_norm.size() == hidden && decoder.value("final.xn", nullptr) != nullptr) {
+    if (auto s = add_row("final_norm", "final.xn", hf->final_norm); !s.ok()) return Fail(s);
+  }
+
+  std::printf("model %s, ELF %s\n", m.name().c_str(), elf_path.c_str());
+  std::printf("weights %s (%s HF's)\n", digest.c_str(), digest_ok ? "matches" : "DIFFERS FROM");
+  std::printf("prompt %s ids [%s], compared at position %zu (the last)\n\n",
+              hf->prompt.empty() ? "(ids only)" : absl::StrCat("\"", hf->prompt, "\"").c_str(),
+              absl::StrJoin(hf->prompt_ids, ", ").c_str(), hf->prompt_ids.size() - 1);
+  std::printf("%s", dk::diagnose::FormatTable(rows).c_str());
+
+  const double warn = absl::GetFlag(FLAGS_warn_cosine);
+  const Row* worst = nullptr;
+  const Row* first_low = nullptr;
+  for (const Row& r : rows) {
+    if (worst == nullptr || r.m.cosine < worst->m.cosine) worst = &r;
+    if (first_low == nullptr && r.m.cosine < warn) first_low = &r;
+  }
+  std::printf("\nmin cosine %.6f at %s; ", worst->m.cosine, worst->name.c_str());
+  if (first_low != nullptr) {
+    std::printf("first below %.4g: %s\n", warn, first_low->name.c_str());
+  } else {
+    std::printf("none below %.4g\n", warn);
+  }
+
+  const dk::runtime::StepResult& last = decoder.last();
+  std::vector<int64_t> ours_top(last.top_ids.begin(), last.top_ids.end());
+  std::string ours_s, ref_s;
+  for (size_t i = 0; i < ours_top.size(); ++i) {
+    absl::StrAppend(&ours_s, i ? ", " : "", ours_top[i], " (", absl::StrFormat("%.3f", last.top_logits[i]), ")");
+  }
+  for (size_t i = 0; i < hf->top_ids.size(); ++i) {
+    absl::StrAppend(&ref_s, i ? ", " : "", hf->top_ids[i],
+                    i < hf->top_logits.size() ? absl::StrFormat(" (%.3f)", hf->top_logits[i]) : "");
+  }
+  std::printf("top-5 ours: %s\ntop-5 HF:   %s\ntop-5: %s\n", ours_s.c_str(), ref_s.c_str(),
+              hf->top_ids.empty() ? "no HF top-5 in the JSON"
+                                  : dk::diagnose::CompareTopK(ours_top, hf->top_ids).c_str());
+  return 0;
+}
