@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
@@ -50,14 +51,7 @@ using json = nlohmann::json;
 using dk::diagnose::Compare;
 using dk::diagnose::Row;
 
-// Paths are relative to where `bazel run` was called.
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr || path.rfind("synthetic", 0) == 0) {
-    return path;
-  }
-  return absl::StrCat(cwd, "/", path);
-}
+using dk::UserPath;  // paths are relative to where `bazel run` was called
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "diagnose: %s\n", std::string(s.message()).c_str());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "elf/elf.h"
@@ -22,12 +23,6 @@ ABSL_FLAG(bool, diff, false,
           "categories, layouts, kernel symbols, lineage)");
 
 namespace {
-
-std::string Resolve(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
-  return std::string(cwd) + "/" + path;
-}
 
 void PrintSummary(const dk::elf::Program& p) {
   int groups = 0, launches = 0, host = 0;
@@ -65,7 +60,7 @@ int main(int argc, char** argv) {
   }
   std::vector<dk::elf::Program> programs;
   for (size_t i = 1; i < args.size(); ++i) {
-    auto program = dk::elf::ReadElfFile(Resolve(args[i]));
+    auto program = dk::elf::ReadElfFile(dk::UserPath(args[i]));
     if (!program.ok()) {
       std::fprintf(stderr, "elf_dump: %s\n", std::string(program.status().message()).c_str());
       return 1;

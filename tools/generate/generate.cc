@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
@@ -34,15 +35,9 @@ ABSL_FLAG(bool, stop_at_eos, true, "stop when the model emits its end-of-sequenc
 
 namespace {
 
-// User paths are relative to where `bazel run` was called; the target's own
-// defaults are relative to the runfiles directory (the working directory).
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr || path.rfind("synthetic", 0) == 0) {
-    return path;
-  }
-  return absl::StrCat(cwd, "/", path);
-}
+// User paths are relative to where `bazel run` was called (dk::UserPath); the
+// target's own defaults are relative to the runfiles directory (the working one).
+using dk::UserPath;
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "generate: %s\n", std::string(s.message()).c_str());

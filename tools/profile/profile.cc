@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
@@ -80,12 +81,7 @@ namespace profile = dk::profile;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// Paths the user types are relative to where `bazel run` was called.
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr || path.rfind("synthetic", 0) == 0) return path;
-  return absl::StrCat(cwd, "/", path);
-}
+using dk::UserPath;  // paths the user types are relative to where `bazel run` was called
 
 // A user's flag (relative to where bazel run was called) or the target's default.
 std::string PathFlag(const absl::Flag<std::string>& user, const absl::Flag<std::string>& fallback) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -26,19 +27,13 @@ ABSL_FLAG(uint64_t, seed, 1, "seed of the synthetic values");
 
 namespace {
 
-std::string Resolve(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
-  return wd ? absl::StrCat(wd, "/", path) : path;
-}
-
 double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 absl::Status Run() {
-  const std::string config_path = Resolve(absl::GetFlag(FLAGS_config));
-  const std::string out = Resolve(absl::GetFlag(FLAGS_out));
+  const std::string config_path = dk::UserPath(absl::GetFlag(FLAGS_config));
+  const std::string out = dk::UserPath(absl::GetFlag(FLAGS_out));
   if (config_path.empty() || out.empty()) {
     return absl::InvalidArgumentError("--config and --out are required");
   }

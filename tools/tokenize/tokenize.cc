@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -60,12 +61,6 @@ std::string Printable(absl::string_view s) {
   return out;
 }
 
-std::string Resolve(const std::string& path) {
-  const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || wd == nullptr) return path;
-  return absl::StrCat(wd, "/", path);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,7 +72,7 @@ int main(int argc, char** argv) {
                  "       tokenize --model <...> --decode ID [ID ...]\n";
     return 2;
   }
-  auto tok = dk::tokenizer::Tokenizer::Load(Resolve(model));
+  auto tok = dk::tokenizer::Tokenizer::Load(dk::UserPath(model));
   if (!tok.ok()) {
     std::cerr << "error: " << tok.status() << "\n";
     return 1;
