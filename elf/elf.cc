@@ -15,15 +15,6 @@
 namespace dk::elf {
 namespace {
 
-int64_t DTypeBytes(DType t) {
-  switch (t) {
-    case BF16: return 2;
-    case F32: return 4;
-    case I32: return 4;
-    default: return 0;
-  }
-}
-
 int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 absl::Status CheckBinding(const Binding& b, const std::set<std::string>& bos,
@@ -36,6 +27,15 @@ absl::Status CheckBinding(const Binding& b, const std::set<std::string>& bos,
 }
 
 }  // namespace
+
+int64_t DTypeBytes(DType t) {
+  switch (t) {
+    case BF16: return 2;
+    case F32: return 4;
+    case I32: return 4;
+    default: return 0;
+  }
+}
 
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   const int64_t elem = DTypeBytes(bo.dtype());

@@ -42,6 +42,9 @@ absl::StatusOr<Program> ReadElfFile(const std::string& path);
 // Bytes a BO of this shape, dtype and layout occupies ("" = row_major).
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo);
 
+// Bytes of one element of `dtype`; 0 for DTYPE_UNSPECIFIED.
+int64_t DTypeBytes(DType dtype);
+
 }  // namespace dk::elf
 
 #endif  // DK_ELF_ELF_H_

@@ -18,8 +18,6 @@ int64_t NowNs() {
       .count();
 }
 
-int64_t ElemBytes(elf::DType t) { return t == elf::BF16 ? 2 : 4; }
-
 int64_t Numel(const google::protobuf::RepeatedField<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -75,7 +73,7 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   for (int i = 0; i < p.values_size(); ++i) {
     const auto& v = p.values(i);
     value_index[v.name()] = i;
-    values_.emplace_back(Numel(v.shape()) * ElemBytes(v.dtype()));
+    values_.emplace_back(Numel(v.shape()) * elf::DTypeBytes(v.dtype()));
     values_.back().Zero();
     if (v.name() == "logits" && v.dtype() == elf::F32) logits_value_ = i;
   }
@@ -145,7 +143,7 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   for (int i = 0; i < p.bos_size(); ++i) bo_index[p.bos(i).name()] = i;
   auto host_ptr = [&](const elf::BufferObject& b) -> absl::StatusOr<uint8_t*> {
     const auto& v = p.values(value_index.at(b.host_value()));
-    const int64_t offset = b.host_offset() * ElemBytes(v.dtype());
+    const int64_t offset = b.host_offset() * elf::DTypeBytes(v.dtype());
     if (v.dtype() != b.dtype() || offset + b.size_bytes() > static_cast<int64_t>(values_[value_index.at(b.host_value())].size())) {
       return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' does not fit host value '",
                                                      v.name(), "' at offset ", b.host_offset()));

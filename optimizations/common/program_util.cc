@@ -109,6 +109,25 @@ int64_t BytesWrittenPerToken(const elf::Program& p) {
   return bytes;
 }
 
+int64_t WeightBytesPerToken(const elf::Program& p) {
+  std::map<std::string, int64_t> weights;  // weight BO -> bytes
+  for (const auto& b : p.bos()) {
+    if (!b.weight_tensor().empty()) weights[b.name()] = b.size_bytes();
+  }
+  std::set<std::string> read;
+  for (const auto& s : p.steps()) {
+    if (!s.has_group()) continue;
+    for (const auto& l : s.group().launches()) {
+      for (const auto& b : l.bindings()) {
+        if (weights.count(b.bo())) read.insert(b.bo());
+      }
+    }
+  }
+  int64_t bytes = 0;
+  for (const std::string& name : read) bytes += weights.at(name);
+  return bytes;
+}
+
 int RunsPerToken(const elf::Program& p) {
   int runs = 0;
   for (const auto& s : p.steps()) runs += s.has_group();

@@ -50,6 +50,10 @@ int RemoveUnusedBos(elf::Program& program);
 int64_t BytesWrittenPerToken(const elf::Program& program);
 int RunsPerToken(const elf::Program& program);
 
+// Bytes of the weight BOs (weight_tensor set) the launch groups read per token,
+// each BO counted once: the numerator of the memory-bandwidth floor.
+int64_t WeightBytesPerToken(const elf::Program& program);
+
 // The kernel a launch runs (NotFound for unknown symbols).
 absl::StatusOr<const registry::Kernel*> KernelOf(const elf::Launch& launch);
 

@@ -20,6 +20,7 @@
 #include "benchmark/benchmark.h"
 #include "elf/elf.h"
 #include "kernels/bandwidth/bandwidth.h"
+#include "optimizations/common/program_util.h"
 #include "runtime/cpu/session.h"
 
 ABSL_FLAG(std::string, elf, "", "decode ELF");
@@ -36,25 +37,6 @@ struct Setup {
 
 std::shared_ptr<const dk::weights::Weights> g_weights;
 dk::elf::Program g_program;
-
-// Bytes of weight BOs the groups read per token.
-int64_t WeightBytesPerToken(const dk::elf::Program& p) {
-  std::map<std::string, int64_t> weight_bos;
-  for (const auto& b : p.bos()) {
-    if (!b.weight_tensor().empty()) weight_bos[b.name()] = b.size_bytes();
-  }
-  int64_t bytes = 0;
-  for (const auto& s : p.steps()) {
-    if (!s.has_group()) continue;
-    for (const auto& l : s.group().launches()) {
-      for (const auto& b : l.bindings()) {
-        auto it = weight_bos.find(b.bo());
-        if (it != weight_bos.end()) bytes += it->second;
-      }
-    }
-  }
-  return bytes;
-}
 
 void BM_Decode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
@@ -86,7 +68,7 @@ void BM_Decode(benchmark::State& state) {
   bw.passes = 1;
   dk::kernels::MeasureReadBandwidth(s.pool.get(), bw);  // allocate and touch
   std::vector<double> bw_samples;
-  const int64_t weight_bytes = WeightBytesPerToken(g_program);
+  const int64_t weight_bytes = dk::opt::WeightBytesPerToken(g_program);
 
   std::vector<double> ms;
   double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens

@@ -16,12 +16,6 @@ using elf::BufferObject;
 using elf::DType;
 using elf::Program;
 
-int64_t Numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-int64_t ElemBytes(DType t) { return t == elf::BF16 ? 2 : 4; }
 
 // Builds the program one launch at a time.
 class Builder {
@@ -109,7 +103,7 @@ class Builder {
     bo->set_dtype(dtype);
     bo->set_category(category);
     bo->set_layer(layer);
-    bo->set_size_bytes(Numel(shape) * ElemBytes(dtype));
+    bo->set_size_bytes(elf::BoBytes(*bo).value_or(0));  // ValidateProgram checks it at the end
     return bo;
   }
   std::string ActivationBo(const std::string& group, const std::string& param,

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "optimizations/common/program_util.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
@@ -54,9 +55,6 @@ std::string ModelWideKey(const std::string& name) {
 StepMap MapSteps(const elf::Program& program) {
   StepMap map;
   std::map<std::string, int> index;
-  std::map<std::string, int> bo_index;
-  for (int i = 0; i < program.bos_size(); ++i) bo_index[program.bos(i).name()] = i;
-  std::vector<bool> weight_read(program.bos_size(), false);
   for (const elf::Step& step : program.steps()) {
     Component c;
     if (step.has_host()) {
@@ -68,14 +66,6 @@ StepMap MapSteps(const elf::Program& program) {
       c.per_layer = g.layer() >= 0;
       c.key = c.per_layer ? StripLayer(g.name()) : ModelWideKey(g.name());
       ++map.device_runs;
-      for (const elf::Launch& l : g.launches()) {
-        for (const elf::Binding& b : l.bindings()) {
-          auto it = bo_index.find(b.bo());
-          if (it != bo_index.end() && !program.bos(it->second).weight_tensor().empty()) {
-            weight_read[it->second] = true;
-          }
-        }
-      }
     }
     const std::string id = absl::StrCat(c.host ? "h:" : "g:", c.per_layer ? "L:" : "M:", c.key);
     auto [it, inserted] = index.emplace(id, static_cast<int>(map.components.size()));
@@ -83,9 +73,7 @@ StepMap MapSteps(const elf::Program& program) {
     ++map.components[it->second].count;
     map.component_of_step.push_back(it->second);
   }
-  for (int i = 0; i < program.bos_size(); ++i) {
-    if (weight_read[i]) map.weight_bytes += program.bos(i).size_bytes();
-  }
+  map.weight_bytes = opt::WeightBytesPerToken(program);
   return map;
 }
 
