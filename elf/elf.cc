@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "kernels/registry/registry.h"
 
 namespace dk::elf {
@@ -155,7 +157,16 @@ absl::StatusOr<std::string> WriteElf(const Program& program) {
     return absl::InvalidArgumentError(absl::StrCat("refusing to write an invalid program: ", s.message()));
   }
   std::string payload;
-  if (!program.SerializeToString(&payload)) return absl::InternalError("cannot serialize program");
+  {
+    // Deterministic: map fields (launch params) in key order, so the same program
+    // always gives the same bytes (Bazel caches and reviews compare them).
+    google::protobuf::io::StringOutputStream stream(&payload);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!program.SerializeToCodedStream(&coded)) {
+      return absl::InternalError("cannot serialize program");
+    }
+  }
 
   // Symbols: entry points (defined in .dk.entries, value = group index * 4), then
   // the kernel symbols (undefined), each once, in first-use order.

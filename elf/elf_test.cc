@@ -57,6 +57,22 @@ TEST(Elf, RoundTrip) {
   EXPECT_EQ(back->SerializeAsString(), p.SerializeAsString());
 }
 
+// The same program gives the same bytes whatever order its map fields were filled
+// in (Bazel caches and reviews compare ELF bytes).
+TEST(Elf, BytesDoNotDependOnMapInsertionOrder) {
+  Program a = ToyProgram(), b = ToyProgram();
+  auto* pa = a.mutable_steps(0)->mutable_group()->mutable_launches(0)->mutable_params();
+  auto* pb = b.mutable_steps(0)->mutable_group()->mutable_launches(0)->mutable_params();
+  pa->clear();
+  pb->clear();
+  for (int i = 0; i < 64; ++i) (*pa)["p" + std::to_string(i)] = i;
+  for (int i = 63; i >= 0; --i) (*pb)["p" + std::to_string(i)] = i;
+  auto bytes_a = WriteElf(a), bytes_b = WriteElf(b);
+  ASSERT_TRUE(bytes_a.ok()) << bytes_a.status();
+  ASSERT_TRUE(bytes_b.ok()) << bytes_b.status();
+  EXPECT_TRUE(*bytes_a == *bytes_b);
+}
+
 TEST(Elf, ReadelfAcceptsItAndListsTheSymbols) {
   const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
   const std::string path = dir + "/toy.elf";
