@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 
 namespace dk::elf {
 namespace {

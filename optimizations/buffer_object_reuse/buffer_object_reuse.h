@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
-#include "kernels/registry/registry.pb.h"
+#include "registry/registry.pb.h"
 
 namespace dk::opt::buffer_object_reuse {
 

@@ -7,7 +7,7 @@
 
 #include "elf/elf.h"
 #include "gtest/gtest.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
 #include "runtime/cpu/session.h"

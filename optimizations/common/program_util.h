@@ -11,7 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
-#include "kernels/registry/registry.h"
+#include "elf/stats.h"
+#include "registry/registry.h"
 
 namespace dk::opt {
 
@@ -45,20 +46,13 @@ void Record(elf::Program& program, const std::string& pass, const std::string& t
 // Removes BOs no launch binds any more; returns how many.
 int RemoveUnusedBos(elf::Program& program);
 
-// Bytes written to BOs per token by the host (WRITE BOs, counted once per group
-// that binds them as input) and the number of device runs per token.
-int64_t BytesWrittenPerToken(const elf::Program& program);
-int RunsPerToken(const elf::Program& program);
-
-// Bytes of the weight BOs (weight_tensor set) the launch groups read per token,
-// each BO counted once: the numerator of the memory-bandwidth floor.
-int64_t WeightBytesPerToken(const elf::Program& program);
-
-// The kernel a launch runs (NotFound for unknown symbols).
-absl::StatusOr<const registry::Kernel*> KernelOf(const elf::Launch& launch);
-
-// "12.3 MiB" style.
-std::string HumanBytes(int64_t bytes);
+// The per-token statistics live with the schema (elf/stats.h); passes call them
+// unqualified.
+using elf::BytesWrittenPerToken;
+using elf::HumanBytes;
+using elf::KernelOf;
+using elf::RunsPerToken;
+using elf::WeightBytesPerToken;
 
 }  // namespace dk::opt
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "elf/elf.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 
 namespace dk::opt::layout_alignment {

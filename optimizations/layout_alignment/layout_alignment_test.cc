@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "elf/elf.h"
 #include "gtest/gtest.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
 #include "tools/elfc/baseline.h"

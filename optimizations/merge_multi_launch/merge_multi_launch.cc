@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 
 namespace dk::opt::merge_multi_launch {

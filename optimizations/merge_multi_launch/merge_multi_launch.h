@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
-#include "kernels/registry/registry.pb.h"
+#include "registry/registry.pb.h"
 
 namespace dk::opt::merge_multi_launch {
 

@@ -10,7 +10,7 @@
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 #include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
 #include "optimizations/layout_alignment/layout_alignment.h"
 #include "optimizations/merge_multi_launch/merge_multi_launch.h"

@@ -12,7 +12,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/norm/rmsnorm.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 #include "kernels/rope/rope.h"
 #include "util/aligned_buffer.h"
 #include "util/bf16.h"

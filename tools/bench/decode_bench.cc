@@ -20,7 +20,7 @@
 #include "benchmark/benchmark.h"
 #include "elf/elf.h"
 #include "kernels/bandwidth/bandwidth.h"
-#include "optimizations/common/program_util.h"
+#include "elf/stats.h"
 #include "runtime/cpu/session.h"
 
 ABSL_FLAG(std::string, elf, "", "decode ELF");
@@ -68,7 +68,7 @@ void BM_Decode(benchmark::State& state) {
   bw.passes = 1;
   dk::kernels::MeasureReadBandwidth(s.pool.get(), bw);  // allocate and touch
   std::vector<double> bw_samples;
-  const int64_t weight_bytes = dk::opt::WeightBytesPerToken(g_program);
+  const int64_t weight_bytes = dk::elf::WeightBytesPerToken(g_program);
 
   std::vector<double> ms;
   double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "kernels/registry/registry.h"
-#include "optimizations/common/program_util.h"
+#include "registry/registry.h"
+#include "elf/stats.h"
 
 namespace dk::elf_dump {
 namespace {
@@ -187,15 +187,15 @@ std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std
     for (const auto& s : p.steps()) n += s.has_host();
     return n;
   };
-  const int runs_a = opt::RunsPerToken(a), runs_b = opt::RunsPerToken(b);
+  const int runs_a = elf::RunsPerToken(a), runs_b = elf::RunsPerToken(b);
   if (runs_a != runs_b || la.size() != lb.size() || host_steps(a) != host_steps(b)) {
     absl::StrAppend(&body, "runs per token: ", runs_a, " -> ", runs_b, " (launches ", la.size(), " -> ",
                     lb.size(), ", host steps ", host_steps(a), " -> ", host_steps(b), ")\n");
   }
-  const int64_t written_a = opt::BytesWrittenPerToken(a), written_b = opt::BytesWrittenPerToken(b);
+  const int64_t written_a = elf::BytesWrittenPerToken(a), written_b = elf::BytesWrittenPerToken(b);
   if (written_a != written_b) {
-    absl::StrAppend(&body, "host writes per token: ", opt::HumanBytes(written_a), " -> ",
-                    opt::HumanBytes(written_b), "\n");
+    absl::StrAppend(&body, "host writes per token: ", elf::HumanBytes(written_a), " -> ",
+                    elf::HumanBytes(written_b), "\n");
   }
 
   // Groups, matched through their launches: by the BO a launch's output binds,

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "elf/elf.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 #include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
 #include "optimizations/layout_alignment/layout_alignment.h"
 #include "optimizations/merge_multi_launch/merge_multi_launch.h"

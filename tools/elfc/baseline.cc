@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "elf/elf.h"
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 
 namespace dk::elfc {
 namespace {

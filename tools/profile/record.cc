@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "optimizations/common/program_util.h"
+#include "elf/stats.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
@@ -73,7 +73,7 @@ StepMap MapSteps(const elf::Program& program) {
     ++map.components[it->second].count;
     map.component_of_step.push_back(it->second);
   }
-  map.weight_bytes = opt::WeightBytesPerToken(program);
+  map.weight_bytes = elf::WeightBytesPerToken(program);
   return map;
 }
 

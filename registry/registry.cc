@@ -1,4 +1,4 @@
-#include "kernels/registry/registry.h"
+#include "registry/registry.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -3,8 +3,8 @@
 // backends to query.
 // Thread-safety: the registry is immutable after Get() builds it; all functions
 // are safe to call concurrently.
-#ifndef DK_KERNELS_REGISTRY_REGISTRY_H_
-#define DK_KERNELS_REGISTRY_REGISTRY_H_
+#ifndef DK_REGISTRY_REGISTRY_H_
+#define DK_REGISTRY_REGISTRY_H_
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kernels/registry/registry.pb.h"
+#include "registry/registry.pb.h"
 
 namespace dk::registry {
 
@@ -51,4 +51,4 @@ absl::Status CheckGroupSize(const TargetConstraints& target, int launches);
 
 }  // namespace dk::registry
 
-#endif  // DK_KERNELS_REGISTRY_REGISTRY_H_
+#endif  // DK_REGISTRY_REGISTRY_H_

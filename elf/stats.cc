@@ -1,0 +1,74 @@
+#include "elf/stats.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "registry/registry.h"
+
+namespace dk::elf {
+
+absl::StatusOr<const registry::Kernel*> KernelOf(const Launch& launch) {
+  const registry::Kernel* kernel = nullptr;
+  auto v = registry::FindSymbol(launch.kernel_symbol(), &kernel);
+  if (!v.ok()) return v.status();
+  return kernel;
+}
+
+int64_t BytesWrittenPerToken(const Program& p) {
+  std::map<std::string, const BufferObject*> bos;
+  for (const auto& b : p.bos()) bos[b.name()] = &b;
+  int64_t bytes = 0;
+  for (const auto& s : p.steps()) {
+    if (!s.has_group()) continue;
+    std::set<std::string> written;
+    for (const auto& l : s.group().launches()) {
+      auto kernel = KernelOf(l);
+      std::set<std::string> outs;
+      if (kernel.ok()) outs.insert((*kernel)->outputs().begin(), (*kernel)->outputs().end());
+      for (const auto& b : l.bindings()) {
+        if (outs.count(b.param())) continue;
+        auto it = bos.find(b.bo());
+        if (it != bos.end() && it->second->category() == WRITE && written.insert(b.bo()).second) {
+          bytes += it->second->size_bytes();
+        }
+      }
+    }
+  }
+  return bytes;
+}
+
+int64_t WeightBytesPerToken(const Program& p) {
+  std::map<std::string, int64_t> weights;  // weight BO -> bytes
+  for (const auto& b : p.bos()) {
+    if (!b.weight_tensor().empty()) weights[b.name()] = b.size_bytes();
+  }
+  std::set<std::string> read;
+  for (const auto& s : p.steps()) {
+    if (!s.has_group()) continue;
+    for (const auto& l : s.group().launches()) {
+      for (const auto& b : l.bindings()) {
+        if (weights.count(b.bo())) read.insert(b.bo());
+      }
+    }
+  }
+  int64_t bytes = 0;
+  for (const std::string& name : read) bytes += weights.at(name);
+  return bytes;
+}
+
+int RunsPerToken(const Program& p) {
+  int runs = 0;
+  for (const auto& s : p.steps()) runs += s.has_group();
+  return runs;
+}
+
+std::string HumanBytes(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", bytes / double(int64_t{1} << 30));
+  if (bytes >= (int64_t{1} << 20)) return absl::StrFormat("%.1f MiB", bytes / double(1 << 20));
+  if (bytes >= (int64_t{1} << 10)) return absl::StrFormat("%.1f KiB", bytes / 1024.0);
+  return absl::StrCat(bytes, " B");
+}
+
+}  // namespace dk::elf

@@ -1,0 +1,36 @@
+// Per-token statistics of a decode program, read off its schema: device runs,
+// host-written bytes, weight bytes (the bandwidth floor's numerator). Used by the
+// passes (lineage reasons), elf_dump --diff, the profile and the benchmarks.
+// Thread-safety: stateless functions.
+#ifndef DK_ELF_STATS_H_
+#define DK_ELF_STATS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "elf/program.pb.h"
+#include "registry/registry.pb.h"
+
+namespace dk::elf {
+
+// The kernel a launch runs (NotFound for unknown symbols).
+absl::StatusOr<const registry::Kernel*> KernelOf(const Launch& launch);
+
+// Device runs per token: one per launch group.
+int RunsPerToken(const Program& program);
+
+// Bytes written to BOs per token by the host (WRITE BOs, counted once per group
+// that binds them as input).
+int64_t BytesWrittenPerToken(const Program& program);
+
+// Bytes of the weight BOs (weight_tensor set) the launch groups read per token,
+// each BO counted once: the numerator of the memory-bandwidth floor.
+int64_t WeightBytesPerToken(const Program& program);
+
+// "12.3 MiB" style.
+std::string HumanBytes(int64_t bytes);
+
+}  // namespace dk::elf
+
+#endif  // DK_ELF_STATS_H_
