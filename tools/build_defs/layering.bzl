@@ -1,0 +1,80 @@
+"""layering_test: the dependency arrows of README's "Layout", checked by bazel test.
+
+Each library package calls `layering_test()` at the end of its BUILD file. The macro
+collects every rule defined above it in that package, queries their transitive
+dependencies (`genquery`, so the check is part of `bazel test //...`), and fails
+when one of them reaches a package its layer may not use. `visibility` states the
+same arrows for direct dependencies; this test also catches indirect ones.
+"""
+
+# Layer -> the layers it may use directly (README "Layout"; DESIGN.md s.2). A
+# package belongs to the layer with the longest matching prefix; `tools/`,
+# `tests/` and `models/` are leaves that no layer may use.
+LAYERS = {
+    "util": [],
+    "registry": ["util"],
+    "elf": ["registry", "util"],
+    "graph": ["elf", "registry", "util"],
+    "optimizations": ["elf", "graph", "registry", "util"],
+    "kernels": ["util"],
+    "weights": ["elf", "util"],
+    "tokenizer": ["weights", "util"],
+    "runtime": ["elf", "registry", "weights", "util"],
+    "runtime/cpu": ["runtime", "kernels"],
+    "verify": ["runtime", "runtime/cpu", "tokenizer"],
+}
+
+def _closure(layer):
+    """Every layer `layer` may reach, itself included (transitive closure)."""
+    seen = {layer: True}
+    frontier = [layer]
+    for _ in range(len(LAYERS)):
+        next_frontier = []
+        for l in frontier:
+            for d in LAYERS.get(l, []):
+                if d not in seen:
+                    seen[d] = True
+                    next_frontier.append(d)
+        frontier = next_frontier
+    return sorted(seen.keys())
+
+def layer_of(package):
+    """The layer a package belongs to ("" for leaves: tools, tests, models)."""
+    best = ""
+    for layer in LAYERS:
+        if (package == layer or package.startswith(layer + "/")) and len(layer) > len(best):
+            best = layer
+    return best
+
+def layering_test(name = "layering_test"):
+    """Fails if a rule of this package depends, even indirectly, on a layer it may not use."""
+    package = native.package_name()
+    layer = layer_of(package)
+    if not layer:
+        fail("layering_test() in //%s: this package is in no layer of LAYERS (tools/build_defs/layering.bzl)" % package)
+    targets = sorted([":" + r["name"] for r in native.existing_rules().values()])
+    if not targets:
+        fail("layering_test() in //%s must come after the package's rules" % package)
+    native.genquery(
+        name = name + "_deps",
+        testonly = True,
+        expression = "deps(set(%s))" % " ".join(["//%s%s" % (package, t) for t in targets]),
+        scope = targets,
+        visibility = ["//visibility:private"],
+    )
+
+    # Layers a dependency may belong to: everything this layer reaches, and for a
+    # sub-layer (runtime/cpu) whatever lies below its own prefix.
+    native.sh_test(
+        name = name,
+        size = "small",
+        srcs = ["//tests/layering:check_layers.sh"],
+        args = [
+            package,
+            layer,
+            ",".join(_closure(layer)),
+            ",".join(sorted(LAYERS.keys())),
+            "$(location :%s_deps)" % name,
+        ],
+        data = [":%s_deps" % name],
+    )
