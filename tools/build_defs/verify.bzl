@@ -1,7 +1,7 @@
 """verify_test and verify_chain: the verify gate under `bazel test`."""
 
 load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
-load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_runfile_flag")
+load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_quote", "shell_runfile_flag")
 
 def _verify_test_impl(ctx):
     info = ctx.attr.elf[DecodeElfInfo]
@@ -40,7 +40,7 @@ def _verify_test_impl(ctx):
         args.append(shell_flag("parent_elf", parent.elf.short_path))
         files.append(parent.elf)
     if not ctx.attr.validate:
-        args.append("--novalidate")
+        args.append(shell_quote("--novalidate"))
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
     ctx.actions.write(
         output = script,
