@@ -2,20 +2,27 @@
 
 Each rule takes a decode ELF target (`src`, which must provide DecodeElfInfo),
 runs one pass of //tools/elf_opt over it in the exec configuration, and provides
-a new decode ELF with the lineage extended. Applying or reverting an
-optimization is adding or deleting one rule in a model's chain:
+a new decode ELF with the lineage and the stages extended (DecodeElfInfo.stages:
+the chain, baseline first, which verify_chain and decode_profile read from the
+final stage, so a chain is written once). Applying or reverting an
+optimization is adding or deleting one rule line in a model's chain (and
+pointing the next rule's `src` past it); what checks and times the chain names
+only its final stage:
 
     decode_elf(name = "decode", config = "config.textproto")
     layout_alignment(name = "decode_aligned", src = ":decode")
     buffer_object_reuse(name = "decode_bo", src = ":decode_aligned")
     merge_multi_launch(name = "decode_opt", src = ":decode_bo")
 
+    verify_chain(name = "verify", final = ":decode_opt", goldens = "goldens/hf_bf16.json")
+    decode_profile(name = "profile", final = ":decode_opt", goldens = ..., tokenizer = ...)
+
 A pass that changes nothing fails the build unless allow_noop = True, so an inert
 stage cannot hide in a chain. `target` selects the constraints the pass respects
 ("cpu", or "npu2" for the reference NPU's limits).
 """
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
+load("//tools/build_defs:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
 
 _COMMON_ATTRS = {
     "src": attr.label(
@@ -61,12 +68,8 @@ def _run_pass(ctx, pass_name, extra_args):
     )
     return [
         DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
-        DecodeElfInfo(
-            elf = out,
-            model = src.model,
-            config = src.config,
-            lineage = src.lineage + [pass_name],
-        ),
+        # Lineage and stages grow by this rule (its kind is its pass's name).
+        derived_decode_elf_info(ctx, kind = pass_name, elf = out),
     ]
 
 def _buffer_object_reuse_impl(ctx):

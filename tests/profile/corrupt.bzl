@@ -1,6 +1,6 @@
 """corrupt_lm_head: a test-only chain stage that must fail the verify gate."""
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
+load("//tools/build_defs:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
 
 def _corrupt_lm_head_impl(ctx):
     src = ctx.attr.src[DecodeElfInfo]
@@ -15,7 +15,7 @@ def _corrupt_lm_head_impl(ctx):
     )
     return [
         DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
-        DecodeElfInfo(elf = out, model = src.model, config = src.config, lineage = src.lineage + ["corrupt_lm_head"]),
+        derived_decode_elf_info(ctx, kind = "corrupt_lm_head", elf = out),
     ]
 
 corrupt_lm_head = rule(

@@ -1,6 +1,6 @@
 """decode_elf: the baseline decode ELF of a model, built from its config."""
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
+load("//tools/build_defs:providers.bzl", "DecodeElfInfo", "decode_elf_stage")
 
 def _decode_elf_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".elf")
@@ -22,6 +22,7 @@ def _decode_elf_impl(ctx):
             model = ctx.attr.model or ctx.label.package.split("/")[-1],
             config = ctx.file.config,
             lineage = ["baseline"],
+            stages = [decode_elf_stage(ctx, "decode_elf", out, ["baseline"])],
         ),
     ]
 

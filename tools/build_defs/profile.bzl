@@ -1,24 +1,7 @@
 """decode_profile: `bazel run` the phase-5 profile of a decode chain (DESIGN.md s.7)."""
 
 load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
-
-_StageRuleInfo = provider(
-    doc = "How a stage is written in its BUILD file (collected by _stage_aspect).",
-    fields = {
-        "kind": "string: the rule that made the stage, e.g. \"merge_multi_launch\"",
-        "src": "Label or None: the stage's `src` attribute (None for a baseline)",
-    },
-)
-
-def _stage_aspect_impl(target, ctx):
-    src = getattr(ctx.rule.attr, "src", None)
-    return [_StageRuleInfo(kind = ctx.rule.kind, src = src.label if src else None)]
-
-_stage_aspect = aspect(
-    implementation = _stage_aspect_impl,
-    doc = "Records each stage's rule kind and src, so the profile can print the BUILD " +
-          "edit that removes a reverted stage.",
-)
+load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_runfile_flag")
 
 def _ref(label, package_label):
     """How a BUILD file in package_label's package spells `label`."""
@@ -26,25 +9,62 @@ def _ref(label, package_label):
         return ":" + label.name
     return str(label)
 
-def _shell_quote(s):
-    return "'" + s.replace("'", "'\\''") + "'"
+def _chain_stages(ctx):
+    """The final stage's DecodeElfInfo.stages, checked to be one chain."""
+    final = ctx.attr.final
+    stages = getattr(final[DecodeElfInfo], "stages", None)
+    if not stages:
+        fail(("decode_profile %s: %s provides DecodeElfInfo without `stages`; the rule that " +
+              "made it must append its stage (derived_decode_elf_info or decode_elf_stage in " +
+              "//tools/build_defs:providers.bzl)") % (ctx.label, final.label))
+    if stages[-1].label != str(final.label):
+        fail(("decode_profile %s: the stages of %s end at %s, not at itself; its rule must " +
+              "append its own stage (derived_decode_elf_info in //tools/build_defs:providers.bzl)") % (
+            ctx.label,
+            final.label,
+            stages[-1].label,
+        ))
+    names = {}
+    for i, s in enumerate(stages):
+        if i == 0 and s.src_label != None:
+            fail(("decode_profile %s: the chain of %s starts at %s, which has a src (%s); the " +
+                  "first stage must be a baseline (decode_elf), whose rule starts the stages") % (
+                ctx.label,
+                final.label,
+                s.label,
+                s.src_label,
+            ))
+        if i > 0 and (s.src_label == None or str(s.src_label) != stages[i - 1].label):
+            fail(("decode_profile %s: in the chain of %s, %s's src is %s but the stage before " +
+                  "it is %s; the rule that made %s must append its stage to its src's " +
+                  "DecodeElfInfo.stages (derived_decode_elf_info)") % (
+                ctx.label,
+                final.label,
+                s.label,
+                s.src_label,
+                stages[i - 1].label,
+                s.label,
+            ))
+        if s.name in names:
+            fail(("decode_profile %s: two stages of %s are named %s (%s and %s); the profile " +
+                  "names stages by name: rename one") % (ctx.label, final.label, s.name, names[s.name], s.label))
+        names[s.name] = s.label
+    return stages
 
 def _decode_profile_impl(ctx):
     stages = []
     files = []
-    for target in ctx.attr.stages:
-        info = target[DecodeElfInfo]
-        rule_info = target[_StageRuleInfo]
+    for stage in _chain_stages(ctx):
         stages.append({
-            "name": target.label.name,
-            "label": str(target.label),
-            "kind": rule_info.kind,
-            "src": _ref(rule_info.src, ctx.label) if rule_info.src else "",
-            "elf": info.elf.short_path,
-            "lineage": info.lineage,
+            "name": stage.name,
+            "label": stage.label,
+            "kind": stage.kind,
+            "src": _ref(stage.src_label, ctx.label) if stage.src_label else "",
+            "elf": stage.elf.short_path,
+            "lineage": stage.lineage,
         })
-        files.append(info.elf)
-    model = ctx.attr.model or ctx.attr.stages[0][DecodeElfInfo].model
+        files.append(stage.elf)
+    model = ctx.attr.model or ctx.attr.final[DecodeElfInfo].model
     manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
     ctx.actions.write(manifest, json.encode({
         "model": model,
@@ -53,19 +73,20 @@ def _decode_profile_impl(ctx):
         "stages": stages,
     }))
     files += [manifest, ctx.file.goldens, ctx.file.tokenizer]
+
+    # Defaults under the flags a user types, before "$@" (the last occurrence wins).
     args = [
-        "--manifest=" + manifest.short_path,
-        "--default_goldens=" + ctx.file.goldens.short_path,
-        "--default_tokenizer=" + ctx.file.tokenizer.short_path,
-        "--default_weights=" + (ctx.file.weights.short_path if ctx.file.weights else "synthetic"),
-        "--prompt=" + _shell_quote(ctx.attr.prompt),
-        "--new_tokens=%d" % ctx.attr.new_tokens,
-        "--warmup=%d" % ctx.attr.warmup,
-        "--gate_prompts=%d" % ctx.attr.gate_prompts,
+        shell_runfile_flag("manifest", manifest),
+        shell_runfile_flag("goldens", ctx.file.goldens),
+        shell_runfile_flag("tokenizer", ctx.file.tokenizer),
+        shell_runfile_flag("weights", ctx.file.weights) if ctx.file.weights else shell_flag("weights", "synthetic"),
+        shell_flag("prompt", ctx.attr.prompt),
+        shell_flag("new_tokens", "%d" % ctx.attr.new_tokens),
+        shell_flag("warmup", "%d" % ctx.attr.warmup),
+        shell_flag("gate_prompts", "%d" % ctx.attr.gate_prompts),
     ]
     if ctx.file.weights:
         files.append(ctx.file.weights)
-    tool = ctx.executable._profile
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
     ctx.actions.write(
         output = script,
@@ -73,7 +94,7 @@ def _decode_profile_impl(ctx):
         content = "\n".join([
             "#!/usr/bin/env bash",
             "# Generated by decode_profile(%s): %s" % (ctx.label, " -> ".join([s["name"] for s in stages])),
-            "exec ./%s %s \"$@\"" % (tool.short_path, " ".join(args)),
+            shell_exec(ctx.executable._profile, args),
             "",
         ]),
     )
@@ -85,16 +106,16 @@ decode_profile = rule(
     doc = "The phase-5 profile of a decode chain: `bazel run :profile [-- --json]` measures " +
           "every stage (ms/token, per-layer split, BO traffic, runs per token, bandwidth floor), " +
           "runs the verify gate on each, and writes docs/development_progress/phase5_decode.{md,html} " +
-          "into the package. Flags after `--` override the attributes (--new_tokens, --warmup, " +
-          "--prompt, --weights, --out_dir, --json_out).",
+          "into the package. The stages come from `final`'s DecodeElfInfo.stages (the chain as " +
+          "its `src` links write it). Flags after `--` override the attributes (--new_tokens, " +
+          "--warmup, --prompt, --weights, --tokenizer, --goldens, --out_dir, --json_out).",
     executable = True,
     attrs = {
-        "stages": attr.label_list(
-            doc = "The chain, baseline first; each stage's src must be the stage before it.",
-            mandatory = True,
-            allow_empty = False,
+        "final": attr.label(
+            doc = "The chain's last stage; the profile covers every stage of its " +
+                  "DecodeElfInfo.stages, baseline first.",
+            default = ":decode_opt",
             providers = [DecodeElfInfo],
-            aspects = [_stage_aspect],
         ),
         "model": attr.string(doc = "The model's name (default: the baseline's)."),
         "goldens": attr.label(

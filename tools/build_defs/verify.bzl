@@ -1,37 +1,54 @@
 """verify_test and verify_chain: the verify gate under `bazel test`."""
 
 load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
+load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_quote", "shell_runfile_flag")
 
 def _verify_test_impl(ctx):
     info = ctx.attr.elf[DecodeElfInfo]
     tool = ctx.executable._verify
+    # The stage ELFs stay runfiles-relative (the verify tool reads --elf and
+    # --parent_elf as given, and names them in its report); the defaults a user may
+    # override are absolute (see shell.bzl).
     args = [
-        "--elf=" + info.elf.short_path,
-        "--goldens=" + ctx.file.goldens.short_path,
-        "--prompts=%d" % ctx.attr.prompts,
-        "--weights=" + (ctx.file.weights.short_path if ctx.file.weights else "synthetic"),
+        shell_flag("elf", info.elf.short_path),
+        shell_runfile_flag("goldens", ctx.file.goldens),
+        shell_flag("prompts", "%d" % ctx.attr.prompts),
+        shell_runfile_flag("weights", ctx.file.weights) if ctx.file.weights else shell_flag("weights", "synthetic"),
     ]
     files = [info.elf, ctx.file.goldens]
     if ctx.file.weights:
         files.append(ctx.file.weights)
     if ctx.file.tokenizer:
-        args.append("--tokenizer=" + ctx.file.tokenizer.short_path)
+        args.append(shell_runfile_flag("tokenizer", ctx.file.tokenizer))
         files.append(ctx.file.tokenizer)
     if ctx.attr.parent:
+        # The parent must be the stage `elf` was made from, as its provider records it:
+        # verify_chain finds parents by walking `src` in the BUILD file, and this keeps
+        # that walk and the providers from ever disagreeing.
+        stages = info.stages
+        expected = stages[-2].label if len(stages) > 1 else None
+        if str(ctx.attr.parent.label) != expected:
+            fail(("verify_test %s: parent %s is not the stage before elf %s (its chain: %s); " +
+                  "set parent = \"%s\"") % (
+                ctx.label,
+                ctx.attr.parent.label,
+                ctx.attr.elf.label,
+                " -> ".join([s.label for s in stages]),
+                expected or "(none: %s is a baseline, drop parent)" % ctx.attr.elf.label,
+            ))
         parent = ctx.attr.parent[DecodeElfInfo]
-        args.append("--parent_elf=" + parent.elf.short_path)
+        args.append(shell_flag("parent_elf", parent.elf.short_path))
         files.append(parent.elf)
     if not ctx.attr.validate:
-        args.append("--novalidate")
+        args.append(shell_quote("--novalidate"))
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
     ctx.actions.write(
         output = script,
         is_executable = True,
-        content = "#!/usr/bin/env bash\n# verify_test(%s): stage lineage %s\nexec ./%s %s \"$@\"\n" % (
+        content = "#!/usr/bin/env bash\n# verify_test(%s): stage lineage %s\n%s\n" % (
             ctx.label,
             " -> ".join(info.lineage),
-            tool.short_path,
-            " ".join(args),
+            shell_exec(tool, args),
         ),
     )
     runfiles = ctx.runfiles(files = files).merge(ctx.attr._verify[DefaultInfo].default_runfiles)
@@ -41,11 +58,13 @@ verify_test = rule(
     implementation = _verify_test_impl,
     doc = "Runs `elf` on the CPU backend over the first `prompts` golden prompts and fails " +
           "unless the verify gate passes (and, with `parent`, unless it generates exactly " +
-          "the parent stage's tokens). The goldens' weights digest must match the weights.",
+          "the parent stage's tokens). The goldens' weights digest must match the weights. " +
+          "`parent` must be the stage before `elf` in its DecodeElfInfo.stages (checked at " +
+          "analysis). Flags after `--` override the defaults (--weights, --goldens, ...).",
     test = True,
     attrs = {
         "elf": attr.label(mandatory = True, providers = [DecodeElfInfo]),
-        "parent": attr.label(providers = [DecodeElfInfo], doc = "The stage `elf` was derived from."),
+        "parent": attr.label(providers = [DecodeElfInfo], doc = "The stage `elf` was derived from (its src)."),
         "goldens": attr.label(mandatory = True, allow_single_file = [".json"]),
         "prompts": attr.int(default = 2, values = [1, 2, 3, 4, 5, 6, 7, 8]),
         "weights": attr.label(allow_single_file = True, doc = "Weights file; none: synthetic."),
@@ -55,24 +74,78 @@ verify_test = rule(
     },
 )
 
-def verify_chain(name, stages, goldens, weights = None, tokenizer = None, full_prompts = 0, **kwargs):
-    """Verify tests for every stage of a decode chain.
+def _local_name(src):
+    """The target name of `src` (a label string) if it is in this package, else None."""
+    src = str(src)
+    package = native.package_name()
+    for prefix in [":", "//%s:" % package, "@//%s:" % package]:
+        if src.startswith(prefix):
+            return src[len(prefix):]
+    if ":" not in src and "/" not in src and not src.startswith("@"):
+        return src  # "decode": a bare name is a target of this package
+    return None
 
-    For each stage S (a label like ":decode_bo"): `<name>_<S>` runs the gate on 2
-    prompts and, for every stage after the first, checks that S generates exactly
-    the tokens of the stage before it. `<name>` is a test_suite of them all. With
+def _chain(final):
+    """The stage names from the baseline to `final`, found by walking `src` back.
+
+    A macro cannot read providers, so the walk reads the rules already defined in
+    this package (native.existing_rule): the chain must be defined above the
+    verify_chain call, and within this package. A rule without `src` is the baseline.
+    """
+    name = _local_name(final)
+    if name == None:
+        fail("verify_chain(final = %r): the final stage must be a target of this package (:name)" % final)
+    chain = []
+    for _ in range(1000):
+        rule = native.existing_rule(name)
+        if rule == None:
+            fail(("verify_chain(final = %r): no rule :%s above this verify_chain call in %s " +
+                  "(a macro sees only the rules defined before it: define the chain first)") % (
+                final,
+                name,
+                native.package_name(),
+            ))
+        if name in chain:
+            fail("verify_chain(final = %r): the chain loops at :%s" % (final, name))
+        chain.insert(0, name)
+        src = rule.get("src")
+        if not src:
+            return chain  # the baseline (decode_elf has no src)
+        parent = _local_name(src)
+        if parent == None:
+            fail(("verify_chain(final = %r): stage :%s's src %s is in another package; the " +
+                  "chain (baseline included) must be defined in this package, e.g. " +
+                  "decode_elf(name = \"decode\", config = \"//models/<model>:config.textproto\")") % (
+                final,
+                name,
+                src,
+            ))
+        name = parent
+    fail("verify_chain(final = %r): the chain is longer than 1000 stages" % final)
+
+def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_prompts = 0, **kwargs):
+    """Verify tests for every stage of a decode chain, written once as `src` links.
+
+    The stages are found by walking `src` back from `final` to the baseline (a rule
+    without `src`) through the rules defined above this call in the same package.
+    For each stage S: `<name>_<S>` runs the gate on 2 prompts and, for every stage
+    after the first, checks that S generates exactly the tokens of the stage before
+    it (its `src`; verify_test checks at analysis that this is the stage before S in
+    S's DecodeElfInfo.stages). `<name>` is a test_suite of them all. With
     full_prompts > 0, `<name>_full_<S>` and the suite `<name>_full` do the same on
-    that many prompts.
+    that many prompts. Each stage is its own test, so a change to the last stage
+    re-runs only that stage's tests.
 
     Args:
       name: the suite's name, e.g. "verify".
-      stages: the chain, baseline first.
+      final: the chain's last stage, e.g. ":decode_opt".
       goldens: the HF goldens file.
       weights: the weights file (None: synthetic weights).
       tokenizer: for readable reports.
       full_prompts: prompts of the full suite (0: no full suite).
       **kwargs: passed to every test (e.g. tags, size).
     """
+    stages = [":" + s for s in _chain(final)]
     suites = {name: 2}
     if full_prompts:
         suites[name + "_full"] = full_prompts
