@@ -9,7 +9,7 @@
 #include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
 
 namespace dk::opt::layout_alignment {
 namespace {

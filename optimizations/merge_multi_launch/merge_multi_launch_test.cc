@@ -10,7 +10,7 @@
 #include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
 
 namespace dk::opt::merge_multi_launch {
 namespace {
@@ -84,7 +84,7 @@ TEST(MergeMultiLaunch, TwoGroupsPerLayerPlusTheLmHead) {
 
 TEST(MergeMultiLaunch, OnlyTheSelectedGroups) {
   auto target = registry::FindTarget("cpu");
-  auto p = elfc::BuildBaseline(TinyShape());
+  auto p = graph::BuildBaseline(TinyShape());
   ASSERT_TRUE(p.ok());
   Options options;
   options.groups = {"rms_gemv_rope"};

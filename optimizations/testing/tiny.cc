@@ -15,7 +15,7 @@
 #include "optimizations/layout_alignment/layout_alignment.h"
 #include "optimizations/merge_multi_launch/merge_multi_launch.h"
 #include "runtime/cpu/session.h"
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
 #include "weights/weights.h"
 
 namespace dk::opt::testing {
@@ -54,7 +54,7 @@ absl::StatusOr<bool> RunPass(const std::string& name, elf::Program& program,
 absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
                                         const std::vector<std::string>& chain,
                                         const std::string& target, int64_t partition_rows) {
-  auto p = elfc::BuildBaseline(shape);
+  auto p = graph::BuildBaseline(shape);
   if (!p.ok()) return p.status();
   for (const std::string& pass : chain) {
     auto changed = RunPass(pass, *p, target, partition_rows);
