@@ -11,9 +11,8 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "registry/registry.h"
-#include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
-#include "optimizations/layout_alignment/layout_alignment.h"
-#include "optimizations/merge_multi_launch/merge_multi_launch.h"
+#include "util/status.h"
+#include "optimizations/passes.h"
 #include "runtime/cpu/session.h"
 #include "graph/baseline.h"
 #include "weights/weights.h"
@@ -39,31 +38,29 @@ elf::ModelShape TinyShape(int n_layers) {
 
 absl::StatusOr<bool> RunPass(const std::string& name, elf::Program& program,
                              const std::string& target_name, int64_t partition_rows) {
-  auto target = registry::FindTarget(target_name);
-  if (!target.ok()) return target.status();
-  if (name == buffer_object_reuse::kName) return buffer_object_reuse::Run(program, **target);
-  if (name == merge_multi_launch::kName) return merge_multi_launch::Run(program, **target);
-  if (name == layout_alignment::kName) {
-    layout_alignment::Options options;
-    options.lm_head_partition_rows = partition_rows;
-    return layout_alignment::Run(program, **target, options);
+  DK_ASSIGN_OR_RETURN(const registry::TargetConstraints* target, registry::FindTarget(target_name));
+  DK_ASSIGN_OR_RETURN(const Pass* pass, FindPass(name));
+  // The one option the tiny tests set, for each pass that has it.
+  std::vector<std::string> args;
+  for (const OptionSpec& spec : pass->options) {
+    if (spec.name == "lm_head_partition_rows") args.push_back(absl::StrCat(spec.name, "=", partition_rows));
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "'"));
+  DK_ASSIGN_OR_RETURN(const PassOptions options, ParseOptions(*pass, args));
+  return pass->run(program, *target, options);
 }
 
 absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
                                         const std::vector<std::string>& chain,
                                         const std::string& target, int64_t partition_rows) {
-  auto p = graph::BuildBaseline(shape);
-  if (!p.ok()) return p.status();
+  DK_ASSIGN_OR_RETURN(elf::Program p, graph::BuildBaseline(shape));
   for (const std::string& pass : chain) {
-    auto changed = RunPass(pass, *p, target, partition_rows);
+    auto changed = RunPass(pass, p, target, partition_rows);
     if (!changed.ok()) {
       return absl::Status(changed.status().code(),
                           absl::StrCat(pass, " after [", absl::StrJoin(chain, ", "), "]: ",
                                        changed.status().message()));
     }
-    if (auto s = elf::ValidateProgram(*p); !s.ok()) {
+    if (auto s = elf::ValidateProgram(p); !s.ok()) {
       return absl::InternalError(absl::StrCat(pass, " produced an invalid program: ", s.message()));
     }
   }

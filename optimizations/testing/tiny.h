@@ -23,9 +23,9 @@ elf::ModelShape TinyShape(int n_layers = 1);
 // splits the LM head (into 3 partitions of 104, 104 and 92 rows).
 inline constexpr int64_t kTinyPartitionRows = 128;
 
-// Runs pass `name` ("buffer_object_reuse", "merge_multi_launch",
-// "layout_alignment") on `target` ("cpu", "npu2") with default options, except
-// layout_alignment's LM-head partition of `partition_rows` rows.
+// Runs pass `name` of the pass table (optimizations/passes.h) on `target` ("cpu",
+// "npu2") with the table's default options, except an LM-head partition of
+// `partition_rows` rows (option lm_head_partition_rows, for the passes that have it).
 absl::StatusOr<bool> RunPass(const std::string& name, elf::Program& program,
                              const std::string& target = "cpu",
                              int64_t partition_rows = kTinyPartitionRows);
