@@ -1,7 +1,6 @@
 #include "optimizations/testing/tiny.h"
 
 #include <fstream>
-#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -10,12 +9,10 @@
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "graph/baseline.h"
+#include "optimizations/passes.h"
 #include "registry/registry.h"
 #include "util/status.h"
-#include "optimizations/passes.h"
-#include "runtime/cpu/session.h"
-#include "graph/baseline.h"
-#include "weights/weights.h"
 
 namespace dk::opt::testing {
 
@@ -123,23 +120,6 @@ absl::Status CheckGolden(const GoldenCase& c) {
       path, " differs from the pass output at line ", i + 1, ":\n  golden: ",
       i < a.size() ? a[i] : "<end of file>", "\n  now:    ", i < b.size() ? b[i] : "<end of output>",
       "\nIf the change is intended: ./bazelw run //optimizations:update_goldens and review the diff."));
-}
-
-absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& program,
-                                                          const std::vector<uint32_t>& tokens) {
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(program.model(), 1));
-  runtime::SessionOptions options;
-  options.validate = true;
-  auto session = runtime::CpuSession::Open(program, "tiny.elf", w, options);
-  if (!session.ok()) return session.status();
-  std::vector<std::vector<float>> out;
-  for (uint32_t token : tokens) {
-    auto r = (*session)->decoder().Step(token);
-    if (!r.ok()) return r.status();
-    const float* logits = (*session)->decoder().logits();
-    out.emplace_back(logits, logits + program.model().vocab());
-  }
-  return out;
 }
 
 std::string ProgramDiff(const elf::Program& a, const elf::Program& b) {

@@ -1,7 +1,8 @@
 // Test helpers for the optimization passes: a tiny Llama model, the passes by
 // name, the golden cases (text protos of a pass's output, checked in under
 // optimizations/<pass>/testdata/ and rewritten by `bazel run
-// //optimizations:update_goldens`), and CPU runs with BO validation.
+// //optimizations:update_goldens`). Runs on the CPU device are in tests/passes/
+// (nothing under optimizations/ depends on the runtime).
 // Thread-safety: stateless functions.
 #ifndef DK_OPTIMIZATIONS_TESTING_TINY_H_
 #define DK_OPTIMIZATIONS_TESTING_TINY_H_
@@ -56,12 +57,6 @@ absl::Status CheckGolden(const GoldenCase& c);
 
 // The cases of `pass` (for the pass's own test).
 std::vector<GoldenCase> GoldenCasesOf(const std::string& pass);
-
-// Decodes `tokens` (fed one by one, greedy choices ignored) on the CPU device with
-// BO validation on and synthetic weights (seed 1); returns the f32 logits after
-// each token.
-absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& program,
-                                                          const std::vector<uint32_t>& tokens);
 
 // Field-by-field differences, "" if equal (map order does not matter, unlike in
 // serialized bytes).
