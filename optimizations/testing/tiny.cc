@@ -88,10 +88,9 @@ std::string GoldenPath(const GoldenCase& c) {
 }
 
 absl::StatusOr<std::string> RenderGolden(const GoldenCase& c) {
-  auto p = BuildChain(TinyShape(), c.chain);
-  if (!p.ok()) return p.status();
+  DK_ASSIGN_OR_RETURN(const elf::Program p, BuildChain(TinyShape(), c.chain));
   std::string text;
-  if (!google::protobuf::TextFormat::PrintToString(*p, &text)) {
+  if (!google::protobuf::TextFormat::PrintToString(p, &text)) {
     return absl::InternalError("TextFormat::PrintToString failed");
   }
   std::vector<std::string> before(c.chain.begin(), c.chain.end() - 1);
@@ -109,11 +108,10 @@ absl::Status CheckGolden(const GoldenCase& c) {
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, " (is it in the test's data?)"));
   std::stringstream file;
   file << in.rdbuf();
-  auto want = RenderGolden(c);
-  if (!want.ok()) return want.status();
-  if (file.str() == *want) return absl::OkStatus();
+  DK_ASSIGN_OR_RETURN(const std::string want, RenderGolden(c));
+  if (file.str() == want) return absl::OkStatus();
   const std::vector<std::string> a = absl::StrSplit(file.str(), '\n');
-  const std::vector<std::string> b = absl::StrSplit(*want, '\n');
+  const std::vector<std::string> b = absl::StrSplit(want, '\n');
   size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   return absl::FailedPreconditionError(absl::StrCat(
