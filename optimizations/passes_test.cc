@@ -37,15 +37,17 @@ TEST(Passes, EveryEntryIsCompleteAndRunsWithItsDefaults) {
     EXPECT_TRUE(*changed);
     EXPECT_EQ(p->lineage(p->lineage_size() - 1).pass(), pass.name);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"buffer_object_reuse", "layout_alignment", "merge_multi_launch"}));
+  for (const char* name : {"buffer_object_reuse", "layout_alignment", "merge_multi_launch"}) {
+    EXPECT_TRUE(names.count(name)) << name;
+  }
 }
 
 TEST(Passes, UnknownPassNamesTheKnownOnes) {
   auto pass = FindPass("fuse_everything");
   ASSERT_FALSE(pass.ok());
-  EXPECT_EQ(ErrorOf(pass.status()),
-            "unknown pass 'fuse_everything' (known: layout_alignment, buffer_object_reuse, "
-            "merge_multi_launch)");
+  std::string known;
+  for (const Pass& p : Passes()) known += (known.empty() ? "" : ", ") + p.name;
+  EXPECT_EQ(ErrorOf(pass.status()), "unknown pass 'fuse_everything' (known: " + known + ")");
 }
 
 TEST(Passes, OptionsTakeTheirDefaultsOrTheGivenValues) {

@@ -65,14 +65,14 @@ absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
 }
 
 std::vector<GoldenCase> GoldenCases() {
-  return {
-      {"layout_alignment", "baseline", {"layout_alignment"}},
-      {"buffer_object_reuse", "baseline", {"buffer_object_reuse"}},
-      {"buffer_object_reuse", "aligned", {"layout_alignment", "buffer_object_reuse"}},
-      {"merge_multi_launch", "baseline", {"merge_multi_launch"}},
-      {"merge_multi_launch", "aligned_bo",
-       {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"}},
-  };
+  // Every pass of the table on the baseline ...
+  std::vector<GoldenCase> cases;
+  for (const Pass& pass : Passes()) cases.push_back({pass.name, "baseline", {pass.name}});
+  // ... and after the passes the models' chain runs before it.
+  cases.push_back({"buffer_object_reuse", "aligned", {"layout_alignment", "buffer_object_reuse"}});
+  cases.push_back({"merge_multi_launch", "aligned_bo",
+                   {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"}});
+  return cases;
 }
 
 std::vector<GoldenCase> GoldenCasesOf(const std::string& pass) {

@@ -39,6 +39,8 @@ absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
                                         int64_t partition_rows = kTinyPartitionRows);
 
 // A golden: the text proto of the tiny model's program after `chain` (cpu).
+// GoldenCases: every pass of the table on the baseline ("baseline"), and the
+// passes after the ones the models' chain runs before them.
 struct GoldenCase {
   std::string pass;                // the folder: optimizations/<pass>/testdata/
   std::string name;                // <name>.after.textproto

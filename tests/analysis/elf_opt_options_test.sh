@@ -22,8 +22,11 @@ expect_error() {
   [[ ! -e "$tmp/out.elf" ]] || fail "$*: wrote an ELF although it failed"
 }
 
-expect_error "unknown pass 'fuse_everything' (known: layout_alignment, buffer_object_reuse, merge_multi_launch)" \
+expect_error "unknown pass 'fuse_everything' (known: " \
   --pass=fuse_everything
+for pass in layout_alignment buffer_object_reuse merge_multi_launch; do
+  grep -q "(known: .*$pass" "$tmp/log" || fail "the unknown-pass error does not name $pass: $(cat "$tmp/log")"
+done
 expect_error "layout_alignment has no option 'rows' (its options: lm_head_partition_rows)" \
   --pass=layout_alignment rows=128
 expect_error "buffer_object_reuse has no option 'groups' (it takes none)" \
