@@ -17,6 +17,10 @@ only its final stage:
     verify_chain(name = "verify", final = ":decode_opt", goldens = "goldens/hf_bf16.json")
     decode_profile(name = "profile", final = ":decode_opt", goldens = ..., tokenizer = ...)
 
+Besides src, target and allow_noop, a rule's attributes are its pass's options
+(named as in the pass table, optimizations/passes.cc), given to elf_opt as
+`name=value` arguments by the one helper _option_args.
+
 A pass that changes nothing fails the build unless allow_noop = True, so an inert
 stage cannot hide in a chain. `target` selects the constraints the pass respects
 ("cpu", or "npu2" for the reference NPU's limits).
@@ -46,6 +50,25 @@ _COMMON_ATTRS = {
     ),
 }
 
+def _option_args(ctx, options):
+    """elf_opt's pass options: `name=value` for each attribute in `options`.
+
+    The attributes carry the names of the pass's options in the pass table
+    (optimizations/passes.cc). An int is written in decimal; a string list
+    comma-joined, and left out when empty (the pass's default).
+    """
+    args = []
+    for name in options:
+        value = getattr(ctx.attr, name)
+        if type(value) == "int":
+            args.append("%s=%d" % (name, value))
+        elif type(value) == "list":
+            if value:
+                args.append("%s=%s" % (name, ",".join(value)))
+        else:
+            fail("option attribute %s: no key=value form for a %s" % (name, type(value)))
+    return args
+
 def _run_pass(ctx, pass_name, extra_args):
     """The one action every optimization rule runs; returns its providers."""
     src = ctx.attr.src[DecodeElfInfo]
@@ -73,7 +96,7 @@ def _run_pass(ctx, pass_name, extra_args):
     ]
 
 def _buffer_object_reuse_impl(ctx):
-    return _run_pass(ctx, "buffer_object_reuse", [])
+    return _run_pass(ctx, "buffer_object_reuse", _option_args(ctx, []))
 
 buffer_object_reuse = rule(
     implementation = _buffer_object_reuse_impl,
@@ -84,8 +107,7 @@ buffer_object_reuse = rule(
 )
 
 def _merge_multi_launch_impl(ctx):
-    extra = ["--groups=" + ",".join(ctx.attr.groups)] if ctx.attr.groups else []
-    return _run_pass(ctx, "merge_multi_launch", extra)
+    return _run_pass(ctx, "merge_multi_launch", _option_args(ctx, ["groups"]))
 
 merge_multi_launch = rule(
     implementation = _merge_multi_launch_impl,
@@ -97,9 +119,7 @@ merge_multi_launch = rule(
 )
 
 def _layout_alignment_impl(ctx):
-    return _run_pass(ctx, "layout_alignment", [
-        "--lm_head_partition_rows=%d" % ctx.attr.lm_head_partition_rows,
-    ])
+    return _run_pass(ctx, "layout_alignment", _option_args(ctx, ["lm_head_partition_rows"]))
 
 layout_alignment = rule(
     implementation = _layout_alignment_impl,

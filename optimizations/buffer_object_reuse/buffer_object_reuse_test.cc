@@ -1,7 +1,6 @@
 #include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
 
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 
@@ -10,8 +9,6 @@
 #include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
-#include "runtime/cpu/session.h"
-#include "weights/weights.h"
 
 namespace dk::opt::buffer_object_reuse {
 namespace {
@@ -91,70 +88,8 @@ TEST(BufferObjectReuse, SecondRunChangesNothingAndSaysSo) {
   }
 }
 
-TEST(BufferObjectReuse, RunsOnTheCpuDeviceWithTheBaselineLogits) {
-  auto base = BuildChain(TinyShape(), {});
-  ASSERT_TRUE(base.ok());
-  const std::vector<uint32_t> tokens = {17, 250, 3};
-  auto want = testing::CpuLogits(*base, tokens);
-  ASSERT_TRUE(want.ok()) << want.status();
-  for (const std::vector<std::string>& chain :
-       {std::vector<std::string>{kName}, {"layout_alignment", kName}, {"merge_multi_launch", kName}}) {
-    auto p = BuildChain(TinyShape(), chain);
-    ASSERT_TRUE(p.ok()) << p.status();
-    auto got = testing::CpuLogits(*p, tokens);
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(*got, *want) << chain.front();
-  }
-}
-
-// The CPU backend's BO validation catches a mis-categorized BO in the pass output:
-// an activation (the attention output the host writes every token) edited to
-// STATIC is named on the second token, when its value changes.
-TEST(BufferObjectReuse, ValidatorNamesAnActivationEditedToStatic) {
-  auto p = BuildChain(TinyShape(), {"layout_alignment", kName});
-  ASSERT_TRUE(p.ok()) << p.status();
-  bool edited = false;
-  for (auto& b : *p->mutable_bos()) {
-    if (b.host_value() == "L0.attn") {
-      ASSERT_EQ(b.category(), elf::WRITE) << b.name();
-      ASSERT_EQ(b.name(), "L0.o_proj.x");
-      b.set_category(elf::STATIC);
-      edited = true;
-    }
-  }
-  ASSERT_TRUE(edited);
-  ASSERT_TRUE(elf::ValidateProgram(*p).ok());
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(p->model(), 1));
-  runtime::SessionOptions options;
-  options.validate = true;
-  auto session = runtime::CpuSession::Open(*p, "tiny_bo.elf", w, options);
-  ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE((*session)->decoder().Step(5).ok());
-  auto second = (*session)->decoder().Step(6);
-  ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.status().message().find(
-                "ELF 'tiny_bo.elf', group 'L0.o_proj': STATIC BO 'L0.o_proj.x' mirrors host value "
-                "'L0.attn', which changed"),
-            std::string::npos)
-      << second.status();
-}
-
-// The same for an INTERMEDIATE mistake: a host-written activation edited to
-// INTERMEDIATE is refused by the device on the first write.
-TEST(BufferObjectReuse, ValidatorNamesAHostWrittenBoEditedToIntermediate) {
-  auto p = BuildChain(TinyShape(), {kName});
-  ASSERT_TRUE(p.ok()) << p.status();
-  for (auto& b : *p->mutable_bos()) {
-    if (b.name() == "L0.rope_q.cos") b.set_category(elf::INTERMEDIATE);
-  }
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(p->model(), 1));
-  runtime::SessionOptions options;
-  options.validate = true;
-  auto session = runtime::CpuSession::Open(*p, "tiny_bo.elf", w, options);
-  absl::Status s = session.ok() ? (*session)->decoder().Step(5).status() : session.status();
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("INTERMEDIATE BO 'L0.rope_q.cos'"), std::string::npos) << s;
-}
+// Runs on the CPU device (baseline logits, the validator naming mis-categorized
+// BOs): //tests/passes:runs_on_cpu_test.
 
 }  // namespace
 }  // namespace dk::opt::buffer_object_reuse

@@ -1,6 +1,7 @@
 #include "optimizations/common/program_util.h"
 
 #include "absl/strings/str_cat.h"
+#include "util/status.h"
 
 namespace dk::opt {
 
@@ -23,9 +24,8 @@ absl::StatusOr<Dataflow> ComputeDataflow(const elf::Program& p) {
     }
     for (int l = 0; l < step.group().launches_size(); ++l) {
       const elf::Launch& launch = step.group().launches(l);
-      auto kernel = KernelOf(launch);
-      if (!kernel.ok()) return kernel.status();
-      std::set<std::string> outs((*kernel)->outputs().begin(), (*kernel)->outputs().end());
+      DK_ASSIGN_OR_RETURN(const registry::Kernel* kernel, KernelOf(launch));
+      std::set<std::string> outs(kernel->outputs().begin(), kernel->outputs().end());
       for (const auto& b : launch.bindings()) {
         const Use use{s, l, b.param(), outs.count(b.param()) > 0};
         flow.bo_uses[b.bo()].push_back(use);

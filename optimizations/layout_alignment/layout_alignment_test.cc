@@ -9,7 +9,7 @@
 #include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
 
 namespace dk::opt::layout_alignment {
 namespace {
@@ -163,20 +163,7 @@ TEST(LayoutAlignment, SecondRunChangesNothingAndSaysSo) {
   }
 }
 
-TEST(LayoutAlignment, RunsOnTheCpuDeviceWithTheBaselineLogits) {
-  const std::vector<uint32_t> tokens = {17, 250, 3};
-  auto base = BuildChain(TinyShape(), {});
-  ASSERT_TRUE(base.ok());
-  auto want = testing::CpuLogits(*base, tokens);
-  ASSERT_TRUE(want.ok()) << want.status();
-  for (int64_t rows : {int64_t{0}, int64_t{64}, int64_t{128}, int64_t{296}}) {
-    auto p = BuildChain(TinyShape(), {kName}, "cpu", rows);
-    ASSERT_TRUE(p.ok()) << p.status();
-    auto got = testing::CpuLogits(*p, tokens);
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(*got, *want) << "partition rows " << rows;
-  }
-}
+// Runs on the CPU device with the baseline's logits: //tests/passes:runs_on_cpu_test.
 
 }  // namespace
 }  // namespace dk::opt::layout_alignment

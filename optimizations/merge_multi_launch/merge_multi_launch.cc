@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/algorithm/container.h"
@@ -13,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "registry/registry.h"
 #include "optimizations/common/program_util.h"
+#include "util/status.h"
 
 namespace dk::opt::merge_multi_launch {
 namespace {
@@ -49,15 +53,99 @@ std::string MustRunAlone(const elf::Launch& l, const std::string& group,
   return absl::StrCat(group, " GEMV: ", plan.status().message(), "; kept as a separate group");
 }
 
-}  // namespace
+// What the merge did, for the lineage record.
+struct Report {
+  std::vector<std::string> notes;      // merges not made or split, with the reason
+  std::set<std::string> skipped;       // kinds not selected by Options::groups
+  std::map<std::string, int> merged;   // kind -> launches in its first merged group
+  std::string two_k;                   // the first group linking two GEMV symbols
+};
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target,
-                         const Options& options) {
-  const int runs_before = RunsPerToken(p);
-  std::vector<std::string> notes;
-  std::map<std::string, int> merged_kinds;  // kind -> launches in the first such group
-  std::vector<std::string> two_k;
+// Consecutive groups of one layer from step `s` on (advanced past them).
+std::vector<const elf::LaunchGroup*> NextRun(const elf::Program& p, int& s) {
+  std::vector<const elf::LaunchGroup*> run;
+  const int layer = p.steps(s).group().layer();
+  while (s < p.steps_size() && p.steps(s).has_group() && p.steps(s).group().layer() == layer) {
+    run.push_back(&p.steps(s++).group());
+  }
+  return run;
+}
 
+// The launches of one merged group; `name` is set for a launch kept alone, which
+// keeps its group's name.
+struct Chunk {
+  std::vector<elf::Launch> launches;
+  std::string name;
+};
+
+// The launches of `run` in chunks within the target's limits: a GEMV the target
+// cannot merge alone, and at most max_launches_per_group launches per chunk.
+std::vector<Chunk> SplitAtTargetLimits(const std::vector<const elf::LaunchGroup*>& run, int layer,
+                                       const std::string& kind, const registry::TargetConstraints& target,
+                                       Report& report) {
+  std::vector<Chunk> chunks(1);
+  for (const auto* g : run) {
+    for (const auto& l : g->launches()) {
+      const std::string alone = MustRunAlone(l, g->name(), target);
+      if (!alone.empty()) {
+        report.notes.push_back(alone);
+        if (!chunks.back().launches.empty()) chunks.emplace_back();
+        chunks.back().launches.push_back(l);
+        chunks.back().name = g->name();
+        chunks.emplace_back();
+        continue;
+      }
+      const int limit = target.max_launches_per_group();
+      if (limit > 0 && static_cast<int>(chunks.back().launches.size()) >= limit) {
+        report.notes.push_back(absl::StrCat(GroupName(layer, kind), ": more than ", limit,
+                                            " launches exceed ", target.name(), "'s limit per group; split"));
+        chunks.emplace_back();
+      }
+      chunks.back().launches.push_back(l);
+    }
+  }
+  if (chunks.back().launches.empty()) chunks.pop_back();
+  return chunks;
+}
+
+// Appends one group per chunk to `out`, named after the merge (numbered parts
+// when there are several, or when a launch kept alone already has the merged
+// name: the LM head GEMV of group "lm_head" on npu2).
+void AddMergedGroups(std::vector<Chunk> chunks, int layer, const std::string& kind,
+                     google::protobuf::RepeatedPtrField<elf::Step>& out, Report& report) {
+  const int unnamed = static_cast<int>(std::count_if(
+      chunks.begin(), chunks.end(), [](const Chunk& c) { return c.name.empty(); }));
+  bool numbered = unnamed > 1;
+  for (const Chunk& chunk : chunks) numbered |= chunk.name == GroupName(layer, kind);
+  int part = 0;
+  for (Chunk& chunk : chunks) {
+    auto* g = out.Add()->mutable_group();
+    g->set_layer(layer);
+    if (!chunk.name.empty()) {
+      g->set_name(chunk.name);
+    } else {
+      g->set_name(numbered ? absl::StrCat(GroupName(layer, kind), ".part", part++)
+                           : GroupName(layer, kind));
+    }
+    g->set_entry_symbol(absl::StrReplaceAll(g->name(), {{".", "_"}}));
+    std::set<std::string> gemv_symbols;
+    for (auto& l : chunk.launches) {
+      auto kernel = KernelOf(l);
+      if (kernel.ok() && (*kernel)->id() == "gemv") gemv_symbols.insert(l.kernel_symbol());
+      *g->add_launches() = std::move(l);
+    }
+    if (gemv_symbols.size() > 1 && report.two_k.empty()) {
+      report.two_k = absl::StrCat(g->name(), " links ", absl::StrJoin(gemv_symbols, " and "));
+    }
+    if (report.merged.count(kind) == 0 && g->launches_size() > 1) report.merged[kind] = g->launches_size();
+  }
+}
+
+// The program's steps with every run of groups of one layer merged (the kinds
+// `options` selects), host steps where they were.
+google::protobuf::RepeatedPtrField<elf::Step> MergeRuns(const elf::Program& p,
+                                                        const registry::TargetConstraints& target,
+                                                        const Options& options, Report& report) {
   google::protobuf::RepeatedPtrField<elf::Step> out;
   int s = 0;
   while (s < p.steps_size()) {
@@ -65,90 +153,33 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       *out.Add() = p.steps(s++);
       continue;
     }
-    // A run: consecutive groups of one layer.
-    std::vector<const elf::LaunchGroup*> run;
     const int layer = p.steps(s).group().layer();
-    while (s < p.steps_size() && p.steps(s).has_group() && p.steps(s).group().layer() == layer) {
-      run.push_back(&p.steps(s++).group());
-    }
+    const std::vector<const elf::LaunchGroup*> run = NextRun(p, s);
     const std::string kind = KindOf(run);
     if (run.size() == 1 || (!options.groups.empty() && !options.groups.count(kind))) {
-      if (run.size() > 1 && merged_kinds.count("skip:" + kind) == 0) {
-        merged_kinds["skip:" + kind] = 1;
-        notes.push_back(absl::StrCat(kind, " not selected by `groups`"));
+      if (run.size() > 1 && report.skipped.insert(kind).second) {
+        report.notes.push_back(absl::StrCat(kind, " not selected by `groups`"));
       }
       for (const auto* g : run) *out.Add()->mutable_group() = *g;
       continue;
     }
-    // Chunks within the target's limits. A launch that must run alone keeps its
-    // group's name.
-    struct Chunk {
-      std::vector<elf::Launch> launches;
-      std::string name;  // set for a launch kept alone
-    };
-    std::vector<Chunk> chunks(1);
-    for (const auto* g : run) {
-      for (const auto& l : g->launches()) {
-        const std::string alone = MustRunAlone(l, g->name(), target);
-        if (!alone.empty()) {
-          notes.push_back(alone);
-          if (!chunks.back().launches.empty()) chunks.emplace_back();
-          chunks.back().launches.push_back(l);
-          chunks.back().name = g->name();
-          chunks.emplace_back();
-          continue;
-        }
-        const int limit = target.max_launches_per_group();
-        if (limit > 0 && static_cast<int>(chunks.back().launches.size()) >= limit) {
-          notes.push_back(absl::StrCat(GroupName(layer, kind), ": more than ", limit,
-                                       " launches exceed ", target.name(), "'s limit per group; split"));
-          chunks.emplace_back();
-        }
-        chunks.back().launches.push_back(l);
-      }
-    }
-    if (chunks.back().launches.empty()) chunks.pop_back();
-    const int unnamed = static_cast<int>(std::count_if(
-        chunks.begin(), chunks.end(), [](const Chunk& c) { return c.name.empty(); }));
-    // Numbered parts when there are several, or when a launch kept alone already
-    // has the merged name (the LM head GEMV of group "lm_head" on npu2).
-    bool numbered = unnamed > 1;
-    for (const Chunk& chunk : chunks) numbered |= chunk.name == GroupName(layer, kind);
-    int part = 0;
-    for (Chunk& chunk : chunks) {
-      auto* g = out.Add()->mutable_group();
-      g->set_layer(layer);
-      if (!chunk.name.empty()) {
-        g->set_name(chunk.name);
-      } else {
-        g->set_name(numbered ? absl::StrCat(GroupName(layer, kind), ".part", part++)
-                             : GroupName(layer, kind));
-      }
-      g->set_entry_symbol(absl::StrReplaceAll(g->name(), {{".", "_"}}));
-      std::set<std::string> gemv_symbols;
-      for (auto& l : chunk.launches) {
-        auto kernel = KernelOf(l);
-        if (kernel.ok() && (*kernel)->id() == "gemv") gemv_symbols.insert(l.kernel_symbol());
-        *g->add_launches() = std::move(l);
-      }
-      if (gemv_symbols.size() > 1 && two_k.empty()) {
-        two_k.push_back(absl::StrCat(g->name(), " links ", absl::StrJoin(gemv_symbols, " and ")));
-      }
-      if (merged_kinds.count(kind) == 0 && g->launches_size() > 1) merged_kinds[kind] = g->launches_size();
-    }
+    AddMergedGroups(SplitAtTargetLimits(run, layer, kind, target, report), layer, kind, out, report);
   }
-  // Changed if the groups (names, launches) differ: a rename alone is a change too.
-  auto shape_of = [](const google::protobuf::RepeatedPtrField<elf::Step>& steps) {
-    std::vector<std::pair<std::string, int>> groups;
-    for (const auto& step : steps) {
-      if (step.has_group()) groups.emplace_back(step.group().name(), step.group().launches_size());
-    }
-    return groups;
-  };
-  const bool merged = shape_of(out) != shape_of(p.steps());
-  p.mutable_steps()->Swap(&out);
+  return out;
+}
 
-  // Inside a group, consumers read the producer's BO directly.
+// The groups' names and launch counts: a merge, a split or a rename changes them.
+std::vector<std::pair<std::string, int>> GroupShapes(const google::protobuf::RepeatedPtrField<elf::Step>& steps) {
+  std::vector<std::pair<std::string, int>> groups;
+  for (const auto& step : steps) {
+    if (step.has_group()) groups.emplace_back(step.group().name(), step.group().launches_size());
+  }
+  return groups;
+}
+
+// Inside a group, consumers read the producer's BO directly. Whether a binding
+// changed.
+absl::StatusOr<bool> BindToProducers(elf::Program& p) {
   bool rebound = false;
   std::map<std::string, const elf::BufferObject*> bos;
   for (const auto& b : p.bos()) bos[b.name()] = &b;
@@ -156,9 +187,8 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
     if (!step.has_group()) continue;
     std::map<std::tuple<std::string, int64_t, int64_t>, std::string> produced;  // mirror -> BO
     for (auto& l : *step.mutable_group()->mutable_launches()) {
-      auto kernel = KernelOf(l);
-      if (!kernel.ok()) return kernel.status();
-      std::set<std::string> outs((*kernel)->outputs().begin(), (*kernel)->outputs().end());
+      DK_ASSIGN_OR_RETURN(const registry::Kernel* kernel, KernelOf(l));
+      const std::set<std::string> outs(kernel->outputs().begin(), kernel->outputs().end());
       for (auto& b : *l.mutable_bindings()) {
         const elf::BufferObject* bo = bos.at(b.bo());
         if (bo->host_value().empty()) continue;
@@ -172,14 +202,17 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       }
     }
   }
-  RemoveUnusedBos(p);
-  // Produced values nobody reads from the host any more stay on the device.
-  auto flow = ComputeDataflow(p);
-  if (!flow.ok()) return flow.status();
+  return rebound;
+}
+
+// Produced values nobody reads from the host any more (no host step, no other
+// group through the host copy) stay on the device: INTERMEDIATE. Returns how many.
+absl::StatusOr<int> KeepOnDevice(elf::Program& p) {
+  DK_ASSIGN_OR_RETURN(const Dataflow flow, ComputeDataflow(p));
   int intermediates = 0;
   for (auto& b : *p.mutable_bos()) {
     if (b.category() != elf::OUTPUT || b.host_value().empty()) continue;
-    bool host_copy_needed = HostReads(p, *flow, b.host_value());
+    bool host_copy_needed = HostReads(p, flow, b.host_value());
     for (const auto& other : p.bos()) {
       if (&other != &b && other.host_value() == b.host_value() && other.category() == elf::WRITE) {
         host_copy_needed = true;  // another group reads the host copy
@@ -192,23 +225,43 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       ++intermediates;
     }
   }
+  return intermediates;
+}
+
+std::string AppliedReason(const Report& report, int runs_before, int runs_after, int intermediates) {
+  std::vector<std::string> kinds;
+  for (const auto& [kind, n] : report.merged) kinds.push_back(absl::StrCat(kind, " (", n, " launches)"));
+  std::string reason = absl::StrCat(runs_before, " -> ", runs_after, " device runs per token; groups ",
+                                    absl::StrJoin(kinds, ", "), "; ", intermediates,
+                                    " values stay on the device");
+  if (!report.two_k.empty()) absl::StrAppend(&reason, "; 2-K rename: ", report.two_k);
+  if (!report.notes.empty()) {
+    absl::StrAppend(&reason, "; skipped: ", report.notes[0],
+                    report.notes.size() > 1 ? absl::StrCat(" (+", report.notes.size() - 1, " more)") : "");
+  }
+  return reason;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target,
+                         const Options& options) {
+  const int runs_before = RunsPerToken(p);
+  Report report;
+  google::protobuf::RepeatedPtrField<elf::Step> merged_steps = MergeRuns(p, target, options, report);
+  const bool merged = GroupShapes(merged_steps) != GroupShapes(p.steps());
+  p.mutable_steps()->Swap(&merged_steps);
+  DK_ASSIGN_OR_RETURN(const bool rebound, BindToProducers(p));
+  RemoveUnusedBos(p);
+  DK_ASSIGN_OR_RETURN(const int intermediates, KeepOnDevice(p));
 
   if (!merged && !rebound && intermediates == 0) {
     Record(p, kName, target.name(), false,
-           notes.empty() ? "nothing to merge: no two consecutive groups of one layer"
-                         : absl::StrCat("nothing merged: ", absl::StrJoin(notes, "; ")));
+           report.notes.empty() ? "nothing to merge: no two consecutive groups of one layer"
+                                : absl::StrCat("nothing merged: ", absl::StrJoin(report.notes, "; ")));
     return false;
   }
-  std::vector<std::string> kinds;
-  for (const auto& [kind, n] : merged_kinds) {
-    if (!absl::StartsWith(kind, "skip:")) kinds.push_back(absl::StrCat(kind, " (", n, " launches)"));
-  }
-  std::string reason = absl::StrCat(runs_before, " -> ", RunsPerToken(p), " device runs per token; groups ",
-                                    absl::StrJoin(kinds, ", "), "; ", intermediates,
-                                    " values stay on the device");
-  if (!two_k.empty()) absl::StrAppend(&reason, "; 2-K rename: ", two_k[0]);
-  if (!notes.empty()) absl::StrAppend(&reason, "; skipped: ", notes[0], notes.size() > 1 ? absl::StrCat(" (+", notes.size() - 1, " more)") : "");
-  Record(p, kName, target.name(), true, reason);
+  Record(p, kName, target.name(), true, AppliedReason(report, runs_before, RunsPerToken(p), intermediates));
   return true;
 }
 

@@ -10,7 +10,7 @@
 #include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
 
 namespace dk::opt::merge_multi_launch {
 namespace {
@@ -84,7 +84,7 @@ TEST(MergeMultiLaunch, TwoGroupsPerLayerPlusTheLmHead) {
 
 TEST(MergeMultiLaunch, OnlyTheSelectedGroups) {
   auto target = registry::FindTarget("cpu");
-  auto p = elfc::BuildBaseline(TinyShape());
+  auto p = graph::BuildBaseline(TinyShape());
   ASSERT_TRUE(p.ok());
   Options options;
   options.groups = {"rms_gemv_rope"};
@@ -179,37 +179,8 @@ TEST(MergeMultiLaunch, SecondRunChangesNothingAndSaysSo) {
   }
 }
 
-TEST(MergeMultiLaunch, RunsOnTheCpuDeviceWithTheBaselineLogits) {
-  const std::vector<uint32_t> tokens = {17, 250, 3};
-  for (int layers : {1, 2}) {
-    auto base = BuildChain(TinyShape(layers), {});
-    ASSERT_TRUE(base.ok());
-    auto want = testing::CpuLogits(*base, tokens);
-    ASSERT_TRUE(want.ok()) << want.status();
-    for (const std::vector<std::string>& chain :
-         {std::vector<std::string>{kName}, {"buffer_object_reuse", kName},
-          {"layout_alignment", "buffer_object_reuse", kName}}) {
-      auto p = BuildChain(TinyShape(layers), chain);
-      ASSERT_TRUE(p.ok()) << p.status();
-      EXPECT_EQ(RunsPerToken(*p), 2 * layers + 1);
-      auto got = testing::CpuLogits(*p, tokens);
-      ASSERT_TRUE(got.ok()) << got.status();
-      EXPECT_EQ(*got, *want) << chain.size() << " passes, " << layers << " layers";
-    }
-  }
-}
-
-TEST(MergeMultiLaunch, Npu2ProgramRunsOnTheCpuDeviceWithTheBaselineLogits) {
-  const std::vector<uint32_t> tokens = {17, 250};
-  auto base = BuildChain(NpuShape(8192, 512), {});
-  auto p = BuildChain(NpuShape(8192, 512), {"buffer_object_reuse", kName}, "npu2");
-  ASSERT_TRUE(base.ok() && p.ok());
-  auto want = testing::CpuLogits(*base, tokens);
-  auto got = testing::CpuLogits(*p, tokens);
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(*got, *want);
-}
+// Runs on the CPU device with the baseline's logits (cpu and npu2 programs):
+// //tests/passes:runs_on_cpu_test.
 
 }  // namespace
 }  // namespace dk::opt::merge_multi_launch

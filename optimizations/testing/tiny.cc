@@ -1,7 +1,6 @@
 #include "optimizations/testing/tiny.h"
 
 #include <fstream>
-#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -10,13 +9,10 @@
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "graph/baseline.h"
+#include "optimizations/passes.h"
 #include "registry/registry.h"
-#include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
-#include "optimizations/layout_alignment/layout_alignment.h"
-#include "optimizations/merge_multi_launch/merge_multi_launch.h"
-#include "runtime/cpu/session.h"
-#include "tools/elfc/baseline.h"
-#include "weights/weights.h"
+#include "util/status.h"
 
 namespace dk::opt::testing {
 
@@ -39,31 +35,29 @@ elf::ModelShape TinyShape(int n_layers) {
 
 absl::StatusOr<bool> RunPass(const std::string& name, elf::Program& program,
                              const std::string& target_name, int64_t partition_rows) {
-  auto target = registry::FindTarget(target_name);
-  if (!target.ok()) return target.status();
-  if (name == buffer_object_reuse::kName) return buffer_object_reuse::Run(program, **target);
-  if (name == merge_multi_launch::kName) return merge_multi_launch::Run(program, **target);
-  if (name == layout_alignment::kName) {
-    layout_alignment::Options options;
-    options.lm_head_partition_rows = partition_rows;
-    return layout_alignment::Run(program, **target, options);
+  DK_ASSIGN_OR_RETURN(const registry::TargetConstraints* target, registry::FindTarget(target_name));
+  DK_ASSIGN_OR_RETURN(const Pass* pass, FindPass(name));
+  // The one option the tiny tests set, for each pass that has it.
+  std::vector<std::string> args;
+  for (const OptionSpec& spec : pass->options) {
+    if (spec.name == "lm_head_partition_rows") args.push_back(absl::StrCat(spec.name, "=", partition_rows));
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "'"));
+  DK_ASSIGN_OR_RETURN(const PassOptions options, ParseOptions(*pass, args));
+  return pass->run(program, *target, options);
 }
 
 absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
                                         const std::vector<std::string>& chain,
                                         const std::string& target, int64_t partition_rows) {
-  auto p = elfc::BuildBaseline(shape);
-  if (!p.ok()) return p.status();
+  DK_ASSIGN_OR_RETURN(elf::Program p, graph::BuildBaseline(shape));
   for (const std::string& pass : chain) {
-    auto changed = RunPass(pass, *p, target, partition_rows);
+    auto changed = RunPass(pass, p, target, partition_rows);
     if (!changed.ok()) {
       return absl::Status(changed.status().code(),
                           absl::StrCat(pass, " after [", absl::StrJoin(chain, ", "), "]: ",
                                        changed.status().message()));
     }
-    if (auto s = elf::ValidateProgram(*p); !s.ok()) {
+    if (auto s = elf::ValidateProgram(p); !s.ok()) {
       return absl::InternalError(absl::StrCat(pass, " produced an invalid program: ", s.message()));
     }
   }
@@ -71,14 +65,14 @@ absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
 }
 
 std::vector<GoldenCase> GoldenCases() {
-  return {
-      {"layout_alignment", "baseline", {"layout_alignment"}},
-      {"buffer_object_reuse", "baseline", {"buffer_object_reuse"}},
-      {"buffer_object_reuse", "aligned", {"layout_alignment", "buffer_object_reuse"}},
-      {"merge_multi_launch", "baseline", {"merge_multi_launch"}},
-      {"merge_multi_launch", "aligned_bo",
-       {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"}},
-  };
+  // Every pass of the table on the baseline ...
+  std::vector<GoldenCase> cases;
+  for (const Pass& pass : Passes()) cases.push_back({pass.name, "baseline", {pass.name}});
+  // ... and after the passes the models' chain runs before it.
+  cases.push_back({"buffer_object_reuse", "aligned", {"layout_alignment", "buffer_object_reuse"}});
+  cases.push_back({"merge_multi_launch", "aligned_bo",
+                   {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"}});
+  return cases;
 }
 
 std::vector<GoldenCase> GoldenCasesOf(const std::string& pass) {
@@ -94,10 +88,9 @@ std::string GoldenPath(const GoldenCase& c) {
 }
 
 absl::StatusOr<std::string> RenderGolden(const GoldenCase& c) {
-  auto p = BuildChain(TinyShape(), c.chain);
-  if (!p.ok()) return p.status();
+  DK_ASSIGN_OR_RETURN(const elf::Program p, BuildChain(TinyShape(), c.chain));
   std::string text;
-  if (!google::protobuf::TextFormat::PrintToString(*p, &text)) {
+  if (!google::protobuf::TextFormat::PrintToString(p, &text)) {
     return absl::InternalError("TextFormat::PrintToString failed");
   }
   std::vector<std::string> before(c.chain.begin(), c.chain.end() - 1);
@@ -115,34 +108,16 @@ absl::Status CheckGolden(const GoldenCase& c) {
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, " (is it in the test's data?)"));
   std::stringstream file;
   file << in.rdbuf();
-  auto want = RenderGolden(c);
-  if (!want.ok()) return want.status();
-  if (file.str() == *want) return absl::OkStatus();
+  DK_ASSIGN_OR_RETURN(const std::string want, RenderGolden(c));
+  if (file.str() == want) return absl::OkStatus();
   const std::vector<std::string> a = absl::StrSplit(file.str(), '\n');
-  const std::vector<std::string> b = absl::StrSplit(*want, '\n');
+  const std::vector<std::string> b = absl::StrSplit(want, '\n');
   size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   return absl::FailedPreconditionError(absl::StrCat(
       path, " differs from the pass output at line ", i + 1, ":\n  golden: ",
       i < a.size() ? a[i] : "<end of file>", "\n  now:    ", i < b.size() ? b[i] : "<end of output>",
       "\nIf the change is intended: ./bazelw run //optimizations:update_goldens and review the diff."));
-}
-
-absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& program,
-                                                          const std::vector<uint32_t>& tokens) {
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(program.model(), 1));
-  runtime::SessionOptions options;
-  options.validate = true;
-  auto session = runtime::CpuSession::Open(program, "tiny.elf", w, options);
-  if (!session.ok()) return session.status();
-  std::vector<std::vector<float>> out;
-  for (uint32_t token : tokens) {
-    auto r = (*session)->decoder().Step(token);
-    if (!r.ok()) return r.status();
-    const float* logits = (*session)->decoder().logits();
-    out.emplace_back(logits, logits + program.model().vocab());
-  }
-  return out;
 }
 
 std::string ProgramDiff(const elf::Program& a, const elf::Program& b) {

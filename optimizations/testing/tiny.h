@@ -1,7 +1,8 @@
 // Test helpers for the optimization passes: a tiny Llama model, the passes by
 // name, the golden cases (text protos of a pass's output, checked in under
 // optimizations/<pass>/testdata/ and rewritten by `bazel run
-// //optimizations:update_goldens`), and CPU runs with BO validation.
+// //optimizations:update_goldens`). Runs on the CPU device are in tests/passes/
+// (nothing under optimizations/ depends on the runtime).
 // Thread-safety: stateless functions.
 #ifndef DK_OPTIMIZATIONS_TESTING_TINY_H_
 #define DK_OPTIMIZATIONS_TESTING_TINY_H_
@@ -23,9 +24,9 @@ elf::ModelShape TinyShape(int n_layers = 1);
 // splits the LM head (into 3 partitions of 104, 104 and 92 rows).
 inline constexpr int64_t kTinyPartitionRows = 128;
 
-// Runs pass `name` ("buffer_object_reuse", "merge_multi_launch",
-// "layout_alignment") on `target` ("cpu", "npu2") with default options, except
-// layout_alignment's LM-head partition of `partition_rows` rows.
+// Runs pass `name` of the pass table (optimizations/passes.h) on `target` ("cpu",
+// "npu2") with the table's default options, except an LM-head partition of
+// `partition_rows` rows (option lm_head_partition_rows, for the passes that have it).
 absl::StatusOr<bool> RunPass(const std::string& name, elf::Program& program,
                              const std::string& target = "cpu",
                              int64_t partition_rows = kTinyPartitionRows);
@@ -38,6 +39,8 @@ absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,
                                         int64_t partition_rows = kTinyPartitionRows);
 
 // A golden: the text proto of the tiny model's program after `chain` (cpu).
+// GoldenCases: every pass of the table on the baseline ("baseline"), and the
+// passes after the ones the models' chain runs before them.
 struct GoldenCase {
   std::string pass;                // the folder: optimizations/<pass>/testdata/
   std::string name;                // <name>.after.textproto
@@ -56,12 +59,6 @@ absl::Status CheckGolden(const GoldenCase& c);
 
 // The cases of `pass` (for the pass's own test).
 std::vector<GoldenCase> GoldenCasesOf(const std::string& pass);
-
-// Decodes `tokens` (fed one by one, greedy choices ignored) on the CPU device with
-// BO validation on and synthetic weights (seed 1); returns the f32 logits after
-// each token.
-absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& program,
-                                                          const std::vector<uint32_t>& tokens);
 
 // Field-by-field differences, "" if equal (map order does not matter, unlike in
 // serialized bytes).

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "runtime/cpu/session.h"
 #include "tests/e2e/reference_llama.h"
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
 
 namespace dk {
 namespace {
@@ -60,7 +60,7 @@ std::shared_ptr<const weights::Weights> Scaled(const elf::ModelShape& m, float s
 
 void CheckAgainstReference(bool llama3_rope) {
   const elf::ModelShape m = Tiny(llama3_rope);
-  auto program = elfc::BuildBaseline(m);
+  auto program = graph::BuildBaseline(m);
   ASSERT_TRUE(program.ok()) << program.status();
   auto w = Scaled(m, 25.0f);
   runtime::SessionOptions options;
@@ -98,7 +98,7 @@ TEST(Decoder, BaselineMatchesScalarReferenceWithLlama3Rope) { CheckAgainstRefere
 
 TEST(Decoder, KvCacheOverflowIsAClearError) {
   const elf::ModelShape m = Tiny(false);
-  auto program = elfc::BuildBaseline(m);
+  auto program = graph::BuildBaseline(m);
   auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
   runtime::SessionOptions options;
   options.max_context = 3;
@@ -115,7 +115,7 @@ TEST(Decoder, KvCacheOverflowIsAClearError) {
 
 TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
   const elf::ModelShape m = Tiny(false);
-  auto program = elfc::BuildBaseline(m);
+  auto program = graph::BuildBaseline(m);
   auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
   auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
   ASSERT_TRUE(session.ok());
@@ -132,7 +132,7 @@ TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
 
 TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
   const elf::ModelShape m = Tiny(false);
-  auto program = elfc::BuildBaseline(m);
+  auto program = graph::BuildBaseline(m);
   ASSERT_TRUE(program.ok());
   bool found = false;
   for (auto& bo : *program->mutable_bos()) {

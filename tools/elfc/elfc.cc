@@ -1,4 +1,5 @@
-// elfc: model config (text proto of dk.elf.ModelShape) -> baseline decode ELF.
+// elfc: model config (text proto of dk.elf.ModelShape) -> baseline decode ELF,
+// through the model graph (//graph).
 //   elfc --config models/llama32_1b/config.textproto --out decode.elf
 #include <cstdio>
 #include <fstream>
@@ -7,12 +8,36 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
+#include "util/status.h"
 
 ABSL_FLAG(std::string, config, "", "model config, text proto of dk.elf.ModelShape");
 ABSL_FLAG(std::string, out, "", "output decode ELF");
+
+namespace {
+
+absl::StatusOr<dk::elf::ModelShape> ReadConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  dk::elf::ModelShape model;
+  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &model)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a valid dk.elf.ModelShape text proto"));
+  }
+  return model;
+}
+
+absl::Status Run(const std::string& config, const std::string& out) {
+  DK_ASSIGN_OR_RETURN(const dk::elf::ModelShape model, ReadConfig(config));
+  DK_ASSIGN_OR_RETURN(const dk::elf::Program program, dk::graph::BuildBaseline(model));
+  return dk::elf::WriteElfFile(program, out);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
@@ -21,24 +46,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: elfc --config model.textproto --out decode.elf\n");
     return 2;
   }
-  std::ifstream in(config);
-  if (!in) {
-    std::fprintf(stderr, "elfc: cannot read %s\n", config.c_str());
-    return 1;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  dk::elf::ModelShape model;
-  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &model)) {
-    std::fprintf(stderr, "elfc: %s is not a valid dk.elf.ModelShape text proto\n", config.c_str());
-    return 1;
-  }
-  auto program = dk::elfc::BuildBaseline(model);
-  if (!program.ok()) {
-    std::fprintf(stderr, "elfc: %s\n", std::string(program.status().message()).c_str());
-    return 1;
-  }
-  if (auto s = dk::elf::WriteElfFile(*program, out); !s.ok()) {
+  if (absl::Status s = Run(config, out); !s.ok()) {
     std::fprintf(stderr, "elfc: %s\n", std::string(s.message()).c_str());
     return 1;
   }

@@ -1,4 +1,4 @@
-#include "tools/elfc/baseline.h"
+#include "graph/baseline.h"
 
 #include <set>
 #include <string>
@@ -6,7 +6,7 @@
 #include "elf/elf.h"
 #include "gtest/gtest.h"
 
-namespace dk::elfc {
+namespace dk::graph {
 namespace {
 
 elf::ModelShape Llama32() {
@@ -69,4 +69,4 @@ TEST(Baseline, RejectsBadShapes) {
 }
 
 }  // namespace
-}  // namespace dk::elfc
+}  // namespace dk::graph

@@ -3,23 +3,25 @@
 // stage gives exactly the baseline's logits on the CPU device with BO validation.
 // (The GEMV kernels are bit-identical between layouts by design, so "exactly" holds.)
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "elf/elf.h"
+#include "elf/stats.h"
 #include "gtest/gtest.h"
-#include "optimizations/common/program_util.h"
 #include "optimizations/testing/tiny.h"
+#include "tests/passes/cpu_run.h"
 
-namespace dk::opt {
+namespace dk::passes_test {
 namespace {
 
-using testing::BuildChain;
-using testing::CategoryCounts;
-using testing::CpuLogits;
-using testing::TinyShape;
+using elf::RunsPerToken;
+using opt::testing::BuildChain;
+using opt::testing::CategoryCounts;
+using opt::testing::TinyShape;
 
 const std::vector<uint32_t> kTokens = {17, 250, 3, 99};
 
@@ -74,4 +76,4 @@ TEST(PassOrder, EveryOrderOnCpu) { CheckEveryOrder("cpu", 3); }
 TEST(PassOrder, EveryOrderOnNpu2) { CheckEveryOrder("npu2", 1 + 3 + 4); }
 
 }  // namespace
-}  // namespace dk::opt
+}  // namespace dk::passes_test

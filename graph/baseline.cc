@@ -1,0 +1,156 @@
+#include "graph/baseline.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "graph/builder.h"
+#include "registry/registry.h"
+#include "util/status.h"
+
+namespace dk::graph {
+namespace {
+
+// The sizes every block reads.
+struct Dims {
+  explicit Dims(const elf::ModelShape& m)
+      : hidden(m.hidden()),
+        q(int64_t{m.n_heads()} * m.head_dim()),
+        kv(int64_t{m.n_kv_heads()} * m.head_dim()),
+        ffn(m.ffn()),
+        half(m.head_dim() / 2) {}
+  int64_t hidden, q, kv, ffn, half;
+};
+
+// The row-major GEMV variant for K = `cols` (the registry specializes some K).
+std::string GemvSymbol(int64_t cols) {
+  auto v = registry::SelectVariant("gemv", registry::kRowMajor, cols);
+  return v.ok() ? (*v)->symbol() : "dk_gemv_bf16_rowmajor";
+}
+
+// The kernels of the graph. Each op is one launch in a group of its own, named
+// `prefix` + op, at `layer`; values and weight tensors are named in full.
+class Ops {
+ public:
+  Ops(ProgramBuilder& b, const elf::ModelShape& m, int layer, std::string prefix)
+      : b_(b), m_(m), d_(m), layer_(layer), prefix_(std::move(prefix)) {}
+
+  void Norm(const char* op, const std::string& x, const std::string& weight, const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, "dk_rmsnorm_bf16", {{"x", x}}, {{"w", weight, {d_.hidden}}},
+              {{"y", y}}, {{"n", d_.hidden}});
+  }
+  void Gemv(const char* op, const std::string& x, const std::string& weight, int64_t rows, int64_t cols,
+            const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, GemvSymbol(cols), {{"x", x}}, {{"w", weight, {rows, cols}}},
+              {{"y", y}}, {{"rows", rows}, {"cols", cols}});
+  }
+  void Rope(const char* op, const std::string& x, int64_t heads, const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, "dk_rope_halfsplit_bf16",
+              {{"x", x}, {"cos", "rope.cos"}, {"sin", "rope.sin"}}, {}, {{"y", y}},
+              {{"heads", heads}, {"head_dim", m_.head_dim()}});
+  }
+  void Add(const char* op, const std::string& a, const std::string& b, const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, "dk_add_bf16", {{"a", a}, {"b", b}}, {}, {{"y", y}},
+              {{"n", d_.hidden}});
+  }
+  void SiluMul(const char* op, const std::string& gate, const std::string& up, const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, "dk_silu_mul_bf16", {{"gate", gate}, {"up", up}}, {}, {{"y", y}},
+              {{"n", d_.ffn}});
+  }
+
+ private:
+  ProgramBuilder& b_;
+  const elf::ModelShape& m_;
+  const Dims d_;
+  const int layer_;
+  const std::string prefix_;
+};
+
+// Token -> "h0"; position -> the RoPE tables "rope.cos", "rope.sin".
+std::string Embedding(ProgramBuilder& b, const elf::ModelShape& m) {
+  const Dims d(m);
+  b.Value("h0", {d.hidden});
+  b.Value("rope.cos", {d.half});
+  b.Value("rope.sin", {d.half});
+  b.Host("embedding", -1, {{"out", "h0"}});
+  b.Host("rope_lookup", -1, {{"cos", "rope.cos"}, {"sin", "rope.sin"}});
+  return "h0";
+}
+
+// Decoder layer `i`: hidden state `h_in` -> "L<i>.h_out" (returned).
+std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, const std::string& h_in) {
+  const std::string L = absl::StrCat("L", i, "."), W = absl::StrCat("model.layers.", i, ".");
+  const Dims d(m);
+  for (const char* v : {"xn", "attn", "o", "h_mid", "xn2", "down", "h_out"}) b.Value(L + v, {d.hidden});
+  for (const char* v : {"q", "q_rot"}) b.Value(L + v, {d.q});
+  for (const char* v : {"k", "k_rot", "v"}) b.Value(L + v, {d.kv});
+  for (const char* v : {"gate", "up", "act"}) b.Value(L + v, {d.ffn});
+  Ops op(b, m, i, L);
+
+  // Attention: h_mid = h_in + o_proj(attention(rope(q), rope(k), v)).
+  op.Norm("attn_norm", h_in, W + "input_layernorm.weight", L + "xn");
+  op.Gemv("q_proj", L + "xn", W + "self_attn.q_proj.weight", d.q, d.hidden, L + "q");
+  op.Gemv("k_proj", L + "xn", W + "self_attn.k_proj.weight", d.kv, d.hidden, L + "k");
+  op.Gemv("v_proj", L + "xn", W + "self_attn.v_proj.weight", d.kv, d.hidden, L + "v");
+  op.Rope("rope_q", L + "q", m.n_heads(), L + "q_rot");
+  op.Rope("rope_k", L + "k", m.n_kv_heads(), L + "k_rot");
+  b.Host("kv_write", i, {{"k", L + "k_rot"}, {"v", L + "v"}});
+  b.Host("attention", i, {{"q", L + "q_rot"}, {"out", L + "attn"}});
+  op.Gemv("o_proj", L + "attn", W + "self_attn.o_proj.weight", d.hidden, d.q, L + "o");
+  op.Add("attn_add", h_in, L + "o", L + "h_mid");
+
+  // MLP: h_out = h_mid + down(silu(gate) * up).
+  op.Norm("ffn_norm", L + "h_mid", W + "post_attention_layernorm.weight", L + "xn2");
+  op.Gemv("gate_proj", L + "xn2", W + "mlp.gate_proj.weight", d.ffn, d.hidden, L + "gate");
+  op.Gemv("up_proj", L + "xn2", W + "mlp.up_proj.weight", d.ffn, d.hidden, L + "up");
+  op.SiluMul("silu_mul", L + "gate", L + "up", L + "act");
+  op.Gemv("down_proj", L + "act", W + "mlp.down_proj.weight", d.hidden, d.ffn, L + "down");
+  op.Add("ffn_add", L + "h_mid", L + "down", L + "h_out");
+  return L + "h_out";
+}
+
+// Hidden state `h` -> f32 "logits" -> the host's top-k.
+void LmHead(ProgramBuilder& b, const elf::ModelShape& m, const std::string& h) {
+  const Dims d(m);
+  b.Value("final.xn", {d.hidden});
+  b.Value("logits", {m.vocab()}, elf::F32);
+  Ops op(b, m, -1, "");
+  op.Norm("final_norm", h, "model.norm.weight", "final.xn");
+  op.Gemv("lm_head", "final.xn", m.tied_embeddings() ? "model.embed_tokens.weight" : "lm_head.weight",
+          m.vocab(), d.hidden, "logits");
+  b.Host("topk", -1, {{"logits", "logits"}}, {{"k", 5}});
+}
+
+}  // namespace
+
+absl::Status ValidateModelShape(const elf::ModelShape& m) {
+  auto bad = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("model \"", m.name(), "\": ", parts...));
+  };
+  if (m.n_layers() <= 0 || m.hidden() <= 0 || m.n_heads() <= 0 || m.n_kv_heads() <= 0 ||
+      m.head_dim() <= 0 || m.ffn() <= 0 || m.vocab() <= 0 || m.max_context() <= 0) {
+    return bad("every size (n_layers, hidden, n_heads, n_kv_heads, head_dim, ffn, vocab, "
+               "max_context) must be positive");
+  }
+  if (m.n_heads() % m.n_kv_heads() != 0) {
+    return bad("n_heads ", m.n_heads(), " is not a multiple of n_kv_heads ", m.n_kv_heads());
+  }
+  if (m.head_dim() % 2 != 0) return bad("head_dim ", m.head_dim(), " must be even for RoPE");
+  if (!(m.rms_eps() > 0)) return bad("rms_eps must be > 0");
+  if (!(m.rope_theta() > 0)) return bad("rope_theta must be > 0");
+  if (!m.rope_scaling().type().empty() && m.rope_scaling().type() != "llama3") {
+    return bad("unsupported rope_scaling type \"", m.rope_scaling().type(), "\"");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<elf::Program> BuildBaseline(const elf::ModelShape& m) {
+  DK_RETURN_IF_ERROR(ValidateModelShape(m));
+  ProgramBuilder b(m);
+  std::string h = Embedding(b, m);
+  for (int i = 0; i < m.n_layers(); ++i) h = DecoderLayer(b, m, i, h);
+  LmHead(b, m, h);
+  return std::move(b).Finish();
+}
+
+}  // namespace dk::graph

@@ -1,0 +1,182 @@
+#include "optimizations/passes.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
+#include "optimizations/layout_alignment/layout_alignment.h"
+#include "optimizations/merge_multi_launch/merge_multi_launch.h"
+#include "util/check.h"
+#include "util/status.h"
+
+namespace dk::opt {
+
+const std::vector<Pass>& Passes() {
+  static const std::vector<Pass>* const passes = new std::vector<Pass>{
+      {
+          layout_alignment::kName,
+          "GEMV weights packed once at load (packed_panel_v1), launches on the packed kernel; "
+          "the LM head split into vocab partitions",
+          {{"lm_head_partition_rows", OptionKind::kInt,
+            absl::StrCat(layout_alignment::Options{}.lm_head_partition_rows),
+            "rows per LM-head partition (0: do not split); the target's GEMV row limit caps it"}},
+          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+            layout_alignment::Options options;
+            options.lm_head_partition_rows = o.Int("lm_head_partition_rows");
+            return layout_alignment::Run(p, target, options);
+          },
+      },
+      {
+          buffer_object_reuse::kName,
+          "weights STATIC (written once at load), device-only values INTERMEDIATE; only host-made "
+          "values written per run, only what the host reads read back",
+          {},
+          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions&) {
+            return buffer_object_reuse::Run(p, target);
+          },
+      },
+      {
+          merge_multi_launch::kName,
+          "consecutive launches no host step separates become one launch group per layer "
+          "(rms_gemv_rope, o_gemv_ffn) plus one for the LM head",
+          {{"groups", OptionKind::kStringList, "", "the merges to make (empty: all)",
+            {"rms_gemv_rope", "o_gemv_ffn", "lm_head"}}},
+          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+            merge_multi_launch::Options options;
+            const std::vector<std::string>& groups = o.StringList("groups");
+            options.groups.insert(groups.begin(), groups.end());
+            return merge_multi_launch::Run(p, target, options);
+          },
+      },
+  };
+  return *passes;
+}
+
+int64_t PassOptions::Int(const std::string& name) const {
+  const auto it = ints_.find(name);
+  DK_CHECK(it != ints_.end());
+  return it->second;
+}
+
+const std::vector<std::string>& PassOptions::StringList(const std::string& name) const {
+  const auto it = string_lists_.find(name);
+  DK_CHECK(it != string_lists_.end());
+  return it->second;
+}
+
+absl::StatusOr<const Pass*> FindPass(absl::string_view name) {
+  std::vector<std::string> known;
+  for (const Pass& pass : Passes()) {
+    if (pass.name == name) return &pass;
+    known.push_back(pass.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown pass '", name, "' (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
+namespace {
+
+const char* KindName(OptionKind kind) {
+  switch (kind) {
+    case OptionKind::kInt: return "int";
+    case OptionKind::kStringList: return "string list";
+  }
+  return "?";
+}
+
+// Parses `text` as option `spec`'s value into `options`.
+absl::Status SetOption(const Pass& pass, const OptionSpec& spec, absl::string_view text,
+                       std::map<std::string, int64_t>& ints,
+                       std::map<std::string, std::vector<std::string>>& string_lists) {
+  const std::string what = absl::StrCat(pass.name, " option ", spec.name);
+  switch (spec.kind) {
+    case OptionKind::kInt: {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(text, &v)) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": '", text, "' is not an integer"));
+      }
+      ints[spec.name] = v;
+      return absl::OkStatus();
+    }
+    case OptionKind::kStringList: {
+      std::vector<std::string> items = absl::StrSplit(text, ',', absl::SkipEmpty());
+      for (const std::string& item : items) {
+        if (!spec.choices.empty() &&
+            std::find(spec.choices.begin(), spec.choices.end(), item) == spec.choices.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(what, ": '", item, "' is not one of ",
+                                                         absl::StrJoin(spec.choices, ", ")));
+        }
+      }
+      string_lists[spec.name] = std::move(items);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError(absl::StrCat(what, ": unhandled kind"));
+}
+
+const OptionSpec* FindOption(const Pass& pass, absl::string_view key) {
+  for (const OptionSpec& spec : pass.options) {
+    if (spec.name == key) return &spec;
+  }
+  return nullptr;
+}
+
+absl::Status UnknownOption(const Pass& pass, absl::string_view key) {
+  std::vector<std::string> names;
+  for (const OptionSpec& spec : pass.options) names.push_back(spec.name);
+  return absl::InvalidArgumentError(absl::StrCat(
+      pass.name, " has no option '", key, "' (",
+      names.empty() ? "it takes none" : absl::StrCat("its options: ", absl::StrJoin(names, ", ")), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std::string> args) {
+  PassOptions options;
+  for (const OptionSpec& spec : pass.options) {
+    DK_RETURN_IF_ERROR(SetOption(pass, spec, spec.default_value, options.ints_, options.string_lists_));
+  }
+  std::set<std::string> given;
+  for (const std::string& arg : args) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(pass.name, ": option '", arg, "' is not key=value"));
+    }
+    const std::string key = arg.substr(0, eq);
+    const OptionSpec* spec = FindOption(pass, key);
+    if (spec == nullptr) return UnknownOption(pass, key);
+    if (!given.insert(key).second) {
+      return absl::InvalidArgumentError(absl::StrCat(pass.name, " option ", key, " given twice"));
+    }
+    DK_RETURN_IF_ERROR(
+        SetOption(pass, *spec, absl::string_view(arg).substr(eq + 1), options.ints_, options.string_lists_));
+  }
+  return options;
+}
+
+absl::StatusOr<bool> RunPass(absl::string_view name, elf::Program& program,
+                             const registry::TargetConstraints& target, absl::Span<const std::string> args) {
+  DK_ASSIGN_OR_RETURN(const Pass* pass, FindPass(name));
+  DK_ASSIGN_OR_RETURN(const PassOptions options, ParseOptions(*pass, args));
+  return pass->run(program, target, options);
+}
+
+std::string DescribePasses() {
+  std::string out;
+  for (const Pass& pass : Passes()) {
+    absl::StrAppend(&out, "  ", pass.name, ": ", pass.doc, "\n");
+    for (const OptionSpec& spec : pass.options) {
+      absl::StrAppend(&out, "      ", spec.name, "=<", KindName(spec.kind), "> (default '",
+                      spec.default_value, "'", spec.choices.empty() ? "" : "; items: ",
+                      absl::StrJoin(spec.choices, ", "), "): ", spec.doc, "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace dk::opt

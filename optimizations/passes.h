@@ -1,0 +1,91 @@
+// The pass table: every optimization pass, with a one-line doc, its options and
+// the function that runs it. tools/elf_opt and the pass tests run passes only
+// through this table. Adding a pass: its folder (optimizations/<pass>/), one
+// entry in passes.cc (and its dep in BUILD), one rule in defs.bzl.
+//
+// Options arrive as text, "key=value" (elf_opt's positional arguments, which
+// defs.bzl builds from the rule's attributes of the same names); every option the
+// run does not set has the table's default.
+// Thread-safety: the table is immutable; the functions are stateless.
+#ifndef DK_OPTIMIZATIONS_PASSES_H_
+#define DK_OPTIMIZATIONS_PASSES_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "elf/program.pb.h"
+#include "registry/registry.pb.h"
+
+namespace dk::opt {
+
+enum class OptionKind {
+  kInt,         // a decimal integer: "128"
+  kStringList,  // comma-separated items, empty ones dropped: "rms_gemv_rope,lm_head"
+};
+
+struct OptionSpec {
+  std::string name;
+  OptionKind kind;
+  std::string default_value;  // as text, like a value given on the command line
+  std::string doc;
+  std::vector<std::string> choices;  // kStringList: the allowed items (empty: any)
+};
+
+struct Pass;
+class PassOptions;
+absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std::string> args);
+
+// The value of every option of one pass for one run (given, or the default).
+class PassOptions {
+ public:
+  // The option's value; DK_CHECK-fails for a name the pass does not declare with
+  // that kind (a bug in the table, which the pass table test catches).
+  int64_t Int(const std::string& name) const;
+  const std::vector<std::string>& StringList(const std::string& name) const;
+
+ private:
+  friend absl::StatusOr<PassOptions> ParseOptions(const Pass&, absl::Span<const std::string>);
+  std::map<std::string, int64_t> ints_;
+  std::map<std::string, std::vector<std::string>> string_lists_;
+};
+
+// Runs the pass: returns whether the program changed; the pass appends its
+// lineage record either way.
+using PassFn = std::function<absl::StatusOr<bool>(elf::Program&, const registry::TargetConstraints&,
+                                                  const PassOptions&)>;
+
+struct Pass {
+  std::string name;  // --pass=<name>, the rule's lineage entry, the folder's name
+  std::string doc;   // one line
+  std::vector<OptionSpec> options;
+  PassFn run;
+};
+
+// Every pass, in the order of the models' chains.
+const std::vector<Pass>& Passes();
+
+// InvalidArgument naming the known passes for an unknown name.
+absl::StatusOr<const Pass*> FindPass(absl::string_view name);
+
+// `args`: "key=value" each, each key at most once. InvalidArgument naming the
+// pass's options for an unknown key, naming the option for a bad value.
+absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std::string> args);
+
+// FindPass, ParseOptions, then the pass on `program`.
+absl::StatusOr<bool> RunPass(absl::string_view name, elf::Program& program,
+                             const registry::TargetConstraints& target,
+                             absl::Span<const std::string> args = {});
+
+// The table as text (for usage messages): per pass a line "  <name>: <doc>", then
+// one line per option: key, kind, default, allowed items, doc.
+std::string DescribePasses();
+
+}  // namespace dk::opt
+
+#endif  // DK_OPTIMIZATIONS_PASSES_H_

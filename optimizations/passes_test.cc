@@ -1,0 +1,109 @@
+#include "optimizations/passes.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/baseline.h"
+#include "gtest/gtest.h"
+#include "optimizations/testing/tiny.h"
+#include "registry/registry.h"
+
+namespace dk::opt {
+namespace {
+
+std::string ErrorOf(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(Passes, EveryEntryIsCompleteAndRunsWithItsDefaults) {
+  std::set<std::string> names;
+  for (const Pass& pass : Passes()) {
+    SCOPED_TRACE(pass.name);
+    EXPECT_TRUE(names.insert(pass.name).second) << "two entries named " << pass.name;
+    EXPECT_FALSE(pass.doc.empty());
+    EXPECT_EQ(pass.doc.find('\n'), std::string::npos);
+    ASSERT_TRUE(pass.run);
+    for (const OptionSpec& spec : pass.options) {
+      EXPECT_FALSE(spec.name.empty());
+      EXPECT_FALSE(spec.doc.empty()) << spec.name;
+    }
+    auto found = FindPass(pass.name);
+    ASSERT_TRUE(found.ok()) << found.status();
+    EXPECT_EQ(*found, &pass);
+    // Every default parses, and the pass runs on the tiny baseline with them.
+    auto p = graph::BuildBaseline(testing::TinyShape());
+    ASSERT_TRUE(p.ok()) << p.status();
+    auto changed = RunPass(pass.name, *p, **registry::FindTarget("cpu"));
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_TRUE(*changed);
+    EXPECT_EQ(p->lineage(p->lineage_size() - 1).pass(), pass.name);
+  }
+  for (const char* name : {"buffer_object_reuse", "layout_alignment", "merge_multi_launch"}) {
+    EXPECT_TRUE(names.count(name)) << name;
+  }
+}
+
+TEST(Passes, UnknownPassNamesTheKnownOnes) {
+  auto pass = FindPass("fuse_everything");
+  ASSERT_FALSE(pass.ok());
+  std::string known;
+  for (const Pass& p : Passes()) known += (known.empty() ? "" : ", ") + p.name;
+  EXPECT_EQ(ErrorOf(pass.status()), "unknown pass 'fuse_everything' (known: " + known + ")");
+}
+
+TEST(Passes, OptionsTakeTheirDefaultsOrTheGivenValues) {
+  const Pass& layout = **FindPass("layout_alignment");
+  auto defaults = ParseOptions(layout, {});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->Int("lm_head_partition_rows"), 16384);
+  auto given = ParseOptions(layout, {"lm_head_partition_rows=128"});
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->Int("lm_head_partition_rows"), 128);
+
+  const Pass& merge = **FindPass("merge_multi_launch");
+  auto all = ParseOptions(merge, {});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->StringList("groups").empty());
+  auto two = ParseOptions(merge, {"groups=rms_gemv_rope,lm_head"});
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->StringList("groups"), (std::vector<std::string>{"rms_gemv_rope", "lm_head"}));
+  auto empty = ParseOptions(merge, {"groups="});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->StringList("groups").empty());
+}
+
+TEST(Passes, BadOptionsAreNamed) {
+  const Pass& layout = **FindPass("layout_alignment");
+  const Pass& reuse = **FindPass("buffer_object_reuse");
+  const Pass& merge = **FindPass("merge_multi_launch");
+  EXPECT_EQ(ErrorOf(ParseOptions(layout, {"rows=128"}).status()),
+            "layout_alignment has no option 'rows' (its options: lm_head_partition_rows)");
+  EXPECT_EQ(ErrorOf(ParseOptions(reuse, {"groups=lm_head"}).status()),
+            "buffer_object_reuse has no option 'groups' (it takes none)");
+  EXPECT_EQ(ErrorOf(ParseOptions(layout, {"lm_head_partition_rows=many"}).status()),
+            "layout_alignment option lm_head_partition_rows: 'many' is not an integer");
+  EXPECT_EQ(ErrorOf(ParseOptions(merge, {"groups=lm_head,everything"}).status()),
+            "merge_multi_launch option groups: 'everything' is not one of rms_gemv_rope, "
+            "o_gemv_ffn, lm_head");
+  EXPECT_EQ(ErrorOf(ParseOptions(layout, {"lm_head_partition_rows"}).status()),
+            "layout_alignment: option 'lm_head_partition_rows' is not key=value");
+  EXPECT_EQ(ErrorOf(ParseOptions(layout, {"lm_head_partition_rows=1", "lm_head_partition_rows=2"})
+                        .status()),
+            "layout_alignment option lm_head_partition_rows given twice");
+}
+
+TEST(Passes, DescriptionListsEveryPassAndOption) {
+  const std::string text = DescribePasses();
+  for (const Pass& pass : Passes()) {
+    EXPECT_NE(text.find("  " + pass.name + ": " + pass.doc + "\n"), std::string::npos) << text;
+    for (const OptionSpec& spec : pass.options) {
+      EXPECT_NE(text.find("      " + spec.name + "=<"), std::string::npos) << text;
+    }
+  }
+  EXPECT_NE(text.find("lm_head_partition_rows=<int> (default '16384')"), std::string::npos) << text;
+  EXPECT_NE(text.find("groups=<string list> (default ''; items: rms_gemv_rope, o_gemv_ffn, lm_head)"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace dk::opt
