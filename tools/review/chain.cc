@@ -49,8 +49,7 @@ absl::Status ReadString(const std::string& text, size_t& i, int& line, std::stri
     }
     ++i;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("line ", start_line, ": unterminated string literal"));
+  return absl::InvalidArgumentError(absl::StrCat("line ", start_line, ": unterminated string literal"));
 }
 
 absl::StatusOr<std::vector<Token>> Tokenize(const std::string& text) {
@@ -204,9 +203,8 @@ absl::StatusOr<std::vector<Rule>> ParseBuild(const std::string& text) {
           depth.push_back(x[0]);
         } else if (IsClose(x)) {
           if (depth.back() != Partner(x[0])) {
-            return absl::InvalidArgumentError(absl::StrCat("line ", tokens[j].line, ": '", x,
-                                                           "' does not close '", std::string(1, depth.back()),
-                                                           "'"));
+            return absl::InvalidArgumentError(absl::StrCat(
+                "line ", tokens[j].line, ": '", x, "' does not close '", std::string(1, depth.back()), "'"));
           }
           depth.pop_back();
           if (depth.empty()) AddArgument(tokens, arg_begin, j, rule);
@@ -228,8 +226,7 @@ absl::StatusOr<std::vector<Rule>> ParseBuild(const std::string& text) {
       stack.push_back(&t);
     } else if (IsClose(t.text)) {
       if (stack.empty() || stack.back()->text[0] != Partner(t.text[0])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("line ", t.line, ": unbalanced '", t.text, "'"));
+        return absl::InvalidArgumentError(absl::StrCat("line ", t.line, ": unbalanced '", t.text, "'"));
       }
       stack.pop_back();
     }
@@ -347,7 +344,8 @@ std::vector<std::string> ChainChanges(const Chain& base, const Chain& work) {
   for (const Stage& w : work.stages) {
     const Stage* b = base.Find(w.name);
     if (b == nullptr) continue;
-    if (b->kind != w.kind) out.push_back(absl::StrCat("~ kind changed: ", w.name, " ", b->kind, " -> ", w.kind));
+    if (b->kind != w.kind)
+      out.push_back(absl::StrCat("~ kind changed: ", w.name, " ", b->kind, " -> ", w.kind));
     if (b->src != w.src) {
       out.push_back(absl::StrCat("~ re-pointed: ", w.name, " src ", OrNone(b->src), " -> ", OrNone(w.src)));
     }
@@ -363,8 +361,8 @@ std::vector<std::string> ChainChanges(const Chain& base, const Chain& work) {
     }
   }
   if (base.final_stage != work.final_stage) {
-    out.push_back(absl::StrCat("~ final stage: ", base.final_stage.empty() ? "(none)" : base.final_stage, " -> ",
-                               work.final_stage.empty() ? "(none)" : work.final_stage));
+    out.push_back(absl::StrCat("~ final stage: ", base.final_stage.empty() ? "(none)" : base.final_stage,
+                               " -> ", work.final_stage.empty() ? "(none)" : work.final_stage));
   }
   return out;
 }

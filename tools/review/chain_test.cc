@@ -90,19 +90,20 @@ TEST(ChainChangesTest, RemovedRepointedAttribute) {
   EXPECT_TRUE(ChainChanges(*base, *base).empty());
   Chain empty;
   EXPECT_THAT(ChainChanges(*base, empty),
-              ElementsAre("- removed: :decode = decode_elf()", "- removed: :decode_aligned = layout_alignment(src = \":decode\")",
+              ElementsAre("- removed: :decode = decode_elf()",
+                          "- removed: :decode_aligned = layout_alignment(src = \":decode\")",
                           "- removed: :decode_opt = buffer_object_reuse(src = \":decode_aligned\")",
                           "~ final stage: :decode_opt -> (none)"));
 }
 
 TEST(ParseChainTest, ErrorsNotCrashes) {
   for (const std::string& text : std::vector<std::string>{
-           "decode_elf(name = \"d\"",                   // never closed
-           "decode_elf(name = \"d)",                    // unterminated string
-           "decode_elf(name = \"d\"]",                  // wrong bracket
-           ")",                                         // stray close
-           "x(name = \"a\", src = [\":b\"])",           // src not a string
-           "x(src = \":b\")",                           // no name
+           "decode_elf(name = \"d\"",                             // never closed
+           "decode_elf(name = \"d)",                              // unterminated string
+           "decode_elf(name = \"d\"]",                            // wrong bracket
+           ")",                                                   // stray close
+           "x(name = \"a\", src = [\":b\"])",                     // src not a string
+           "x(src = \":b\")",                                     // no name
            "decode_elf(name = \"d\")\ndecode_elf(name = \"d\")",  // twice
            "decode_elf(name = \"d\")\np = decode_profile(final = \":gone\")",
            "a(name = \"a\", src = \":b\")\nb(name = \"b\", src = \":a\")",  // a cycle
@@ -141,7 +142,9 @@ TEST(RecordTest, ParsesTableAndFinal) {
   other.stages.push_back({":n", "applied", "9.00", "70", "1.50x", "FAIL"});
   const std::string side = SideBySide(&*r, &other);
   EXPECT_THAT(side, HasSubstr("| :o (base only) | applied -> - | 7.70 -> - |"));
-  EXPECT_THAT(side, HasSubstr("| :n (working tree only) | - -> applied | - -> 9.00 | - -> 70 | - -> 1.50x | - -> FAIL |"));
+  EXPECT_THAT(
+      side,
+      HasSubstr("| :n (working tree only) | - -> applied | - -> 9.00 | - -> 70 | - -> 1.50x | - -> FAIL |"));
   EXPECT_FALSE(ParseRecord("# no table\n").ok());
   EXPECT_FALSE(ParseRecord("## All stages\n\n| stage | status |\n| --- | --- |\n").ok());
 }

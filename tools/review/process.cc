@@ -34,6 +34,8 @@ absl::StatusOr<ProcessResult> Run(const std::vector<std::string>& argv, const st
     dup2(err_pipe[1], 2);
     close(out_pipe[0]);
     close(err_pipe[0]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
     close(exec_pipe[0]);
     int fail = 0;
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
@@ -52,33 +54,47 @@ absl::StatusOr<ProcessResult> Run(const std::vector<std::string>& argv, const st
   close(err_pipe[1]);
   close(exec_pipe[1]);
   ProcessResult result;
+  // Read until the child exits, not until the pipes close: bazel's client starts a
+  // server that inherits them and outlives the command.
+  fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
-  int open_fds = 2;
   char buf[65536];
-  while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+  auto drain = [&](int i) {
+    while (fds[i].fd >= 0) {
       const ssize_t n = read(fds[i].fd, buf, sizeof(buf));
       if (n > 0) {
         sinks[i]->append(buf, n);
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        if (n == 0) fds[i].fd = -1;  // EOF; poll() ignores negative fds
+        return;                      // EOF or EAGAIN (nothing more for now)
       }
     }
+  };
+  int status = 0;
+  bool exited = false;
+  while (!exited) {
+    if (fds[0].fd < 0 && fds[1].fd < 0) {
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    if (poll(fds, 2, 100) < 0 && errno != EINTR) break;
+    drain(0);
+    drain(1);
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    exited = w == pid || (w < 0 && errno != EINTR);
   }
+  drain(0);
+  drain(1);
+  close(out_pipe[0]);
+  close(err_pipe[0]);
   int start_errno = 0;
   const bool start_failed = read(exec_pipe[0], &start_errno, sizeof(start_errno)) == sizeof(start_errno);
   close(exec_pipe[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
   if (start_failed) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot run ", what, cwd.empty() ? "" : absl::StrCat(" in ", cwd), ": ", std::strerror(start_errno)));

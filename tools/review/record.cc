@@ -3,12 +3,12 @@
 #include <map>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 
 namespace dk::review {
 namespace {
@@ -25,12 +25,11 @@ std::vector<std::string> Cells(absl::string_view row) {
   return cells;
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  return absl::StrSplit(text, '\n');
-}
+std::vector<std::string> Lines(const std::string& text) { return absl::StrSplit(text, '\n'); }
 
 // The lines after the "## <title>" heading, up to the next "## " heading.
-std::vector<std::string> Section(const std::vector<std::string>& lines, absl::string_view title, bool& found) {
+std::vector<std::string> Section(const std::vector<std::string>& lines, absl::string_view title,
+                                 bool& found) {
   std::vector<std::string> out;
   found = false;
   for (const std::string& raw : lines) {
@@ -154,13 +153,17 @@ std::string SideBySide(const Record* base, const Record* work) {
     if (b == nullptr) absl::StrAppend(&name, " (working tree only)");
     if (w == nullptr) absl::StrAppend(&name, " (base only)");
     absl::StrAppend(&out, "| ", name, " | ", Pair(bf.status, wf.status), " | ", Pair(bf.ms, wf.ms), " | ",
-                    Pair(bf.runs, wf.runs), " | ", Pair(bf.x_floor, wf.x_floor), " | ", Pair(bf.gate, wf.gate),
-                    " |\n");
+                    Pair(bf.runs, wf.runs), " | ", Pair(bf.x_floor, wf.x_floor), " | ",
+                    Pair(bf.gate, wf.gate), " |\n");
   }
   absl::StrAppend(&out, "\nFinal, base:         ",
-                  base == nullptr ? "(no record)" : base->final_line.empty() ? "(no Final line)" : base->final_line,
+                  base == nullptr            ? "(no record)"
+                  : base->final_line.empty() ? "(no Final line)"
+                                             : base->final_line,
                   "\nFinal, working tree: ",
-                  work == nullptr ? "(no record)" : work->final_line.empty() ? "(no Final line)" : work->final_line,
+                  work == nullptr            ? "(no record)"
+                  : work->final_line.empty() ? "(no Final line)"
+                                             : work->final_line,
                   "\n");
   return out;
 }

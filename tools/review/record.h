@@ -14,12 +14,12 @@
 namespace dk::review {
 
 struct StageFigures {
-  std::string stage;     // ":decode_bo"
-  std::string status;    // "applied"
-  std::string ms;        // the median, "9.22"
-  std::string runs;      // "424"
-  std::string x_floor;   // "1.57x"
-  std::string gate;      // "PASS"
+  std::string stage;    // ":decode_bo"
+  std::string status;   // "applied"
+  std::string ms;       // the median, "9.22"
+  std::string runs;     // "424"
+  std::string x_floor;  // "1.57x"
+  std::string gate;     // "PASS"
 };
 
 struct Record {

@@ -70,8 +70,8 @@ absl::StatusOr<std::string> Git(const std::string& root, std::vector<std::string
   auto r = dk::review::Run(args);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(absl::StrJoin(args, " "), " failed: ",
-                                                      absl::StripAsciiWhitespace(dk::review::Tail(r->err, 5))));
+    return absl::FailedPreconditionError(absl::StrCat(
+        absl::StrJoin(args, " "), " failed: ", absl::StripAsciiWhitespace(dk::review::Tail(r->err, 5))));
   }
   return r->out;
 }
@@ -168,8 +168,8 @@ class Review {
       if (auto st = BuildAndDiff(changed); !st.ok()) return st;
     }
 
-    std::string out = absl::StrCat("# Review: the working tree against ", base_arg_, " (", sha_.substr(0, 12),
-                                   ")\n");
+    std::string out =
+        absl::StrCat("# Review: the working tree against ", base_arg_, " (", sha_.substr(0, 12), ")\n");
     if (names->empty()) absl::StrAppend(&out, "\nNo models/*/BUILD on either side.\n");
     for (const Model& m : changed) absl::StrAppend(&out, ModelSection(m));
     if (!unchanged.empty()) absl::StrAppend(&out, "\nUnchanged: ", absl::StrJoin(unchanged, ", "), "\n");
@@ -214,13 +214,13 @@ class Review {
         auto chain = dk::review::ParseChain(*side->build, name);
         if (!chain.ok()) {
           return absl::InvalidArgumentError(absl::StrCat("cannot parse ", dir, "/BUILD ",
-                                                         is_base ? "at " + base_arg_ : "in the working tree", ": ",
-                                                         chain.status().message()));
+                                                         is_base ? "at " + base_arg_ : "in the working tree",
+                                                         ": ", chain.status().message()));
         }
         side->chain = *std::move(chain);
       }
-      side->record_text = is_base ? ShowAtBase(absl::StrCat(dir, "/", kRecord))
-                                  : ReadFile(fs::path(root_) / dir / kRecord);
+      side->record_text =
+          is_base ? ShowAtBase(absl::StrCat(dir, "/", kRecord)) : ReadFile(fs::path(root_) / dir / kRecord);
       if (side->record_text) {
         auto record = dk::review::ParseRecord(*side->record_text);
         if (record.ok()) {
@@ -239,7 +239,8 @@ class Review {
   }
 
   // Runs the bazel command in `tree`: build the targets.
-  absl::Status Bazel(const std::string& tree, const std::string& where, const std::vector<std::string>& args) {
+  absl::Status Bazel(const std::string& tree, const std::string& where,
+                     const std::vector<std::string>& args) {
     std::vector<std::string> argv = absl::StrSplit(absl::GetFlag(FLAGS_bazel), ' ', absl::SkipEmpty());
     if (argv.empty()) return absl::InvalidArgumentError("--bazel is empty");
     argv.insert(argv.end(), args.begin(), args.end());
@@ -263,14 +264,16 @@ class Review {
     std::vector<std::string> args = {"build"};
     for (const Model& m : models) {
       const Side& side = base ? m.base : m.work;
-      if (!side.chain.final_stage.empty()) args.push_back(absl::StrCat("//models/", m.name, side.chain.final_stage));
+      if (!side.chain.final_stage.empty())
+        args.push_back(absl::StrCat("//models/", m.name, side.chain.final_stage));
     }
     if (args.size() == 1) return absl::OkStatus();
     if (auto st = Bazel(tree, where, args); !st.ok()) return st;
     for (Model& m : models) {
       Side& side = base ? m.base : m.work;
       if (side.chain.final_stage.empty()) continue;
-      side.elf = (fs::path(tree) / "bazel-bin/models" / m.name / (side.chain.final_stage.substr(1) + ".elf")).string();
+      side.elf = (fs::path(tree) / "bazel-bin/models" / m.name / (side.chain.final_stage.substr(1) + ".elf"))
+                     .string();
       std::error_code ec;
       if (!fs::is_regular_file(side.elf, ec)) {
         return absl::NotFoundError(absl::StrCat("the build in ", where, " succeeded but left no ", side.elf));
@@ -289,8 +292,9 @@ class Review {
     std::error_code ec;
     if (fs::exists(dir, ec)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          dir, " already exists (another review running, or one that was killed?); if not in use, remove it: "
-               "git worktree remove --force ",
+          dir,
+          " already exists (another review running, or one that was killed?); if not in use, remove it: "
+          "git worktree remove --force ",
           dir));
     }
     Progress(absl::StrCat("checking out ", base_arg_, " (", sha_.substr(0, 12), ") into the worktree ", dir));
@@ -303,7 +307,8 @@ class Review {
     if (!st.ok()) return st;
     for (Model& m : models) {
       if (m.base.elf.empty() || m.work.elf.empty()) {
-        m.elf_diff = m.base.elf.empty() ? "(no final stage at the base)\n" : "(no final stage in the working tree)\n";
+        m.elf_diff =
+            m.base.elf.empty() ? "(no final stage at the base)\n" : "(no final stage in the working tree)\n";
         continue;
       }
       auto a = dk::elf::ReadElfFile(m.base.elf);
@@ -339,9 +344,10 @@ class Review {
     absl::StrAppend(&out, "working tree: ", m.work.build ? ChainLine(m.work.chain) : "(no BUILD)", "\n");
     for (const std::string& c : m.changes) absl::StrAppend(&out, c, "\n");
 
-    absl::StrAppend(&out, "\n### (b) final stage ELF: base ", m.base.chain.final_stage.empty() ? "(none)" : m.base.chain.final_stage,
-                    " -> working tree ", m.work.chain.final_stage.empty() ? "(none)" : m.work.chain.final_stage,
-                    "\n\n");
+    absl::StrAppend(&out, "\n### (b) final stage ELF: base ",
+                    m.base.chain.final_stage.empty() ? "(none)" : m.base.chain.final_stage,
+                    " -> working tree ",
+                    m.work.chain.final_stage.empty() ? "(none)" : m.work.chain.final_stage, "\n\n");
     if (absl::GetFlag(FLAGS_no_build)) {
       absl::StrAppend(&out, "skipped (--no_build)\n");
     } else {

@@ -4,7 +4,8 @@
 # directory (the tree review runs it in): $FAKE_OPT_ELF when that tree's BUILD
 # still has the decode_bo rule, else $FAKE_ALIGNED_ELF. `shutdown` does nothing.
 # Every call is logged as "<cwd> <args>" to $FAKE_BAZEL_LOG; FAKE_BAZEL_FAIL=1
-# makes builds fail.
+# makes builds fail. A build leaves a `sleep 5` behind holding stdout and stderr,
+# as bazel's client leaves its server: review must not wait for it.
 set -euo pipefail
 echo "$PWD $*" >>"$FAKE_BAZEL_LOG"
 cmd="${1:-}"
@@ -18,6 +19,8 @@ if [[ "${FAKE_BAZEL_FAIL:-0}" == 1 ]]; then
   echo "ERROR: fake_bazel: build of $* failed (FAKE_BAZEL_FAIL=1)" >&2
   exit 1
 fi
+# Like bazel's client, leave a "server" behind that holds on to stdout and stderr.
+sleep 5 &
 for target in "$@"; do
   pkg="${target#//}"
   pkg="${pkg%%:*}"
