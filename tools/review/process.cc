@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,11 +15,29 @@
 #include "absl/strings/str_join.h"
 
 namespace dk::review {
+namespace {
+
+volatile sig_atomic_t g_interrupts = 0;  // SIGINT / SIGTERM received so far
+
+void OnInterrupt(int) { g_interrupts = g_interrupts + 1; }
+
+}  // namespace
+
+void InstallInterruptHandler() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;  // no SA_RESTART: poll() returns early
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool Interrupted() { return g_interrupts != 0; }
 
 absl::StatusOr<ProcessResult> Run(const std::vector<std::string>& argv, const std::string& cwd,
                                   const std::vector<std::string>& unset_env) {
   if (argv.empty() || argv[0].empty()) return absl::InvalidArgumentError("empty command");
   const std::string what = absl::StrJoin(argv, " ");
+  const sig_atomic_t interrupts_before = g_interrupts;  // earlier ones are not this command's
   int out_pipe[2], err_pipe[2], exec_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0 || pipe(exec_pipe) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -28,8 +47,12 @@ absl::StatusOr<ProcessResult> Run(const std::vector<std::string>& argv, const st
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid < 0) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) close(fd);
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
   if (pid == 0) {
+    setpgid(0, 0);  // its own process group, which an interrupt is forwarded to
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     close(out_pipe[0]);
@@ -74,9 +97,15 @@ absl::StatusOr<ProcessResult> Run(const std::vector<std::string>& argv, const st
       }
     }
   };
+  setpgid(pid, pid);  // also here, so the group exists before kill() below
   int status = 0;
   bool exited = false;
+  bool forwarded = false;
   while (!exited) {
+    if (g_interrupts != interrupts_before && !forwarded) {
+      kill(-pid, SIGINT);  // bazel cancels its build and exits
+      forwarded = true;
+    }
     if (fds[0].fd < 0 && fds[1].fd < 0) {
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }

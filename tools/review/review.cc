@@ -38,6 +38,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "elf/elf.h"
 #include "tools/elf_dump/diff.h"
 #include "tools/review/chain.h"
@@ -136,11 +137,12 @@ class Review {
   ~Review() { RemoveWorktree(); }
 
   absl::StatusOr<std::string> Report() {
-    auto top = Git(root_, {"rev-parse", "--show-toplevel"});
-    if (!top.ok()) {
+    // The workspace may sit below the repository's top: paths at the base get its prefix.
+    auto prefix = Git(root_, {"rev-parse", "--show-prefix"});
+    if (!prefix.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(root_, " is not inside a git repository"));
     }
-    root_ = std::string(absl::StripAsciiWhitespace(*top));
+    prefix_ = std::string(absl::StripAsciiWhitespace(*prefix));
     if (absl::StartsWith(base_arg_, "-")) {
       return absl::InvalidArgumentError(absl::StrCat("unknown revision '", base_arg_, "'"));
     }
@@ -187,17 +189,24 @@ class Review {
         if (fs::is_regular_file(entry.path() / "BUILD", ec)) names.insert(entry.path().filename().string());
       }
     }
-    auto listing = Git(root_, {"ls-tree", "-r", "--name-only", sha_, "--", "models"});
+    auto listing =
+        Git(root_, {"ls-tree", "-r", "--name-only", "--full-tree", sha_, "--", prefix_ + "models"});
     if (!listing.ok()) return listing.status();
     for (absl::string_view path : absl::StrSplit(*listing, '\n', absl::SkipEmpty())) {
+      if (!absl::ConsumePrefix(&path, prefix_)) continue;
       std::vector<std::string> parts = absl::StrSplit(path, '/');
       if (parts.size() == 3 && parts[0] == "models" && parts[2] == "BUILD") names.insert(parts[1]);
     }
     return std::vector<std::string>(names.begin(), names.end());
   }
 
+  // The workspace inside a checkout of the repository at `checkout`.
+  std::string InRepo(const std::string& checkout) const {
+    return prefix_.empty() ? checkout : (fs::path(checkout) / prefix_).string();
+  }
+
   std::optional<std::string> ShowAtBase(const std::string& path) {
-    auto text = Git(root_, {"show", absl::StrCat(sha_, ":", path)});
+    auto text = Git(root_, {"show", absl::StrCat(sha_, ":", prefix_, path)});
     if (!text.ok()) return std::nullopt;
     return *text;
   }
@@ -239,16 +248,20 @@ class Review {
   }
 
   // Runs the bazel command in `tree`: build the targets.
-  absl::Status Bazel(const std::string& tree, const std::string& where,
-                     const std::vector<std::string>& args) {
+  absl::Status Bazel(const std::string& tree, const std::string& where, const std::vector<std::string>& args,
+                     bool base_build) {
     std::vector<std::string> argv = absl::StrSplit(absl::GetFlag(FLAGS_bazel), ' ', absl::SkipEmpty());
     if (argv.empty()) return absl::InvalidArgumentError("--bazel is empty");
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string what = absl::StrJoin(argv, " ");
-    Progress(absl::StrCat("running `", what, "` in ", where, " (", tree, ")"));
+    Progress(absl::StrCat("running `", what, "` in ", where, " (", tree, ")",
+                          base_build ? "; a cold output base takes minutes" : ""));
     const auto start = std::chrono::steady_clock::now();
     auto r = dk::review::Run(argv, tree, kBazelRunEnv);
     if (!r.ok()) return r.status();
+    if (dk::review::Interrupted()) {
+      return absl::CancelledError(absl::StrCat("interrupted during `", what, "` in ", where));
+    }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (r->exit_code != 0) {
       return absl::AbortedError(absl::StrCat("`", what, "` failed in ", where, " (", tree, ", exit ",
@@ -268,7 +281,7 @@ class Review {
         args.push_back(absl::StrCat("//models/", m.name, side.chain.final_stage));
     }
     if (args.size() == 1) return absl::OkStatus();
-    if (auto st = Bazel(tree, where, args); !st.ok()) return st;
+    if (auto st = Bazel(tree, where, args, base); !st.ok()) return st;
     for (Model& m : models) {
       Side& side = base ? m.base : m.work;
       if (side.chain.final_stage.empty()) continue;
@@ -302,7 +315,8 @@ class Review {
       return st.status();
     }
     worktree_ = dir;
-    absl::Status st = BuildSide(dir, "the base worktree", models, /*base=*/true);
+    if (dk::review::Interrupted()) return absl::CancelledError("interrupted");
+    absl::Status st = BuildSide(InRepo(dir), "the base worktree", models, /*base=*/true);
     if (st.ok()) st = BuildSide(root_, "the working tree", models, /*base=*/false);
     if (!st.ok()) return st;
     for (Model& m : models) {
@@ -328,7 +342,7 @@ class Review {
     if (worktree_.empty()) return;
     std::vector<std::string> shutdown = absl::StrSplit(absl::GetFlag(FLAGS_bazel), ' ', absl::SkipEmpty());
     shutdown.push_back("shutdown");
-    (void)dk::review::Run(shutdown, worktree_, kBazelRunEnv);
+    (void)dk::review::Run(shutdown, InRepo(worktree_), kBazelRunEnv);
     Progress(absl::StrCat("removing the worktree ", worktree_));
     if (!Git(root_, {"worktree", "remove", "--force", worktree_}).ok()) {
       std::error_code ec;
@@ -371,7 +385,8 @@ class Review {
     return out;
   }
 
-  std::string root_;
+  std::string root_;    // the working tree's workspace
+  std::string prefix_;  // root_ relative to the repository's top, "" or "dir/"
   std::string base_arg_;
   std::string sha_;
   std::string worktree_;  // the base checkout while it exists
@@ -400,6 +415,7 @@ int main(int argc, char** argv) {
     std::error_code ec;
     root = fs::current_path(ec).string();
   }
+  dk::review::InstallInterruptHandler();  // so an interrupted review still removes its worktree
   absl::StatusOr<std::string> report;
   {
     Review review(root, absl::GetFlag(FLAGS_base));

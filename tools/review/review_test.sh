@@ -193,6 +193,45 @@ out="$("$review" --base=HEAD --no_build 2>&1)"
 expect "bad src" "$out" "the src of :decode_opt is not a string label"
 cp "$TEST_TMPDIR/BUILD.good" models/tiny/BUILD
 
+# 4. An interrupt during a build: the build is cancelled, the worktree removed.
+: >"$FAKE_BAZEL_LOG"
+start=$SECONDS
+FAKE_BAZEL_SLEEP=60 "$review" --base=HEAD --bazel="$FAKE_BAZEL" --worktree="$TEST_TMPDIR/base_wt" \
+  >/dev/null 2>"$TEST_TMPDIR/err" &
+pid=$!
+for _ in $(seq 100); do grep -q build "$FAKE_BAZEL_LOG" && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+err="$(cat "$TEST_TMPDIR/err")"
+[[ $rc == 1 ]] || fail "an interrupted review should exit 1, got $rc: $err"
+expect interrupt "$err" "review: interrupted during"
+((SECONDS - start < 20)) || fail "the interrupted review took $((SECONDS - start)) s"
+[[ ! -e "$TEST_TMPDIR/base_wt" ]] || fail "the base worktree was not removed after an interrupt"
+[[ "$(git worktree list | wc -l)" == 1 ]] || fail "worktrees left after an interrupt: $(git worktree list)"
+
+# 5. A workspace below the repository's top (repo/ws/models/...).
+outer="$TEST_TMPDIR/outer"
+rm -rf "$outer"
+mkdir -p "$outer/ws/models/tiny"
+cd "$outer" || exit 1
+git init -q . && git config user.email test@example.com && git config user.name test
+printf '%s\n' 'decode_elf(name = "decode", config = "c")' 'layout_alignment(name = "decode_aligned", src = ":decode")' \
+  'buffer_object_reuse(name = "decode_bo", src = ":decode_aligned")' >ws/models/tiny/BUILD
+git add -A && git commit -qm outer || exit 1
+printf '%s\n' 'decode_elf(name = "decode", config = "c")' 'layout_alignment(name = "decode_aligned", src = ":decode")' \
+  >ws/models/tiny/BUILD
+: >"$FAKE_BAZEL_LOG"
+out="$(cd ws && "$review" --base=HEAD --bazel="$FAKE_BAZEL" --worktree="$TEST_TMPDIR/outer_wt" 2>&1)"
+[[ $? == 0 ]] || fail "review in a subdirectory workspace exited non-zero: $out"
+expect subdir "$out" '- removed: :decode_bo = buffer_object_reuse(src = ":decode_aligned")'
+expect subdir "$out" '~ final stage: :decode_bo -> :decode_aligned'
+expect subdir "$out" "no record in the base"
+log="$(cat "$FAKE_BAZEL_LOG")"
+expect subdir "$log" "$TEST_TMPDIR/outer_wt/ws build //models/tiny:decode_bo"
+expect subdir "$log" "$outer/ws build //models/tiny:decode_aligned"
+[[ ! -e "$TEST_TMPDIR/outer_wt" ]] || fail "the subdirectory case left its worktree"
+
 if ((failures)); then
   echo "$failures failure(s)" >&2
   exit 1

@@ -19,6 +19,8 @@ if [[ "${FAKE_BAZEL_FAIL:-0}" == 1 ]]; then
   echo "ERROR: fake_bazel: build of $* failed (FAKE_BAZEL_FAIL=1)" >&2
   exit 1
 fi
+# FAKE_BAZEL_SLEEP=N: a long build (review_test interrupts it).
+if [[ -n "${FAKE_BAZEL_SLEEP:-}" ]]; then sleep "$FAKE_BAZEL_SLEEP"; fi
 # Like bazel's client, leave a "server" behind that holds on to stdout and stderr.
 sleep 5 &
 for target in "$@"; do
