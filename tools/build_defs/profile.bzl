@@ -55,9 +55,9 @@ def _decode_profile_impl(ctx):
     files += [manifest, ctx.file.goldens, ctx.file.tokenizer]
     args = [
         "--manifest=" + manifest.short_path,
-        "--default_goldens=" + ctx.file.goldens.short_path,
-        "--default_tokenizer=" + ctx.file.tokenizer.short_path,
-        "--default_weights=" + (ctx.file.weights.short_path if ctx.file.weights else "synthetic"),
+        "--goldens=\"$PWD\"/" + ctx.file.goldens.short_path,
+        "--tokenizer=\"$PWD\"/" + ctx.file.tokenizer.short_path,
+        "--weights=" + ("\"$PWD\"/" + ctx.file.weights.short_path if ctx.file.weights else "synthetic"),
         "--prompt=" + _shell_quote(ctx.attr.prompt),
         "--new_tokens=%d" % ctx.attr.new_tokens,
         "--warmup=%d" % ctx.attr.warmup,
