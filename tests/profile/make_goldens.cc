@@ -23,6 +23,7 @@
 #include "runtime/cpu/session.h"
 #include "tokenizer/tokenizer.h"
 #include "verify/runner.h"
+#include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, elf, "", "the baseline decode ELF");
 ABSL_FLAG(std::string, weights, "synthetic", "weights spec (synthetic[:SEED], .gguf, dir)");
@@ -34,7 +35,7 @@ ABSL_FLAG(std::string, out, "", "goldens JSON to write");
 namespace {
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "make_goldens: %s\n", std::string(s.message()).c_str());
-  return 1;
+  return dk::kExitFailure;
 }
 }  // namespace
 
@@ -86,5 +87,5 @@ int main(int argc, char** argv) {
   }
   std::ofstream out(absl::GetFlag(FLAGS_out));
   out << j.dump(1) << "\n";
-  return out ? 0 : 1;
+  return out ? dk::kExitOk : dk::kExitFailure;
 }
