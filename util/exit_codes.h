@@ -3,6 +3,11 @@
 #ifndef DK_UTIL_EXIT_CODES_H_
 #define DK_UTIL_EXIT_CODES_H_
 
+#include <cstdio>
+#include <string>
+
+#include "absl/status/status.h"
+
 namespace dk {
 
 enum ExitCode : int {
@@ -12,6 +17,13 @@ enum ExitCode : int {
   kExitReverted = 3,  // profile: a stage failed its gate and was reported reverted
   kExitNotFaster = 4, // profile: the final stage is not faster than the baseline
 };
+
+// Prints "<tool>: <message>" on stderr and returns `code`: `return Fail(s)` in a
+// main, through each tool's one-line Fail.
+inline int ExitWithError(const char* tool, const absl::Status& status, int code = kExitFailure) {
+  std::fprintf(stderr, "%s: %s\n", tool, std::string(status.message()).c_str());
+  return code;
+}
 
 }  // namespace dk
 

@@ -33,10 +33,7 @@ ABSL_FLAG(int, new_tokens, 32, "greedy tokens per prompt");
 ABSL_FLAG(std::string, out, "", "goldens JSON to write");
 
 namespace {
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "make_goldens: %s\n", std::string(s.message()).c_str());
-  return dk::kExitFailure;
-}
+int Fail(const absl::Status& s) { return dk::ExitWithError("make_goldens", s); }
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -147,10 +147,7 @@ void BM_Decode(benchmark::State& state) {
 }
 BENCHMARK(BM_Decode)->ArgName("threads")->Arg(1)->Arg(2)->Iterations(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "decode_bench: %s\n", std::string(s.message()).c_str());
-  return dk::kExitFailure;
-}
+int Fail(const absl::Status& s) { return dk::ExitWithError("decode_bench", s); }
 
 }  // namespace
 

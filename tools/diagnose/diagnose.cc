@@ -309,10 +309,7 @@ void PrintReport(const Inputs& in, const std::vector<Row>& rows) {
               hf.top_ids.empty() ? "no HF top-5 in the JSON" : dk::diagnose::CompareTopK(ours_top, hf.top_ids).c_str());
 }
 
-int Fail(const absl::Status& s, int code = dk::kExitFailure) {
-  std::fprintf(stderr, "diagnose: %s\n", std::string(s.message()).c_str());
-  return code;
-}
+int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("diagnose", s, code); }
 
 }  // namespace
 

@@ -140,10 +140,7 @@ absl::Status Generate(Loaded& m) {
   return absl::OkStatus();
 }
 
-int Fail(const absl::Status& s, int code = dk::kExitFailure) {
-  std::fprintf(stderr, "generate: %s\n", std::string(s.message()).c_str());
-  return code;
-}
+int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("generate", s, code); }
 
 }  // namespace
 

@@ -431,10 +431,7 @@ int ExitStatus(const profile::ProfileRecord& record) {
   return dk::kExitOk;
 }
 
-int Fail(const absl::Status& s, int code = dk::kExitFailure) {
-  std::fprintf(stderr, "profile: %s\n", std::string(s.message()).c_str());
-  return code;
-}
+int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("profile", s, code); }
 
 }  // namespace
 

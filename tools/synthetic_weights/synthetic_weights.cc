@@ -1,8 +1,7 @@
 // Writes deterministic synthetic weights for a model shape as an HF checkpoint
 // directory (config.json + model.safetensors) and prints their digest:
 //
-//   bazel run //tools/synthetic_weights -- \
-//       --config models/llama32_1b/config.textproto --out /tmp/llama32_1b_synth --seed 1
+//   bazel run //tools/synthetic_weights -- --config models/llama32_1b/config.textproto --out /tmp/llama32_1b_synth --seed 1
 //
 // Relative paths are resolved against the directory `bazel run` was started from.
 // Exit status (util/exit_codes.h): 0 written, 1 an error, 2 a usage error.

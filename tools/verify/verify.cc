@@ -94,10 +94,7 @@ absl::Status Verify(const Inputs& in, bool* passed) {
   return absl::OkStatus();
 }
 
-int Fail(const absl::Status& s, int code = dk::kExitFailure) {
-  std::fprintf(stderr, "verify: %s\n", std::string(s.message()).c_str());
-  return code;
-}
+int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("verify", s, code); }
 
 }  // namespace
 
