@@ -28,7 +28,7 @@
 ABSL_FLAG(std::string, elf, "", "the baseline decode ELF");
 ABSL_FLAG(std::string, weights, "synthetic", "weights spec (synthetic[:SEED], .gguf, dir)");
 ABSL_FLAG(std::string, tokenizer, "", "tokenizer for the prompts");
-ABSL_FLAG(std::string, prompts, "", "prompts, one per line");
+ABSL_FLAG(std::string, prompts_file, "", "prompts, one per line (verify's --prompts is a count)");
 ABSL_FLAG(int, new_tokens, 32, "greedy tokens per prompt");
 ABSL_FLAG(std::string, out, "", "goldens JSON to write");
 
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   if (!weights.ok()) return Fail(weights.status());
   auto tok = dk::tokenizer::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer));
   if (!tok.ok()) return Fail(tok.status());
-  std::ifstream in(absl::GetFlag(FLAGS_prompts));
+  std::ifstream in(absl::GetFlag(FLAGS_prompts_file));
   std::stringstream text;
   text << in.rdbuf();
   std::vector<dk::verify::GoldenPrompt> prompts;
