@@ -105,16 +105,13 @@ absl::StatusOr<HfRecord> ReadHf(const std::string& path) {
     return bad("no non-empty 'layers'");
   }
   for (size_t i = 0; i < root["layers"].size(); ++i) {
-    auto v = FloatArray(root["layers"][i], absl::StrCat(path, ": layers[", i, "]"));
-    if (!v.ok()) return v.status();
-    r.layers.push_back(*std::move(v));
+    DK_ASSIGN_OR_RETURN(std::vector<float> v, FloatArray(root["layers"][i], absl::StrCat(path, ": layers[", i, "]")));
+    r.layers.push_back(std::move(v));
   }
   for (auto [key, dst] : {std::pair<const char*, std::vector<float>*>{"embedding", &r.embedding},
                           {"final_norm", &r.final_norm}}) {
     if (!root.contains(key)) continue;
-    auto v = FloatArray(root[key], absl::StrCat(path, ": ", key));
-    if (!v.ok()) return v.status();
-    *dst = *std::move(v);
+    DK_ASSIGN_OR_RETURN(*dst, FloatArray(root[key], absl::StrCat(path, ": ", key)));
   }
   if (root.contains("logits_top5") && root["logits_top5"].is_object()) {
     const json& t = root["logits_top5"];
