@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "registry/registry.h"
+#include "util/status.h"
 
 namespace dk::runtime {
 namespace {
@@ -62,144 +63,25 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& pro
   d->device_ = device;
   d->host_ = host;
   d->options_ = options;
-  if (auto s = d->Plan(weights); !s.ok()) return s;
+  DK_RETURN_IF_ERROR(d->Plan(weights));
   return d;
 }
 
 absl::Status Decoder::Plan(const weights::Weights& weights) {
-  const elf::Program& p = program_;
-  // Host values.
-  std::map<std::string, int> value_index;
-  for (int i = 0; i < p.values_size(); ++i) {
-    const auto& v = p.values(i);
-    value_index[v.name()] = i;
-    values_.emplace_back(Numel(v.shape()) * elf::DTypeBytes(v.dtype()));
-    values_.back().Zero();
-    if (v.name() == "logits" && v.dtype() == elf::F32) logits_value_ = i;
-  }
-  // BOs and the host memory each one is written from.
-  std::vector<uint8_t*> weight_src(p.bos_size(), nullptr);
+  PlanValues();
+  std::vector<uint8_t*> weight_src;
+  DK_RETURN_IF_ERROR(AllocateBos(weights, &weight_src));
   std::vector<BufferObject*> raw;
-  for (int i = 0; i < p.bos_size(); ++i) {
-    const elf::BufferObject& b = p.bos(i);
-    auto bo = device_->Allocate(b.name(), b.size_bytes(), b.category());
-    if (!bo.ok()) return bo.status();
-    raw.push_back(bo->get());
-    bos_.push_back(*std::move(bo));
-    if (b.weight_tensor().empty()) continue;
-    if (b.shape_size() > 2) {
-      return absl::InvalidArgumentError(absl::StrCat("weight BO '", b.name(), "' has rank ", b.shape_size()));
-    }
-    const weights::Tensor* t = weights.Find(b.weight_tensor());
-    if (t == nullptr) {
-      return absl::NotFoundError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
-                                              "', which ", weights.source(), " does not have"));
-    }
-    const int64_t cols = t->shape.size() == 2 ? t->shape[1] : 1;
-    const int64_t all_rows = t->shape.empty() ? 0 : t->shape[0];
-    const int64_t begin = b.weight_row_begin(), end = b.weight_row_end() ? b.weight_row_end() : all_rows;
-    const int64_t rows = end - begin;
-    const int64_t bo_rows = b.shape(0), bo_cols = b.shape_size() == 2 ? b.shape(1) : 1;
-    if (end > all_rows || rows != bo_rows || cols != bo_cols) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "BO '", b.name(), "' [", bo_rows, ", ", bo_cols, "] does not match rows [", begin, ", ", end,
-          ") of tensor '", b.weight_tensor(), "' [", all_rows, ", ", cols, "]"));
-    }
-    const bf16* src = t->data.data() + begin * cols;
-    const std::string layout = b.layout().empty() ? std::string(registry::kRowMajor) : b.layout();
-    auto need = device_->LayoutBytes(layout, rows, cols);
-    if (!need.ok()) return need.status();
-    if (static_cast<int64_t>(*need) != b.size_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' is ", b.size_bytes(),
-                                                     " bytes but layout ", layout, " needs ", *need));
-    }
-    AlignedBuffer<uint8_t> packed;
-    if (layout == registry::kRowMajor) {
-      weight_src[i] = reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
-    } else {
-      // Packed once, here, into the layout the kernel reads.
-      packed = AlignedBuffer<uint8_t>(*need, PageMode::kHugePages);
-      if (packed.size() != *need) {
-        return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", *need, " bytes to pack ", b.name()));
-      }
-      if (auto s = device_->PackWeight(layout, src, rows, cols, packed.data()); !s.ok()) return s;
-      weight_src[i] = packed.data();
-    }
-    if (b.category() == elf::STATIC) {
-      if (auto s = bos_[i]->Write(weight_src[i], b.size_bytes()); !s.ok()) return s;
-      if (auto s = bos_[i]->SyncToDevice(); !s.ok()) return s;
-      weight_src[i] = nullptr;  // written for good; the packed copy is not kept
-    } else if (packed.size() != 0) {
-      // A WRITE weight is rewritten every run: keep its packed host copy.
-      packed_weights_.push_back(std::move(packed));
-      weight_src[i] = packed_weights_.back().data();
-    }
-  }
-  auto loaded = device_->Load(p, elf_name_, raw);
-  if (!loaded.ok()) return loaded.status();
-  loaded_ = *std::move(loaded);
-
-  std::map<std::string, int> bo_index;
-  for (int i = 0; i < p.bos_size(); ++i) bo_index[p.bos(i).name()] = i;
-  auto host_ptr = [&](const elf::BufferObject& b) -> absl::StatusOr<uint8_t*> {
-    const auto& v = p.values(value_index.at(b.host_value()));
-    const int64_t offset = b.host_offset() * elf::DTypeBytes(v.dtype());
-    if (v.dtype() != b.dtype() || offset + b.size_bytes() > static_cast<int64_t>(values_[value_index.at(b.host_value())].size())) {
-      return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' does not fit host value '",
-                                                     v.name(), "' at offset ", b.host_offset()));
-    }
-    return values_[value_index.at(b.host_value())].data() + offset;
-  };
+  for (const auto& bo : bos_) raw.push_back(bo.get());
+  DK_ASSIGN_OR_RETURN(loaded_, device_->Load(program_, elf_name_, raw));
   int group = 0;
-  for (const elf::Step& step : p.steps()) {
+  for (const elf::Step& step : program_.steps()) {
     StepPlan plan;
     if (step.has_host()) {
-      plan.host = &step.host();
-      for (const auto& b : step.host().bindings()) {
-        const int vi = value_index.at(b.value());
-        plan.host_values.push_back({b.param(), HostOps::Value{values_[vi].data(), &p.values(vi)}});
-      }
-      plan_.push_back(std::move(plan));
-      continue;
-    }
-    plan.group = group++;
-    std::set<int> seen_in, seen_out;
-    for (const elf::Launch& l : step.group().launches()) {
-      const registry::Kernel* kernel = nullptr;
-      if (auto v = registry::FindSymbol(l.kernel_symbol(), &kernel); !v.ok()) return v.status();
-      std::set<std::string> outputs(kernel->outputs().begin(), kernel->outputs().end());
-      for (const auto& bind : l.bindings()) {
-        const int i = bo_index.at(bind.bo());
-        const elf::BufferObject& b = p.bos(i);
-        const bool is_output = outputs.count(bind.param()) > 0;
-        if (is_output) {
-          if (b.category() == elf::OUTPUT && seen_out.insert(i).second) {
-            if (b.host_value().empty()) {
-              return absl::InvalidArgumentError(absl::StrCat("OUTPUT BO '", b.name(), "' mirrors no host value"));
-            }
-            auto dst = host_ptr(b);
-            if (!dst.ok()) return dst.status();
-            plan.reads.push_back(Copy{bos_[i].get(), *dst, static_cast<size_t>(b.size_bytes())});
-          }
-          continue;
-        }
-        if (seen_out.count(i)) continue;  // produced earlier in this group: already on the device
-        const bool writes = b.category() == elf::WRITE ||
-                            (b.category() == elf::STATIC && !b.host_value().empty());
-        if (!writes || !seen_in.insert(i).second) continue;
-        Copy c{bos_[i].get(), weight_src[i], static_cast<size_t>(b.size_bytes())};
-        if (!b.host_value().empty()) {
-          auto src = host_ptr(b);
-          if (!src.ok()) return src.status();
-          c.host = *src;
-          c.value_name = &b.host_value();
-        } else if (c.host == nullptr) {
-          return absl::InvalidArgumentError(absl::StrCat("WRITE BO '", b.name(),
-                                                         "' mirrors neither a host value nor a weight"));
-        }
-        c.static_once = b.category() == elf::STATIC;
-        plan.writes.push_back(c);
-      }
+      PlanHostStep(step.host(), &plan);
+    } else {
+      plan.group = group++;
+      DK_RETURN_IF_ERROR(PlanGroup(step.group(), weight_src, &plan));
     }
     plan_.push_back(std::move(plan));
   }
@@ -208,8 +90,139 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   return absl::OkStatus();
 }
 
+void Decoder::PlanValues() {
+  for (int i = 0; i < program_.values_size(); ++i) {
+    const auto& v = program_.values(i);
+    value_index_[v.name()] = i;
+    values_.emplace_back(Numel(v.shape()) * elf::DTypeBytes(v.dtype()));
+    values_.back().Zero();
+    if (v.name() == "logits" && v.dtype() == elf::F32) logits_value_ = i;
+  }
+}
+
+absl::Status Decoder::AllocateBos(const weights::Weights& weights, std::vector<uint8_t*>* weight_src) {
+  weight_src->assign(program_.bos_size(), nullptr);
+  for (int i = 0; i < program_.bos_size(); ++i) {
+    const elf::BufferObject& b = program_.bos(i);
+    bo_index_[b.name()] = i;
+    DK_ASSIGN_OR_RETURN(std::unique_ptr<BufferObject> bo, device_->Allocate(b.name(), b.size_bytes(), b.category()));
+    bos_.push_back(std::move(bo));
+    if (b.weight_tensor().empty()) continue;
+    DK_ASSIGN_OR_RETURN((*weight_src)[i], PlaceWeight(i, weights));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& weights) {
+  const elf::BufferObject& b = program_.bos(i);
+  if (b.shape_size() > 2) {
+    return absl::InvalidArgumentError(absl::StrCat("weight BO '", b.name(), "' has rank ", b.shape_size()));
+  }
+  const weights::Tensor* t = weights.Find(b.weight_tensor());
+  if (t == nullptr) {
+    return absl::NotFoundError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
+                                            "', which ", weights.source(), " does not have"));
+  }
+  const int64_t cols = t->shape.size() == 2 ? t->shape[1] : 1;
+  const int64_t all_rows = t->shape.empty() ? 0 : t->shape[0];
+  const int64_t begin = b.weight_row_begin(), end = b.weight_row_end() ? b.weight_row_end() : all_rows;
+  const int64_t rows = end - begin;
+  const int64_t bo_rows = b.shape(0), bo_cols = b.shape_size() == 2 ? b.shape(1) : 1;
+  if (end > all_rows || rows != bo_rows || cols != bo_cols) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "BO '", b.name(), "' [", bo_rows, ", ", bo_cols, "] does not match rows [", begin, ", ", end,
+        ") of tensor '", b.weight_tensor(), "' [", all_rows, ", ", cols, "]"));
+  }
+  const bf16* src = t->data.data() + begin * cols;
+  const std::string layout = b.layout().empty() ? std::string(registry::kRowMajor) : b.layout();
+  DK_ASSIGN_OR_RETURN(const size_t need, device_->LayoutBytes(layout, rows, cols));
+  if (static_cast<int64_t>(need) != b.size_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' is ", b.size_bytes(),
+                                                   " bytes but layout ", layout, " needs ", need));
+  }
+  uint8_t* host = reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
+  AlignedBuffer<uint8_t> packed;
+  if (layout != registry::kRowMajor) {
+    // Packed once, here, into the layout the kernel reads.
+    packed = AlignedBuffer<uint8_t>(need, PageMode::kHugePages);
+    if (packed.size() != need) {
+      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", need, " bytes to pack ", b.name()));
+    }
+    DK_RETURN_IF_ERROR(device_->PackWeight(layout, src, rows, cols, packed.data()));
+    host = packed.data();
+  }
+  if (b.category() == elf::STATIC) {
+    DK_RETURN_IF_ERROR(bos_[i]->Write(host, b.size_bytes()));
+    DK_RETURN_IF_ERROR(bos_[i]->SyncToDevice());
+    return nullptr;  // written for good; the packed copy is not kept
+  }
+  if (packed.size() != 0) {
+    // A WRITE weight is rewritten every run: keep its packed host copy.
+    packed_weights_.push_back(std::move(packed));
+    host = packed_weights_.back().data();
+  }
+  return host;
+}
+
+absl::StatusOr<uint8_t*> Decoder::HostBytes(const elf::BufferObject& b) {
+  const int vi = value_index_.at(b.host_value());
+  const auto& v = program_.values(vi);
+  const int64_t offset = b.host_offset() * elf::DTypeBytes(v.dtype());
+  if (v.dtype() != b.dtype() || offset + b.size_bytes() > static_cast<int64_t>(values_[vi].size())) {
+    return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' does not fit host value '", v.name(),
+                                                   "' at offset ", b.host_offset()));
+  }
+  return values_[vi].data() + offset;
+}
+
+void Decoder::PlanHostStep(const elf::HostStep& step, StepPlan* plan) {
+  plan->host = &step;
+  for (const auto& b : step.bindings()) {
+    const int vi = value_index_.at(b.value());
+    plan->host_values.push_back({b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi)}});
+  }
+}
+
+absl::Status Decoder::PlanGroup(const elf::LaunchGroup& group, const std::vector<uint8_t*>& weight_src,
+                                StepPlan* plan) {
+  std::set<int> seen_in, seen_out;
+  for (const elf::Launch& l : group.launches()) {
+    const registry::Kernel* kernel = nullptr;
+    DK_RETURN_IF_ERROR(registry::FindSymbol(l.kernel_symbol(), &kernel).status());
+    const std::set<std::string> outputs(kernel->outputs().begin(), kernel->outputs().end());
+    for (const auto& bind : l.bindings()) {
+      const int i = bo_index_.at(bind.bo());
+      const elf::BufferObject& b = program_.bos(i);
+      if (outputs.count(bind.param()) > 0) {
+        // An OUTPUT BO is read back once per group, after the run.
+        if (b.category() != elf::OUTPUT || !seen_out.insert(i).second) continue;
+        if (b.host_value().empty()) {
+          return absl::InvalidArgumentError(absl::StrCat("OUTPUT BO '", b.name(), "' mirrors no host value"));
+        }
+        DK_ASSIGN_OR_RETURN(uint8_t* dst, HostBytes(b));
+        plan->reads.push_back(Copy{bos_[i].get(), dst, static_cast<size_t>(b.size_bytes())});
+        continue;
+      }
+      if (seen_out.count(i)) continue;  // produced earlier in this group: already on the device
+      const bool writes = b.category() == elf::WRITE || (b.category() == elf::STATIC && !b.host_value().empty());
+      if (!writes || !seen_in.insert(i).second) continue;
+      Copy c{bos_[i].get(), weight_src[i], static_cast<size_t>(b.size_bytes())};
+      if (!b.host_value().empty()) {
+        DK_ASSIGN_OR_RETURN(c.host, HostBytes(b));
+        c.value_name = &b.host_value();
+      } else if (c.host == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("WRITE BO '", b.name(),
+                                                       "' mirrors neither a host value nor a weight"));
+      }
+      c.static_once = b.category() == elf::STATIC;
+      plan->writes.push_back(c);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StepResult> Decoder::Step(uint32_t token) {
-  if (auto s = Advance(token); !s.ok()) return s;
+  DK_RETURN_IF_ERROR(Advance(token));
   return last_;
 }
 
@@ -231,7 +244,7 @@ absl::Status Decoder::Advance(uint32_t token) {
         if (options_.validate) {
           // The BO still holds the bytes of the first token; the value moved on.
           scratch_.resize(c.bytes);
-          if (auto st = c.bo->Read(scratch_.data(), c.bytes); !st.ok()) return st;
+          DK_RETURN_IF_ERROR(c.bo->Read(scratch_.data(), c.bytes));
           if (std::memcmp(scratch_.data(), c.host, c.bytes) != 0) {
             return absl::FailedPreconditionError(absl::StrCat(
                 "BO protocol violation: ELF '", elf_name_, "', group '",
@@ -242,18 +255,17 @@ absl::Status Decoder::Advance(uint32_t token) {
         }
         continue;
       }
-      if (auto st = c.bo->Write(c.host, c.bytes); !st.ok()) return st;
-      if (auto st = c.bo->SyncToDevice(); !st.ok()) return st;
+      DK_RETURN_IF_ERROR(c.bo->Write(c.host, c.bytes));
+      DK_RETURN_IF_ERROR(c.bo->SyncToDevice());
       t.bytes_written += c.bytes;
     }
     const int64_t t1 = NowNs();
-    auto run = device_->Start(*loaded_, plan.group);
-    if (!run.ok()) return run.status();
-    if (auto st = (*run)->Wait(); !st.ok()) return st;
+    DK_ASSIGN_OR_RETURN(std::unique_ptr<Run> run, device_->Start(*loaded_, plan.group));
+    DK_RETURN_IF_ERROR(run->Wait());
     const int64_t t2 = NowNs();
     for (const Copy& c : plan.reads) {
-      if (auto st = c.bo->SyncFromDevice(); !st.ok()) return st;
-      if (auto st = c.bo->Read(c.host, c.bytes); !st.ok()) return st;
+      DK_RETURN_IF_ERROR(c.bo->SyncFromDevice());
+      DK_RETURN_IF_ERROR(c.bo->Read(c.host, c.bytes));
       t.bytes_read += c.bytes;
     }
     t.write_ns = t1 - t0;

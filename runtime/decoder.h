@@ -12,6 +12,7 @@
 #define DK_RUNTIME_DECODER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,7 +84,22 @@ class Decoder {
   Decoder() = default;
   struct Copy;       // one BO write or read-back planned at Create
   struct StepPlan;   // what one program step does
+  // Create's plan, in steps: host values; BOs, with the weights placed in them;
+  // the program loaded on the device; then each step's copies.
   absl::Status Plan(const weights::Weights& weights);
+  void PlanValues();
+  // Allocates every BO; (*weight_src)[i]: the host bytes WRITE weight BO i is
+  // rewritten from on every run (nullptr for the others).
+  absl::Status AllocateBos(const weights::Weights& weights, std::vector<uint8_t*>* weight_src);
+  // Fills weight BO i from its tensor rows (packed into its layout when it has one):
+  // STATIC ones are written once here (nullptr returned); WRITE ones return the host
+  // bytes to rewrite them from.
+  absl::StatusOr<uint8_t*> PlaceWeight(int i, const weights::Weights& weights);
+  // Where BO `b` mirrors its host value.
+  absl::StatusOr<uint8_t*> HostBytes(const elf::BufferObject& b);
+  void PlanHostStep(const elf::HostStep& step, StepPlan* plan);
+  absl::Status PlanGroup(const elf::LaunchGroup& group, const std::vector<uint8_t*>& weight_src,
+                         StepPlan* plan);
 
   elf::Program program_;
   std::string elf_name_;
@@ -94,6 +110,7 @@ class Decoder {
   std::vector<AlignedBuffer<uint8_t>> values_;           // host values, by index
   std::vector<AlignedBuffer<uint8_t>> packed_weights_;   // host copies in device layouts
   std::vector<StepPlan> plan_;
+  std::map<std::string, int> value_index_, bo_index_;  // by name (planning)
   std::vector<StepTiming> timings_;
   Options options_;
   StepResult last_;

@@ -41,9 +41,6 @@ class BufferObject {
 class LoadedElf {
  public:
   virtual ~LoadedElf() = default;
-  virtual const elf::Program& program() const = 0;
-  // Index into program().steps() of each launch group's entry, by group number.
-  virtual const std::vector<int>& group_steps() const = 0;
 };
 
 // One started run of an entry point. Wait returns the run's status (a validation

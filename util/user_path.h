@@ -5,6 +5,8 @@
 #ifndef DK_UTIL_USER_PATH_H_
 #define DK_UTIL_USER_PATH_H_
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -16,6 +18,21 @@ inline std::string UserPath(const std::string& path) {
     return path;
   }
   return std::string(cwd) + "/" + path;
+}
+
+// `path` as records and messages show it: relative to the working directory (the
+// runfiles tree under `bazel run`) when it lies below it, e.g. a target's own file
+// that its launcher passed as "$PWD"/models/m/goldens.json; otherwise unchanged.
+inline std::string ShownPath(const std::string& path) {
+  if (path.empty() || path[0] != '/') return path;
+  char buf[4096];
+  const char* dirs[] = {getcwd(buf, sizeof(buf)), std::getenv("PWD")};
+  for (const char* dir : dirs) {
+    if (dir == nullptr || *dir == '\0') continue;
+    const std::string prefix = std::string(dir) + "/";
+    if (path.rfind(prefix, 0) == 0) return path.substr(prefix.size());
+  }
+  return path;
 }
 
 }  // namespace dk

@@ -12,8 +12,13 @@
 
 namespace dk::verify {
 
-// For each prompt: reset, feed its prompt_ids one at a time, then take
-// `new_tokens` greedy steps. Step i records the choice after prompt + i tokens.
+// One prompt through runtime::GenerateGreedy: a new sequence, its prompt_ids one at
+// a time, then `new_tokens` greedy tokens. Step i records the choice after
+// prompt + i tokens.
+absl::StatusOr<Sequence> RunGreedy(runtime::Decoder& decoder, const GoldenPrompt& prompt,
+                                   int new_tokens);
+
+// Every prompt in order, as above.
 absl::StatusOr<std::vector<Sequence>> RunGreedy(runtime::Decoder& decoder,
                                                 const std::vector<GoldenPrompt>& prompts,
                                                 int new_tokens);

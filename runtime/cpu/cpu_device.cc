@@ -255,12 +255,7 @@ const std::map<std::string, KernelFn>& Kernels() {
 
 class CpuElf final : public LoadedElf {
  public:
-  const elf::Program& program() const override { return program_; }
-  const std::vector<int>& group_steps() const override { return group_steps_; }
-
-  elf::Program program_;
   std::string name_;
-  std::vector<int> group_steps_;
   std::vector<std::vector<LaunchOp>> groups_;  // launches per group
 };
 
@@ -315,14 +310,12 @@ class CpuDevice final : public Device {
                                                      program.bos_size()));
     }
     auto elf = std::make_unique<CpuElf>();
-    elf->program_ = program;
     elf->name_ = elf_name;
     std::map<std::string, int> bo_index;
     for (int i = 0; i < program.bos_size(); ++i) bo_index[program.bos(i).name()] = i;
     for (int s = 0; s < program.steps_size(); ++s) {
       if (!program.steps(s).has_group()) continue;
       const elf::LaunchGroup& g = program.steps(s).group();
-      elf->group_steps_.push_back(s);
       std::vector<LaunchOp> ops;
       for (int j = 0; j < g.launches_size(); ++j) {
         const elf::Launch& l = g.launches(j);

@@ -5,8 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "elf/elf.h"
 #include "runtime/cpu/cpu_device.h"
+#include "util/status.h"
 
 namespace dk::runtime {
 
@@ -19,17 +19,8 @@ absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
     }
     return std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(model, seed));
   }
-  auto w = weights::LoadWeights(spec);
-  if (!w.ok()) return w.status();
-  return std::make_shared<const weights::Weights>(*std::move(w));
-}
-
-absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
-    const std::string& elf_path, std::shared_ptr<const weights::Weights> weights,
-    const SessionOptions& options) {
-  auto program = elf::ReadElfFile(elf_path);
-  if (!program.ok()) return program.status();
-  return Open(*program, elf_path, std::move(weights), options);
+  DK_ASSIGN_OR_RETURN(weights::Weights w, weights::LoadWeights(spec));
+  return std::make_shared<const weights::Weights>(std::move(w));
 }
 
 absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
@@ -46,15 +37,11 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
   CpuHostOptions host_options;
   host_options.max_context = options.max_context;
   host_options.pool = options.pool;
-  auto host = MakeCpuHostOps(program.model(), embed->data.data(), host_options);
-  if (!host.ok()) return host.status();
-  s->host_ = *std::move(host);
+  DK_ASSIGN_OR_RETURN(s->host_, MakeCpuHostOps(program.model(), embed->data.data(), host_options));
   Decoder::Options decoder_options;
   decoder_options.validate = options.validate;
-  auto decoder = Decoder::Create(program, elf_name, *s->weights_, s->device_.get(), s->host_.get(),
-                                 decoder_options);
-  if (!decoder.ok()) return decoder.status();
-  s->decoder_ = *std::move(decoder);
+  DK_ASSIGN_OR_RETURN(s->decoder_, Decoder::Create(program, elf_name, *s->weights_, s->device_.get(),
+                                                   s->host_.get(), decoder_options));
   return s;
 }
 

@@ -29,15 +29,11 @@ struct SessionOptions {
 class CpuSession {
  public:
   static absl::StatusOr<std::unique_ptr<CpuSession>> Open(
-      const std::string& elf_path, std::shared_ptr<const weights::Weights> weights,
-      const SessionOptions& options = {});
-  static absl::StatusOr<std::unique_ptr<CpuSession>> Open(
       const elf::Program& program, const std::string& elf_name,
       std::shared_ptr<const weights::Weights> weights, const SessionOptions& options = {});
 
   Decoder& decoder() { return *decoder_; }
   Device& device() { return *device_; }
-  const weights::Weights& weights() const { return *weights_; }
 
  private:
   std::shared_ptr<const weights::Weights> weights_;

@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/cpu/session.h"
+#include "runtime/greedy.h"
 #include "tests/e2e/reference_llama.h"
 #include "graph/baseline.h"
 
@@ -154,6 +155,62 @@ TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
                                            "value 'L0.xn', which changed"),
             std::string::npos)
       << second.status();
+}
+
+// runtime::GenerateGreedy is the hand-written loop: the prompt one token at a time,
+// then token i chosen after feeding token i - 1; N tokens take N - 1 decode steps.
+TEST(Greedy, GeneratesWhatStepByStepDecodingDoes) {
+  const elf::ModelShape m = Tiny(false);
+  auto program = elfc::BuildBaseline(m);
+  ASSERT_TRUE(program.ok());
+  auto w = Scaled(m, 25.0f);
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
+  ASSERT_TRUE(session.ok()) << session.status();
+  runtime::Decoder& decoder = (*session)->decoder();
+  const std::vector<uint32_t> prompt = {3, 17, 42};
+  std::vector<uint32_t> want;
+  decoder.Reset();
+  absl::StatusOr<runtime::StepResult> step;
+  for (uint32_t id : prompt) step = decoder.Step(id);
+  ASSERT_TRUE(step.ok());
+  for (int i = 0; i < 6; ++i) {
+    want.push_back(step->token);
+    if (i + 1 < 6) step = decoder.Step(step->token);
+  }
+
+  runtime::GreedyOptions options;
+  options.max_new_tokens = 6;
+  std::vector<uint32_t> got;
+  auto run = runtime::GenerateGreedy(decoder, prompt, options, [&](int i, const runtime::StepResult& s) {
+    EXPECT_EQ(i, static_cast<int>(got.size()));
+    got.push_back(s.token);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(run->generated, 6);
+  EXPECT_FALSE(run->stopped);
+  EXPECT_EQ(run->token_ms.size(), 5u);
+  EXPECT_EQ(decoder.position(), 3 + 5);
+
+  // A stop token ends the run before it is emitted.
+  options.stop_token = want[2];
+  got.clear();
+  run = runtime::GenerateGreedy(decoder, prompt, options, [&](int, const runtime::StepResult& s) {
+    got.push_back(s.token);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(run.ok()) << run.status();
+  const auto first = std::find(want.begin(), want.end(), want[2]);
+  EXPECT_EQ(got, std::vector<uint32_t>(want.begin(), first));
+  EXPECT_TRUE(run->stopped);
+  EXPECT_EQ(run->generated, static_cast<int>(got.size()));
+
+  // The callback's error ends the run and is returned; an empty prompt is an error.
+  run = runtime::GenerateGreedy(decoder, prompt, options,
+                                [](int, const runtime::StepResult&) { return absl::CancelledError("stop"); });
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(runtime::GenerateGreedy(decoder, {}, options, nullptr).ok());
 }
 
 }  // namespace

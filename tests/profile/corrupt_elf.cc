@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
+#include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, in, "", "decode ELF");
 ABSL_FLAG(std::string, out, "", "corrupted decode ELF");
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_in));
   if (!program.ok()) {
     std::fprintf(stderr, "corrupt_elf: %s\n", std::string(program.status().message()).c_str());
-    return 1;
+    return dk::kExitFailure;
   }
   dk::elf::BufferObject* part[2] = {nullptr, nullptr};
   for (auto& bo : *program->mutable_bos()) {
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   if (!part[0] || !part[1] || part[0]->size_bytes() != part[1]->size_bytes()) {
     std::fprintf(stderr, "corrupt_elf: needs two equal LM-head partitions (lm_head.w.part0/1); "
                          "put it after layout_alignment\n");
-    return 1;
+    return dk::kExitFailure;
   }
   const int64_t b0 = part[0]->weight_row_begin(), e0 = part[0]->weight_row_end();
   part[0]->set_weight_row_begin(part[1]->weight_row_begin());
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
   entry->set_reason("test only: LM-head partitions 0 and 1 read each other's rows (must fail the gate)");
   if (auto s = dk::elf::WriteElfFile(*program, absl::GetFlag(FLAGS_out)); !s.ok()) {
     std::fprintf(stderr, "corrupt_elf: %s\n", std::string(s.message()).c_str());
-    return 1;
+    return dk::kExitFailure;
   }
-  return 0;
+  return dk::kExitOk;
 }

@@ -23,19 +23,17 @@
 #include "runtime/cpu/session.h"
 #include "tokenizer/tokenizer.h"
 #include "verify/runner.h"
+#include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, elf, "", "the baseline decode ELF");
 ABSL_FLAG(std::string, weights, "synthetic", "weights spec (synthetic[:SEED], .gguf, dir)");
 ABSL_FLAG(std::string, tokenizer, "", "tokenizer for the prompts");
-ABSL_FLAG(std::string, prompts, "", "prompts, one per line");
+ABSL_FLAG(std::string, prompts_file, "", "prompts, one per line (verify's --prompts is a count)");
 ABSL_FLAG(int, new_tokens, 32, "greedy tokens per prompt");
 ABSL_FLAG(std::string, out, "", "goldens JSON to write");
 
 namespace {
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "make_goldens: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
+int Fail(const absl::Status& s) { return dk::ExitWithError("make_goldens", s); }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,7 +44,7 @@ int main(int argc, char** argv) {
   if (!weights.ok()) return Fail(weights.status());
   auto tok = dk::tokenizer::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer));
   if (!tok.ok()) return Fail(tok.status());
-  std::ifstream in(absl::GetFlag(FLAGS_prompts));
+  std::ifstream in(absl::GetFlag(FLAGS_prompts_file));
   std::stringstream text;
   text << in.rdbuf();
   std::vector<dk::verify::GoldenPrompt> prompts;
@@ -86,5 +84,5 @@ int main(int argc, char** argv) {
   }
   std::ofstream out(absl::GetFlag(FLAGS_out));
   out << j.dump(1) << "\n";
-  return out ? 0 : 1;
+  return out ? dk::kExitOk : dk::kExitFailure;
 }

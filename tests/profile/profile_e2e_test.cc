@@ -53,6 +53,10 @@ TEST_F(ProfileE2eTest, JsonRecord) {
   EXPECT_EQ(j["warmup"], 2);
   EXPECT_GT(j["machine"]["read_bandwidth_gbps"].get<double>(), 0);
   EXPECT_EQ(j["gate"]["prompts"], 2);
+  // The launcher passes the target's files as "$PWD"/...; the record shows them as
+  // before, relative to the runfiles tree.
+  EXPECT_EQ(j["gate"]["goldens"], "tests/profile/goldens.json");
+  EXPECT_EQ(j["weights"]["source"], "synthetic(seed=1)");
   ASSERT_EQ(j["stages"].size(), 5u);
   const char* names[] = {"decode", "decode_aligned", "decode_bo", "decode_opt", "decode_bad"};
   const char* statuses[] = {"baseline", "applied", "applied", "applied", "reverted"};
@@ -116,6 +120,26 @@ TEST_F(ProfileE2eTest, JsonRecord) {
                    j["stages"][3]["ms_per_token"]["median"].get<double>());
   EXPECT_NEAR(j["final"]["speedup"].get<double>(),
               j["final"]["baseline_ms_per_token"].get<double>() / j["final"]["ms_per_token"].get<double>(), 1e-9);
+}
+
+// util/exit_codes.h: a bad flag is a usage error (2), found before anything is loaded.
+TEST_F(ProfileE2eTest, BadFlagIsUsageError) {
+  const int status = std::system("tests/profile/profile.sh --new_tokens=0 > /dev/null 2>&1");
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+// A flag given after the launcher's own (--weights=...) overrides it: Abseil keeps
+// the last occurrence, so a user's --weights replaces the target's.
+TEST_F(ProfileE2eTest, UserFlagOverridesLauncher) {
+  const std::string err = absl::StrCat(std::getenv("TEST_TMPDIR"), "/override.stderr");
+  const int status = std::system(absl::StrCat("tests/profile/profile.sh --weights=synthetic:7 --gate_prompts=0 "
+                                              "--new_tokens=1 --warmup=0 --bandwidth_mib=8 --noscreenshot "
+                                              "--out_dir=", std::getenv("TEST_TMPDIR"), "/override > /dev/null 2> ",
+                                              err)
+                                     .c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << Read(err);
+  EXPECT_THAT(Read(err), HasSubstr("weights synthetic(seed=7)"));
 }
 
 TEST_F(ProfileE2eTest, TablePrintedWithEdit) {

@@ -22,6 +22,7 @@
 #include "kernels/bandwidth/bandwidth.h"
 #include "elf/stats.h"
 #include "runtime/cpu/session.h"
+#include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, elf, "", "decode ELF");
 ABSL_FLAG(std::string, weights, "synthetic", "checkpoint dir, .gguf or synthetic[:SEED]");
@@ -146,24 +147,24 @@ void BM_Decode(benchmark::State& state) {
 }
 BENCHMARK(BM_Decode)->ArgName("threads")->Arg(1)->Arg(2)->Iterations(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+int Fail(const absl::Status& s) { return dk::ExitWithError("decode_bench", s); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::ParseCommandLine(argc, argv);
-  auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
-  if (!program.ok()) {
-    std::fprintf(stderr, "decode_bench: %s\n", std::string(program.status().message()).c_str());
-    return 1;
+  if (absl::GetFlag(FLAGS_elf).empty()) {
+    std::fprintf(stderr, "decode_bench: --elf is required\n");
+    return dk::kExitUsage;
   }
+  auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
+  if (!program.ok()) return Fail(program.status());
   g_program = *program;
   auto weights = dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
-  if (!weights.ok()) {
-    std::fprintf(stderr, "decode_bench: %s\n", std::string(weights.status().message()).c_str());
-    return 1;
-  }
+  if (!weights.ok()) return Fail(weights.status());
   g_weights = *weights;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return 0;
+  return dk::kExitOk;
 }

@@ -15,17 +15,18 @@
 //   ./bazelw build //models/smollm2_135m:decode
 //   ./bazelw run //tools/diagnose -- --elf bazel-bin/models/smollm2_135m/decode.elf --weights "$OB/external/smollm2_135m/model.gguf" --hf /tmp/smollm2_hidden.json
 //
-// Exit status: 0 when the comparison ran (whatever the numbers), 1 on an error (bad
-// input, an ELF without host layer outputs, shape mismatch).
+// Exit status (util/exit_codes.h): 0 when the comparison ran (whatever the numbers),
+// 1 on an error (bad input, an ELF without host layer outputs, shape mismatch), 2 a
+// usage error.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
@@ -36,8 +37,12 @@
 #include "elf/elf.h"
 #include "nlohmann/json.hpp"
 #include "runtime/cpu/session.h"
+#include "runtime/greedy.h"
 #include "tools/diagnose/metrics.h"
 #include "util/bf16.h"
+#include "util/exit_codes.h"
+#include "util/status.h"
+#include "util/user_path.h"
 
 ABSL_FLAG(std::string, elf, "", "a decode ELF whose layer outputs are host values (baseline `decode`)");
 ABSL_FLAG(std::string, weights, "",
@@ -52,11 +57,6 @@ using dk::diagnose::Compare;
 using dk::diagnose::Row;
 
 using dk::UserPath;  // paths are relative to where `bazel run` was called
-
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "diagnose: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
 
 struct HfRecord {
   std::string model, weights_digest, prompt;
@@ -105,16 +105,13 @@ absl::StatusOr<HfRecord> ReadHf(const std::string& path) {
     return bad("no non-empty 'layers'");
   }
   for (size_t i = 0; i < root["layers"].size(); ++i) {
-    auto v = FloatArray(root["layers"][i], absl::StrCat(path, ": layers[", i, "]"));
-    if (!v.ok()) return v.status();
-    r.layers.push_back(*std::move(v));
+    DK_ASSIGN_OR_RETURN(std::vector<float> v, FloatArray(root["layers"][i], absl::StrCat(path, ": layers[", i, "]")));
+    r.layers.push_back(std::move(v));
   }
   for (auto [key, dst] : {std::pair<const char*, std::vector<float>*>{"embedding", &r.embedding},
                           {"final_norm", &r.final_norm}}) {
     if (!root.contains(key)) continue;
-    auto v = FloatArray(root[key], absl::StrCat(path, ": ", key));
-    if (!v.ok()) return v.status();
-    *dst = *std::move(v);
+    DK_ASSIGN_OR_RETURN(*dst, FloatArray(root[key], absl::StrCat(path, ": ", key)));
   }
   if (root.contains("logits_top5") && root["logits_top5"].is_object()) {
     const json& t = root["logits_top5"];
@@ -187,92 +184,98 @@ absl::StatusOr<std::vector<float>> ReadValue(const dk::runtime::Decoder& d, cons
   return out;
 }
 
-}  // namespace
+// What the comparison runs on, loaded and checked from the flags.
+struct Inputs {
+  std::string elf_path, weights_spec, hf_path;
+  HfRecord hf;
+  dk::elf::Program program;
+  std::string digest;  // of the weights
+  std::unique_ptr<dk::runtime::CpuSession> session;
+};
 
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "diagnose --elf DECODE.elf --weights DIR|FILE.gguf|synthetic --hf HIDDEN.json");
-  absl::ParseCommandLine(argc, argv);
-  const std::string elf_path = UserPath(absl::GetFlag(FLAGS_elf));
-  const std::string weights_spec = UserPath(absl::GetFlag(FLAGS_weights));
-  const std::string hf_path = UserPath(absl::GetFlag(FLAGS_hf));
-  if (elf_path.empty() || weights_spec.empty() || hf_path.empty()) {
-    return Fail(absl::InvalidArgumentError("--elf, --weights and --hf are required"));
-  }
-
-  auto hf = ReadHf(hf_path);
-  if (!hf.ok()) return Fail(hf.status());
-  auto program = dk::elf::ReadElfFile(elf_path);
-  if (!program.ok()) return Fail(program.status());
-  const dk::elf::ModelShape& m = program->model();
+// The HF record and the ELF, checked to match: as many layers, each `hidden` floats,
+// every layer output a host value.
+absl::Status LoadReference(Inputs& in) {
+  DK_ASSIGN_OR_RETURN(in.hf, ReadHf(in.hf_path));
+  DK_ASSIGN_OR_RETURN(in.program, dk::elf::ReadElfFile(in.elf_path));
+  const dk::elf::ModelShape& m = in.program.model();
   const size_t hidden = static_cast<size_t>(m.hidden());
-  if (static_cast<int>(hf->layers.size()) != m.n_layers()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(hf_path, " has ", hf->layers.size(),
-                                                        " layers; ", elf_path, " has ", m.n_layers())));
+  if (static_cast<int>(in.hf.layers.size()) != m.n_layers()) {
+    return absl::InvalidArgumentError(absl::StrCat(in.hf_path, " has ", in.hf.layers.size(), " layers; ",
+                                                   in.elf_path, " has ", m.n_layers()));
   }
-  for (size_t i = 0; i < hf->layers.size(); ++i) {
-    if (hf->layers[i].size() != hidden) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(hf_path, ": layers[", i, "] has ",
-                                                          hf->layers[i].size(), " floats; hidden is ", hidden)));
+  for (size_t i = 0; i < in.hf.layers.size(); ++i) {
+    if (in.hf.layers[i].size() != hidden) {
+      return absl::InvalidArgumentError(absl::StrCat(in.hf_path, ": layers[", i, "] has ", in.hf.layers[i].size(),
+                                                     " floats; hidden is ", hidden));
     }
   }
   for (int i = 0; i < m.n_layers(); ++i) {
-    if (auto s = CheckHostValue(*program, elf_path, absl::StrCat("L", i, ".h_out")); !s.ok()) return Fail(s);
+    DK_RETURN_IF_ERROR(CheckHostValue(in.program, in.elf_path, absl::StrCat("L", i, ".h_out")));
   }
+  if (static_cast<int>(in.hf.prompt_ids.size()) > m.max_context()) {
+    return absl::OutOfRangeError("the prompt is longer than the model's max_context");
+  }
+  for (uint32_t id : in.hf.prompt_ids) {
+    if (static_cast<int64_t>(id) >= m.vocab()) {
+      return absl::OutOfRangeError(absl::StrCat("prompt id ", id, " >= vocab ", m.vocab()));
+    }
+  }
+  return absl::OkStatus();
+}
 
-  std::fprintf(stderr, "[diagnose] loading weights (%s) ...\n", weights_spec.c_str());
-  auto weights = dk::runtime::LoadWeightsSpec(weights_spec, m);
-  if (!weights.ok()) return Fail(weights.status());
-  const std::string digest = (*weights)->Digest();
-  const bool digest_ok = digest == hf->weights_digest;
-  if (!digest_ok) {
+// The weights (a loud warning when they are not HF's), a session, and the prompt fed.
+absl::Status RunPrompt(Inputs& in) {
+  std::fprintf(stderr, "[diagnose] loading weights (%s) ...\n", in.weights_spec.c_str());
+  DK_ASSIGN_OR_RETURN(auto weights, dk::runtime::LoadWeightsSpec(in.weights_spec, in.program.model()));
+  in.digest = weights->Digest();
+  if (in.digest != in.hf.weights_digest) {
     std::fprintf(stderr,
                  "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
                  "!!! WARNING: WEIGHTS DIFFER FROM THE HF REFERENCE'S; the numbers below\n"
                  "!!! compare different models and mean nothing.\n"
                  "!!!   ours (%s): %s\n!!!   HF   (%s): %s\n"
                  "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n",
-                 weights_spec.c_str(), digest.c_str(), hf_path.c_str(), hf->weights_digest.c_str());
+                 in.weights_spec.c_str(), in.digest.c_str(), in.hf_path.c_str(), in.hf.weights_digest.c_str());
   }
-  dk::runtime::SessionOptions options;
-  if (static_cast<int>(hf->prompt_ids.size()) > m.max_context()) {
-    return Fail(absl::OutOfRangeError("the prompt is longer than the model's max_context"));
-  }
-  auto session = dk::runtime::CpuSession::Open(*program, elf_path, *weights, options);
-  if (!session.ok()) return Fail(session.status());
-  dk::runtime::Decoder& decoder = (*session)->decoder();
-  for (uint32_t id : hf->prompt_ids) {
-    if (static_cast<int64_t>(id) >= m.vocab()) {
-      return Fail(absl::OutOfRangeError(absl::StrCat("prompt id ", id, " >= vocab ", m.vocab())));
-    }
-    if (auto s = decoder.Advance(id); !s.ok()) return Fail(s);
-  }
+  DK_ASSIGN_OR_RETURN(in.session, dk::runtime::CpuSession::Open(in.program, in.elf_path, weights,
+                                                                dk::runtime::SessionOptions{}));
+  return dk::runtime::FeedPrompt(in.session->decoder(), in.hf.prompt_ids);
+}
 
+// One row per compared value: the embedding and final norm when both sides have
+// them, every layer's output.
+absl::StatusOr<std::vector<Row>> CompareValues(const Inputs& in) {
+  const dk::runtime::Decoder& decoder = in.session->decoder();
+  const dk::elf::ModelShape& m = in.program.model();
+  const size_t hidden = static_cast<size_t>(m.hidden());
   std::vector<Row> rows;
   auto add_row = [&](const std::string& label, const std::string& value,
                      const std::vector<float>& ref) -> absl::Status {
-    auto ours = ReadValue(decoder, value, ref.size());
-    if (!ours.ok()) return ours.status();
-    rows.push_back({label, Compare(ours->data(), ref.data(), static_cast<int64_t>(ref.size()))});
+    DK_ASSIGN_OR_RETURN(const std::vector<float> ours, ReadValue(decoder, value, ref.size()));
+    rows.push_back({label, Compare(ours.data(), ref.data(), static_cast<int64_t>(ref.size()))});
     return absl::OkStatus();
   };
-  if (hf->embedding.size() == hidden && decoder.value("h0", nullptr) != nullptr) {
-    if (auto s = add_row("emb", "h0", hf->embedding); !s.ok()) return Fail(s);
+  if (in.hf.embedding.size() == hidden && decoder.value("h0", nullptr) != nullptr) {
+    DK_RETURN_IF_ERROR(add_row("emb", "h0", in.hf.embedding));
   }
   for (int i = 0; i < m.n_layers(); ++i) {
-    if (auto s = add_row(absl::StrCat(i), absl::StrCat("L", i, ".h_out"), hf->layers[i]); !s.ok()) {
-      return Fail(s);
-    }
+    DK_RETURN_IF_ERROR(add_row(absl::StrCat(i), absl::StrCat("L", i, ".h_out"), in.hf.layers[i]));
   }
-  if (hf->final_norm.size() == hidden && decoder.value("final.xn", nullptr) != nullptr) {
-    if (auto s = add_row("final_norm", "final.xn", hf->final_norm); !s.ok()) return Fail(s);
+  if (in.hf.final_norm.size() == hidden && decoder.value("final.xn", nullptr) != nullptr) {
+    DK_RETURN_IF_ERROR(add_row("final_norm", "final.xn", in.hf.final_norm));
   }
+  return rows;
+}
 
-  std::printf("model %s, ELF %s\n", m.name().c_str(), elf_path.c_str());
-  std::printf("weights %s (%s HF's)\n", digest.c_str(), digest_ok ? "matches" : "DIFFERS FROM");
+// The table, the worst layer, and the top-5 of both sides.
+void PrintReport(const Inputs& in, const std::vector<Row>& rows) {
+  const HfRecord& hf = in.hf;
+  std::printf("model %s, ELF %s\n", in.program.model().name().c_str(), in.elf_path.c_str());
+  std::printf("weights %s (%s HF's)\n", in.digest.c_str(), in.digest == hf.weights_digest ? "matches" : "DIFFERS FROM");
   std::printf("prompt %s ids [%s], compared at position %zu (the last)\n\n",
-              hf->prompt.empty() ? "(ids only)" : absl::StrCat("\"", hf->prompt, "\"").c_str(),
-              absl::StrJoin(hf->prompt_ids, ", ").c_str(), hf->prompt_ids.size() - 1);
+              hf.prompt.empty() ? "(ids only)" : absl::StrCat("\"", hf.prompt, "\"").c_str(),
+              absl::StrJoin(hf.prompt_ids, ", ").c_str(), hf.prompt_ids.size() - 1);
   std::printf("%s", dk::diagnose::FormatTable(rows).c_str());
 
   const double warn = absl::GetFlag(FLAGS_warn_cosine);
@@ -289,18 +292,39 @@ int main(int argc, char** argv) {
     std::printf("none below %.4g\n", warn);
   }
 
-  const dk::runtime::StepResult& last = decoder.last();
+  const dk::runtime::StepResult& last = in.session->decoder().last();
   std::vector<int64_t> ours_top(last.top_ids.begin(), last.top_ids.end());
   std::string ours_s, ref_s;
   for (size_t i = 0; i < ours_top.size(); ++i) {
     absl::StrAppend(&ours_s, i ? ", " : "", ours_top[i], " (", absl::StrFormat("%.3f", last.top_logits[i]), ")");
   }
-  for (size_t i = 0; i < hf->top_ids.size(); ++i) {
-    absl::StrAppend(&ref_s, i ? ", " : "", hf->top_ids[i],
-                    i < hf->top_logits.size() ? absl::StrFormat(" (%.3f)", hf->top_logits[i]) : "");
+  for (size_t i = 0; i < hf.top_ids.size(); ++i) {
+    absl::StrAppend(&ref_s, i ? ", " : "", hf.top_ids[i],
+                    i < hf.top_logits.size() ? absl::StrFormat(" (%.3f)", hf.top_logits[i]) : "");
   }
   std::printf("top-5 ours: %s\ntop-5 HF:   %s\ntop-5: %s\n", ours_s.c_str(), ref_s.c_str(),
-              hf->top_ids.empty() ? "no HF top-5 in the JSON"
-                                  : dk::diagnose::CompareTopK(ours_top, hf->top_ids).c_str());
-  return 0;
+              hf.top_ids.empty() ? "no HF top-5 in the JSON" : dk::diagnose::CompareTopK(ours_top, hf.top_ids).c_str());
+}
+
+int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("diagnose", s, code); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "diagnose --elf DECODE.elf --weights DIR|FILE.gguf|synthetic --hf HIDDEN.json");
+  absl::ParseCommandLine(argc, argv);
+  Inputs in;
+  in.elf_path = UserPath(absl::GetFlag(FLAGS_elf));
+  in.weights_spec = UserPath(absl::GetFlag(FLAGS_weights));
+  in.hf_path = UserPath(absl::GetFlag(FLAGS_hf));
+  if (in.elf_path.empty() || in.weights_spec.empty() || in.hf_path.empty()) {
+    return Fail(absl::InvalidArgumentError("--elf, --weights and --hf are required"), dk::kExitUsage);
+  }
+  if (absl::Status s = LoadReference(in); !s.ok()) return Fail(s);
+  if (absl::Status s = RunPrompt(in); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<Row>> rows = CompareValues(in);
+  if (!rows.ok()) return Fail(rows.status());
+  PrintReport(in, *rows);
+  return dk::kExitOk;
 }

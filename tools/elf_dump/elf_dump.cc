@@ -4,18 +4,20 @@
 // or what a stage changed (tools/elf_dump/diff.h):
 //   ./bazelw run //tools/elf_dump -- --diff bazel-bin/models/m/decode_bo.elf bazel-bin/models/m/decode_opt.elf
 // Relative paths are resolved against the directory `bazel run` was called from.
+// Exit status (util/exit_codes.h): 0 printed, 1 an ELF cannot be read, 2 usage error.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
 #include "tools/elf_dump/diff.h"
+#include "util/exit_codes.h"
+#include "util/user_path.h"
 
 ABSL_FLAG(bool, summary, false, "print only counts: BOs by category, groups, launches");
 ABSL_FLAG(bool, diff, false,
@@ -56,28 +58,28 @@ int main(int argc, char** argv) {
   const bool diff = absl::GetFlag(FLAGS_diff);
   if (args.size() != (diff ? 3u : 2u) || (diff && absl::GetFlag(FLAGS_summary))) {
     std::fprintf(stderr, "%s\n", kUsage);
-    return 2;
+    return dk::kExitUsage;
   }
   std::vector<dk::elf::Program> programs;
   for (size_t i = 1; i < args.size(); ++i) {
     auto program = dk::elf::ReadElfFile(dk::UserPath(args[i]));
     if (!program.ok()) {
       std::fprintf(stderr, "elf_dump: %s\n", std::string(program.status().message()).c_str());
-      return 1;
+      return dk::kExitFailure;
     }
     programs.push_back(*std::move(program));
   }
   if (diff) {
     const std::string text = dk::elf_dump::DiffPrograms(programs[0], programs[1], args[1], args[2]);
     std::fwrite(text.data(), 1, text.size(), stdout);
-    return 0;
+    return dk::kExitOk;
   }
   if (absl::GetFlag(FLAGS_summary)) {
     PrintSummary(programs[0]);
-    return 0;
+    return dk::kExitOk;
   }
   std::string text;
   google::protobuf::TextFormat::PrintToString(programs[0], &text);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  return 0;
+  return dk::kExitOk;
 }

@@ -1,148 +1,159 @@
 // Streams a greedy continuation of a prompt through a decode ELF on the CPU backend.
 //   ./bazelw run //models/smollm2_135m:generate -- --prompt "The capital of France is"
 // The prompt is fed through the same decode ELF one token at a time (no separate
-// prefill), then --max_new_tokens tokens are generated greedily.
+// prefill), then --max_new_tokens tokens are generated greedily (runtime/greedy.h).
+// The BUILD target passes the model's --elf, --weights and --tokenizer before the
+// user's flags; a flag given again overrides (the last one counts). Relative
+// --weights and --tokenizer paths are taken from where `bazel run` was called
+// (util/user_path.h).
+// Exit status (util/exit_codes.h): 0 generated, 1 bad input, 2 usage error.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/cpu/session.h"
 #include "elf/elf.h"
+#include "runtime/cpu/session.h"
+#include "runtime/greedy.h"
 #include "tokenizer/tokenizer.h"
+#include "util/exit_codes.h"
+#include "util/status.h"
+#include "util/user_path.h"
 
 ABSL_FLAG(std::string, prompt, "The capital of France is", "text to continue");
 ABSL_FLAG(int, max_new_tokens, 32, "tokens to generate");
-ABSL_FLAG(std::string, weights, "",
+ABSL_FLAG(std::string, elf, "", "the decode ELF (the BUILD target passes the model's)");
+ABSL_FLAG(std::string, weights, "synthetic",
           "weights: an HF checkpoint directory, a .gguf file, or synthetic[:SEED] "
-          "(default: the model's own, set by the BUILD target)");
+          "(the BUILD target passes the model's own)");
 ABSL_FLAG(std::string, tokenizer, "",
           "a .gguf, a tokenizer.json or a checkpoint directory with one "
-          "(default: the model's own, set by the BUILD target)");
-ABSL_FLAG(std::string, default_tokenizer, "", "set by the BUILD target");
-ABSL_FLAG(std::string, elf, "", "the decode ELF (set by the BUILD target)");
-ABSL_FLAG(std::string, default_weights, "synthetic", "set by the BUILD target");
+          "(the BUILD target passes the model's own)");
 ABSL_FLAG(int, max_context, 0, "KV-cache positions (0: the model's max_context)");
 ABSL_FLAG(bool, validate, false, "check the BO protocol while running");
 ABSL_FLAG(bool, stop_at_eos, true, "stop when the model emits its end-of-sequence token");
 
 namespace {
 
-// User paths are relative to where `bazel run` was called (dk::UserPath); the
-// target's own defaults are relative to the runfiles directory (the working one).
+using Clock = std::chrono::steady_clock;
 using dk::UserPath;
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "generate: %s\n", std::string(s.message()).c_str());
-  return 1;
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+struct Loaded {
+  dk::elf::Program program;
+  std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<dk::runtime::CpuSession> session;
+  int max_context = 0;
+};
+
+// The ELF, its weights, the tokenizer and a session on the CPU device.
+absl::Status Load(Loaded& m) {
+  const std::string elf = absl::GetFlag(FLAGS_elf);  // the target's, runfiles-relative
+  DK_ASSIGN_OR_RETURN(m.program, dk::elf::ReadElfFile(elf));
+  const std::string weights_spec = UserPath(absl::GetFlag(FLAGS_weights));
+  std::fprintf(stderr, "[generate] loading weights (%s) ...\n", weights_spec.c_str());
+  const auto t_load = Clock::now();
+  DK_ASSIGN_OR_RETURN(auto weights, dk::runtime::LoadWeightsSpec(weights_spec, m.program.model()));
+  DK_ASSIGN_OR_RETURN(m.tokenizer, dk::tokenizer::Tokenizer::Load(UserPath(absl::GetFlag(FLAGS_tokenizer))));
+  dk::runtime::SessionOptions options;
+  options.validate = absl::GetFlag(FLAGS_validate);
+  options.max_context = absl::GetFlag(FLAGS_max_context);
+  DK_ASSIGN_OR_RETURN(m.session, dk::runtime::CpuSession::Open(m.program, elf, weights, options));
+  m.max_context = options.max_context > 0 ? options.max_context : m.program.model().max_context();
+  std::fprintf(stderr, "[generate] %s on %s: ready in %.0f ms\n", m.program.model().name().c_str(),
+               m.session->device().description().c_str(), Ms(Clock::now() - t_load));
+  return absl::OkStatus();
 }
 
-double Ms(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double, std::milli>(d).count();
+// The prompt's ids, checked to fit the KV cache with the new tokens.
+absl::StatusOr<std::vector<uint32_t>> EncodePrompt(const Loaded& m, int new_tokens) {
+  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, m.tokenizer->Encode(absl::GetFlag(FLAGS_prompt)));
+  if (ids.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
+  if (static_cast<int>(ids.size()) + new_tokens > m.max_context) {
+    return absl::OutOfRangeError(absl::StrCat("prompt (", ids.size(), " tokens) + --max_new_tokens (", new_tokens,
+                                              ") exceeds the KV cache of ", m.max_context,
+                                              " positions (--max_context)"));
+  }
+  return std::vector<uint32_t>(ids.begin(), ids.end());
 }
+
+// Prints each new token's text as it comes; ids the tokenizer does not have (synthetic
+// weights of a larger vocabulary than the test tokenizer's) show as <id:N>.
+class TextStream {
+ public:
+  explicit TextStream(const dk::tokenizer::Tokenizer& tok) : tok_(tok), stream_(tok) {}
+  absl::Status Print(uint32_t id) {
+    std::string text;
+    if (static_cast<int32_t>(id) < tok_.vocab_size()) {
+      DK_ASSIGN_OR_RETURN(text, stream_.Next(static_cast<int32_t>(id)));
+    } else {
+      if (!warned_vocab_) {
+        std::fprintf(stderr, "[generate] the model emits ids beyond the tokenizer's %d tokens; "
+                             "showing them as <id:N> (pass --tokenizer for the model's own)\n",
+                     tok_.vocab_size());
+        warned_vocab_ = true;
+      }
+      text = absl::StrCat(stream_.Finish(), "<id:", id, ">");
+    }
+    std::printf("%s", text.c_str());
+    std::fflush(stdout);
+    return absl::OkStatus();
+  }
+  std::string Finish() { return stream_.Finish(); }
+
+ private:
+  const dk::tokenizer::Tokenizer& tok_;
+  dk::tokenizer::StreamingDecoder stream_;
+  bool warned_vocab_ = false;
+};
+
+absl::Status Generate(Loaded& m) {
+  const int new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+  DK_ASSIGN_OR_RETURN(const std::vector<uint32_t> prompt, EncodePrompt(m, new_tokens));
+  std::printf("%s", absl::GetFlag(FLAGS_prompt).c_str());
+  std::fflush(stdout);
+  TextStream text(*m.tokenizer);
+  dk::runtime::GreedyOptions options;
+  options.max_new_tokens = new_tokens;
+  if (absl::GetFlag(FLAGS_stop_at_eos) && m.tokenizer->eos_id()) {
+    options.stop_token = static_cast<uint32_t>(*m.tokenizer->eos_id());
+  }
+  DK_ASSIGN_OR_RETURN(
+      dk::runtime::GreedyRun run,
+      dk::runtime::GenerateGreedy(m.session->decoder(), prompt, options,
+                                  [&text](int, const dk::runtime::StepResult& step) { return text.Print(step.token); }));
+  std::printf("%s\n", text.Finish().c_str());
+  std::fflush(stdout);
+  std::sort(run.token_ms.begin(), run.token_ms.end());
+  const double median = run.token_ms.empty() ? 0 : run.token_ms[run.token_ms.size() / 2];
+  std::fprintf(stderr,
+               "[generate] prompt %zu tokens in %.0f ms; %d new tokens; decode %.2f ms/token "
+               "(median), %.1f tokens/s\n",
+               prompt.size(), run.prompt_ms, run.generated, median, median > 0 ? 1000.0 / median : 0.0);
+  return absl::OkStatus();
+}
+
+int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("generate", s, code); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "generate --prompt TEXT [--max_new_tokens N] [--weights DIR|FILE.gguf|synthetic]");
+      "generate --elf DECODE.elf --tokenizer FILE [--prompt TEXT] [--max_new_tokens N] "
+      "[--weights DIR|FILE.gguf|synthetic]");
   absl::ParseCommandLine(argc, argv);
-  using Clock = std::chrono::steady_clock;
-
-  auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
-  if (!program.ok()) return Fail(program.status());
-  const std::string weights_spec = absl::GetFlag(FLAGS_weights).empty()
-                                       ? absl::GetFlag(FLAGS_default_weights)
-                                       : UserPath(absl::GetFlag(FLAGS_weights));
-  std::fprintf(stderr, "[generate] loading weights (%s) ...\n", weights_spec.c_str());
-  const auto t_load = Clock::now();
-  auto weights = dk::runtime::LoadWeightsSpec(weights_spec, program->model());
-  if (!weights.ok()) return Fail(weights.status());
-  const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer).empty()
-                                         ? absl::GetFlag(FLAGS_default_tokenizer)
-                                         : UserPath(absl::GetFlag(FLAGS_tokenizer));
-  auto tok = dk::tokenizer::Tokenizer::Load(tokenizer_path);
-  if (!tok.ok()) return Fail(tok.status());
-  dk::runtime::SessionOptions options;
-  options.validate = absl::GetFlag(FLAGS_validate);
-  options.max_context = absl::GetFlag(FLAGS_max_context);
-  auto session = dk::runtime::CpuSession::Open(*program, absl::GetFlag(FLAGS_elf), *weights, options);
-  if (!session.ok()) return Fail(session.status());
-  std::fprintf(stderr, "[generate] %s on %s: ready in %.0f ms\n", program->model().name().c_str(),
-               (*session)->device().description().c_str(), Ms(Clock::now() - t_load));
-
-  auto ids = (*tok)->Encode(absl::GetFlag(FLAGS_prompt));
-  if (!ids.ok()) return Fail(ids.status());
-  if (ids->empty()) return Fail(absl::InvalidArgumentError("the prompt encodes to no tokens"));
-  const int max_context = options.max_context > 0 ? options.max_context : program->model().max_context();
-  const int new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
-  if (static_cast<int>(ids->size()) + new_tokens > max_context) {
-    return Fail(absl::OutOfRangeError(absl::StrCat(
-        "prompt (", ids->size(), " tokens) + --max_new_tokens (", new_tokens,
-        ") exceeds the KV cache of ", max_context, " positions (--max_context)")));
+  if (absl::GetFlag(FLAGS_elf).empty() || absl::GetFlag(FLAGS_tokenizer).empty()) {
+    return Fail(absl::InvalidArgumentError("--elf and --tokenizer are required"), dk::kExitUsage);
   }
-  dk::runtime::Decoder& decoder = (*session)->decoder();
-
-  // Prompt: one token at a time through the same ELF.
-  const auto t_prompt = Clock::now();
-  absl::StatusOr<dk::runtime::StepResult> step;
-  for (int32_t id : *ids) {
-    step = decoder.Step(static_cast<uint32_t>(id));
-    if (!step.ok()) return Fail(step.status());
-  }
-  const double prompt_ms = Ms(Clock::now() - t_prompt);
-
-  std::printf("%s", absl::GetFlag(FLAGS_prompt).c_str());
-  std::fflush(stdout);
-  dk::tokenizer::StreamingDecoder stream(**tok);
-  std::vector<double> token_ms;
-  int generated = 0;
-  bool warned_vocab = false;
-  for (; generated < new_tokens; ++generated) {
-    const uint32_t next = step->token;
-    if (absl::GetFlag(FLAGS_stop_at_eos) && (*tok)->eos_id() && static_cast<int32_t>(next) == *(*tok)->eos_id()) {
-      break;
-    }
-    absl::StatusOr<std::string> text;
-    if (static_cast<int32_t>(next) < (*tok)->vocab_size()) {
-      text = stream.Next(static_cast<int32_t>(next));
-      if (!text.ok()) return Fail(text.status());
-    } else {
-      // The model's vocabulary is larger than the tokenizer's (synthetic weights
-      // with the small test tokenizer): show the id.
-      if (!warned_vocab) {
-        std::fprintf(stderr, "[generate] the model emits ids beyond the tokenizer's %d tokens; "
-                             "showing them as <id:N> (pass --tokenizer for the model's own)\n",
-                     (*tok)->vocab_size());
-        warned_vocab = true;
-      }
-      text = absl::StrCat(stream.Finish(), "<id:", next, ">");
-    }
-    std::printf("%s", text->c_str());
-    std::fflush(stdout);
-    if (generated + 1 == new_tokens) {
-      ++generated;
-      break;
-    }
-    const auto t0 = Clock::now();
-    step = decoder.Step(next);
-    if (!step.ok()) return Fail(step.status());
-    token_ms.push_back(Ms(Clock::now() - t0));
-  }
-  std::printf("%s\n", stream.Finish().c_str());
-  std::fflush(stdout);
-  std::sort(token_ms.begin(), token_ms.end());
-  const double median = token_ms.empty() ? 0 : token_ms[token_ms.size() / 2];
-  std::fprintf(stderr,
-               "[generate] prompt %zu tokens in %.0f ms; %d new tokens; decode %.2f ms/token "
-               "(median), %.1f tokens/s\n",
-               ids->size(), prompt_ms, generated, median, median > 0 ? 1000.0 / median : 0.0);
-  return 0;
+  Loaded m;
+  if (absl::Status s = Load(m); !s.ok()) return Fail(s);
+  if (absl::Status s = Generate(m); !s.ok()) return Fail(s);
+  return dk::kExitOk;
 }

@@ -121,13 +121,6 @@ std::string SignedDelta(double ms, double pct) {
 
 namespace {
 
-// The reference to `name` that a BUILD file in `package` uses for a stage label.
-std::string LocalRef(const std::string& label, const std::string& package) {
-  const std::string prefix = absl::StrCat("//", package, ":");
-  if (absl::StartsWith(label, prefix)) return absl::StrCat(":", label.substr(prefix.size()));
-  return label;
-}
-
 std::string FirstFailure(const StageRecord& s) {
   if (!s.error.empty()) return s.error;
   for (absl::string_view line : absl::StrSplit(s.gate_report, '\n')) {

@@ -1,10 +1,10 @@
 // Writes deterministic synthetic weights for a model shape as an HF checkpoint
 // directory (config.json + model.safetensors) and prints their digest:
 //
-//   bazel run //tools/synthetic_weights -- \
-//       --config models/llama32_1b/config.textproto --out /tmp/llama32_1b_synth --seed 1
+//   bazel run //tools/synthetic_weights -- --config models/llama32_1b/config.textproto --out /tmp/llama32_1b_synth --seed 1
 //
 // Relative paths are resolved against the directory `bazel run` was started from.
+// Exit status (util/exit_codes.h): 0 written, 1 an error, 2 a usage error.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,12 +13,14 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "util/user_path.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "elf/program.pb.h"
 #include "google/protobuf/text_format.h"
+#include "util/exit_codes.h"
+#include "util/status.h"
+#include "util/user_path.h"
 #include "weights/weights.h"
 
 ABSL_FLAG(std::string, config, "", "model shape, a dk.elf.ModelShape text proto");
@@ -34,9 +36,6 @@ double Since(std::chrono::steady_clock::time_point t) {
 absl::Status Run() {
   const std::string config_path = dk::UserPath(absl::GetFlag(FLAGS_config));
   const std::string out = dk::UserPath(absl::GetFlag(FLAGS_out));
-  if (config_path.empty() || out.empty()) {
-    return absl::InvalidArgumentError("--config and --out are required");
-  }
   std::ifstream in(config_path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", config_path));
   std::stringstream text;
@@ -54,7 +53,7 @@ absl::Status Run() {
   const std::string digest = w.Digest();
   const double digest_s = Since(t0);
   t0 = std::chrono::steady_clock::now();
-  if (absl::Status s = dk::weights::WriteHfCheckpoint(w, out); !s.ok()) return s;
+  DK_RETURN_IF_ERROR(dk::weights::WriteHfCheckpoint(w, out));
   const double write_s = Since(t0);
   std::fprintf(stderr,
                "%s: %zu tensors, %.2f GB; generate %.2f s, digest %.2f s, write %.2f s\n",
@@ -69,10 +68,14 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_config).empty() || absl::GetFlag(FLAGS_out).empty()) {
+    std::fprintf(stderr, "synthetic_weights: --config and --out are required\n");
+    return dk::kExitUsage;
+  }
   const absl::Status s = Run();
   if (!s.ok()) {
     std::fprintf(stderr, "synthetic_weights: %s\n", s.ToString().c_str());
-    return 1;
+    return dk::kExitFailure;
   }
-  return 0;
+  return dk::kExitOk;
 }

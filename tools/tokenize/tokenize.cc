@@ -1,9 +1,11 @@
 // Prints the token ids and pieces of a text.
 //
-//   bazel run //tools/tokenize -- --model <model.gguf | tokenizer.json | checkpoint dir> "text"
-//   bazel run //tools/tokenize -- --model ... --decode 19556 905
+//   bazel run //tools/tokenize -- --tokenizer <model.gguf | tokenizer.json | checkpoint dir> "text"
+//   bazel run //tools/tokenize -- --tokenizer ... --decode 19556 905
 //
-// Relative --model paths are resolved against the directory `bazel run` was started from.
+// --tokenizer is the flag every tool uses for the tokenizer; --model is its old name,
+// still accepted. Relative paths are resolved against the directory `bazel run` was
+// started from. Exit status (util/exit_codes.h): 0 done, 1 bad input, 2 usage error.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -17,9 +19,11 @@
 #include "absl/strings/str_join.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "util/exit_codes.h"
 
-ABSL_FLAG(std::string, model, "",
+ABSL_FLAG(std::string, tokenizer, "",
           "A GGUF file, an HF tokenizer.json, or a checkpoint directory holding tokenizer.json.");
+ABSL_FLAG(std::string, model, "", "The old name of --tokenizer (still accepted).");
 ABSL_FLAG(bool, add_special_tokens, true, "Add BOS/EOS the way the model's HF tokenizer does.");
 ABSL_FLAG(bool, decode, false, "Treat the arguments as token ids and print the decoded text.");
 
@@ -61,54 +65,61 @@ std::string Printable(absl::string_view s) {
   return out;
 }
 
+// The arguments as token ids, decoded to text.
+int Decode(const dk::tokenizer::Tokenizer& tok, const std::vector<char*>& args) {
+  std::vector<int32_t> ids;
+  for (size_t i = 1; i < args.size(); ++i) {
+    int32_t id;
+    if (!absl::SimpleAtoi(args[i], &id)) {
+      std::cerr << "error: '" << args[i] << "' is not a token id\n";
+      return dk::kExitUsage;
+    }
+    ids.push_back(id);
+  }
+  auto text = tok.Decode(ids);
+  if (!text.ok()) {
+    std::cerr << "error: " << text.status() << "\n";
+    return dk::kExitFailure;
+  }
+  std::cout << *text << "\n";
+  return dk::kExitOk;
+}
+
+// Each argument's ids and pieces.
+int Encode(const dk::tokenizer::Tokenizer& tok, const std::vector<char*>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto ids = tok.Encode(args[i], absl::GetFlag(FLAGS_add_special_tokens));
+    if (!ids.ok()) {
+      std::cerr << "error: " << ids.status() << "\n";
+      return dk::kExitFailure;
+    }
+    std::cout << "text:   \"" << Printable(args[i]) << "\"\n";
+    std::cout << "ids:    [" << absl::StrJoin(*ids, ", ") << "]  (" << ids->size() << " tokens)\n";
+    for (int32_t id : *ids) {
+      const absl::string_view token = *tok.TokenString(id);
+      const absl::string_view bytes = *tok.TokenBytes(id);
+      std::cout << "  " << id << "\t" << token << "\t\"" << Printable(bytes) << "\"\n";
+    }
+  }
+  return dk::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  const std::string model = absl::GetFlag(FLAGS_model);
-  if (model.empty() || args.size() < 2) {
-    std::cerr << "usage: tokenize --model <model.gguf | tokenizer.json | checkpoint dir> "
+  const std::string path =
+      absl::GetFlag(FLAGS_tokenizer).empty() ? absl::GetFlag(FLAGS_model) : absl::GetFlag(FLAGS_tokenizer);
+  if (path.empty() || args.size() < 2) {
+    std::cerr << "usage: tokenize --tokenizer <model.gguf | tokenizer.json | checkpoint dir> "
                  "\"text\" [\"more text\" ...]\n"
-                 "       tokenize --model <...> --decode ID [ID ...]\n";
-    return 2;
+                 "       tokenize --tokenizer <...> --decode ID [ID ...]\n";
+    return dk::kExitUsage;
   }
-  auto tok = dk::tokenizer::Tokenizer::Load(dk::UserPath(model));
+  auto tok = dk::tokenizer::Tokenizer::Load(dk::UserPath(path));
   if (!tok.ok()) {
     std::cerr << "error: " << tok.status() << "\n";
-    return 1;
+    return dk::kExitFailure;
   }
-  if (absl::GetFlag(FLAGS_decode)) {
-    std::vector<int32_t> ids;
-    for (size_t i = 1; i < args.size(); ++i) {
-      int32_t id;
-      if (!absl::SimpleAtoi(args[i], &id)) {
-        std::cerr << "error: '" << args[i] << "' is not a token id\n";
-        return 1;
-      }
-      ids.push_back(id);
-    }
-    auto text = (*tok)->Decode(ids);
-    if (!text.ok()) {
-      std::cerr << "error: " << text.status() << "\n";
-      return 1;
-    }
-    std::cout << *text << "\n";
-    return 0;
-  }
-  for (size_t i = 1; i < args.size(); ++i) {
-    auto ids = (*tok)->Encode(args[i], absl::GetFlag(FLAGS_add_special_tokens));
-    if (!ids.ok()) {
-      std::cerr << "error: " << ids.status() << "\n";
-      return 1;
-    }
-    std::cout << "text:   \"" << Printable(args[i]) << "\"\n";
-    std::cout << "ids:    [" << absl::StrJoin(*ids, ", ") << "]  (" << ids->size()
-              << " tokens)\n";
-    for (int32_t id : *ids) {
-      const absl::string_view token = *(*tok)->TokenString(id);
-      const absl::string_view bytes = *(*tok)->TokenBytes(id);
-      std::cout << "  " << id << "\t" << token << "\t\"" << Printable(bytes) << "\"\n";
-    }
-  }
-  return 0;
+  return absl::GetFlag(FLAGS_decode) ? Decode(**tok, args) : Encode(**tok, args);
 }

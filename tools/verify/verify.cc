@@ -1,22 +1,29 @@
 // The verify gate on the CPU backend: runs a decode ELF over golden prompts and
 // checks it against HF transformers bf16 goldens (top-5 agreement at the first
 // divergence, DESIGN.md s.6); with --parent_elf, also checks that the stage
-// generates exactly the tokens its parent stage generates. Exit 0 only if both hold.
+// generates exactly the tokens its parent stage generates (verify/stage_gate.h).
 //   verify --elf decode_opt.elf --goldens hf_bf16.json --weights model.gguf --prompts 2
+// Exit status (util/exit_codes.h): 0 both checks hold, 1 a check failed or an input
+// is bad, 2 a usage error.
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "elf/elf.h"
 #include "runtime/cpu/session.h"
 #include "tokenizer/tokenizer.h"
+#include "util/exit_codes.h"
+#include "util/status.h"
 #include "verify/gate.h"
 #include "verify/goldens.h"
-#include "verify/runner.h"
+#include "verify/stage_gate.h"
 
 ABSL_FLAG(std::string, elf, "", "decode ELF under test");
 ABSL_FLAG(std::string, parent_elf, "", "the parent stage's ELF: tokens must be identical");
@@ -28,81 +35,80 @@ ABSL_FLAG(bool, validate, true, "check the BO protocol while running");
 
 namespace {
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "verify: %s\n", std::string(s.message()).c_str());
-  return 2;
+// What the gate runs on, loaded from the flags.
+struct Inputs {
+  dk::elf::Program program;
+  dk::verify::Goldens goldens;
+  std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;  // null without --tokenizer
+  dk::verify::GateSetup setup;
+};
+
+// Ids as "[1 2 3]", or as text through the tokenizer when there is one.
+dk::verify::DecodeFn MakeDecode(const dk::tokenizer::Tokenizer* tok) {
+  if (tok == nullptr) {
+    return [](const std::vector<uint32_t>& ids) { return absl::StrCat("[", absl::StrJoin(ids, " "), "]"); };
+  }
+  return [tok](const std::vector<uint32_t>& ids) {
+    auto text = tok->Decode(std::vector<int32_t>(ids.begin(), ids.end()));
+    return text.ok() ? *text : std::string("<undecodable>");
+  };
 }
+
+absl::Status Load(Inputs& in) {
+  DK_ASSIGN_OR_RETURN(in.goldens, dk::verify::LoadGoldens(absl::GetFlag(FLAGS_goldens)));
+  DK_ASSIGN_OR_RETURN(in.program, dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf)));
+  DK_ASSIGN_OR_RETURN(in.setup.weights,
+                      dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), in.program.model()));
+  if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
+    DK_ASSIGN_OR_RETURN(in.tokenizer, dk::tokenizer::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer)));
+  }
+  in.setup.weights_digest = in.setup.weights->Digest();
+  in.setup.goldens = &in.goldens;
+  in.setup.goldens_name = absl::GetFlag(FLAGS_goldens);
+  in.setup.prompts = absl::GetFlag(FLAGS_prompts);
+  in.setup.validate = absl::GetFlag(FLAGS_validate);
+  in.setup.decode = MakeDecode(in.tokenizer.get());
+  return dk::verify::CheckGoldens(in.setup);
+}
+
+// The gate, and with --parent_elf the parent's tokens; *passed says whether both hold.
+absl::Status Verify(const Inputs& in, bool* passed) {
+  const std::string elf = absl::GetFlag(FLAGS_elf);
+  const std::string parent_elf = absl::GetFlag(FLAGS_parent_elf);
+  std::printf("verify: %s (%s) against %s, %d prompts, weights %s\n", elf.c_str(),
+              in.program.model().name().c_str(), in.setup.goldens_name.c_str(), in.setup.prompts,
+              in.setup.weights->source().c_str());
+  std::optional<dk::verify::StageGate> parent;
+  if (!parent_elf.empty()) {
+    DK_ASSIGN_OR_RETURN(const dk::elf::Program parent_program, dk::elf::ReadElfFile(parent_elf));
+    parent.emplace();
+    parent->name = parent_elf;
+    DK_ASSIGN_OR_RETURN(parent->sequences,
+                        dk::verify::RunGoldenPrompts(in.setup, parent_program, parent_elf));
+  }
+  DK_ASSIGN_OR_RETURN(const dk::verify::StageGate stage,
+                      dk::verify::RunStageGate(in.setup, in.program, elf, elf, parent ? &*parent : nullptr));
+  std::printf("%s\n", dk::verify::FormatGateReport(stage.gate).c_str());
+  if (stage.exact) std::printf("%s\n", dk::verify::FormatExactReport(*stage.exact).c_str());
+  *passed = stage.passed();
+  return absl::OkStatus();
+}
+
+int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("verify", s, code); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "verify --elf DECODE.elf --goldens GOLDENS.json [--weights DIR|FILE.gguf|synthetic] "
+      "[--parent_elf PARENT.elf] [--tokenizer FILE] [--prompts N]");
   absl::ParseCommandLine(argc, argv);
-  using dk::verify::Sequence;
-  const std::string elf = absl::GetFlag(FLAGS_elf);
-  auto goldens = dk::verify::LoadGoldens(absl::GetFlag(FLAGS_goldens));
-  if (!goldens.ok()) return Fail(goldens.status());
-  auto program = dk::elf::ReadElfFile(elf);
-  if (!program.ok()) return Fail(program.status());
-  auto weights = dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), program->model());
-  if (!weights.ok()) return Fail(weights.status());
-  const std::string digest = (*weights)->Digest();
-  if (digest != goldens->weights_digest) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "the goldens were recorded with weights ", goldens->weights_digest, " but this run uses ",
-        (*weights)->source(), " = ", digest,
-        "; goldens from other weights are meaningless: regenerate them with tools/hf_reference "
-        "or run with the weights they were made from")));
+  if (absl::GetFlag(FLAGS_elf).empty() || absl::GetFlag(FLAGS_goldens).empty()) {
+    return Fail(absl::InvalidArgumentError("--elf and --goldens are required"), dk::kExitUsage);
   }
-  const int n = absl::GetFlag(FLAGS_prompts);
-  if (n <= 0 || n > static_cast<int>(goldens->prompts.size())) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--prompts=", n, " but the goldens have ",
-                                                        goldens->prompts.size())));
-  }
-  const std::vector<dk::verify::GoldenPrompt> prompts(goldens->prompts.begin(),
-                                                      goldens->prompts.begin() + n);
-  dk::verify::DecodeFn decode = [](const std::vector<uint32_t>& ids) {
-    return absl::StrCat("[", absl::StrJoin(ids, " "), "]");
-  };
-  std::unique_ptr<dk::tokenizer::Tokenizer> tok;
-  if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
-    auto t = dk::tokenizer::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer));
-    if (!t.ok()) return Fail(t.status());
-    tok = *std::move(t);
-    decode = [&tok](const std::vector<uint32_t>& ids) {
-      std::vector<int32_t> v(ids.begin(), ids.end());
-      auto text = tok->Decode(v);
-      return text.ok() ? *text : std::string("<undecodable>");
-    };
-  }
-  dk::runtime::SessionOptions options;
-  options.validate = absl::GetFlag(FLAGS_validate);
-  auto run = [&](const std::string& path) -> absl::StatusOr<std::vector<Sequence>> {
-    auto session = dk::runtime::CpuSession::Open(path, *weights, options);
-    if (!session.ok()) return session.status();
-    return dk::verify::RunGreedy((*session)->decoder(), prompts, goldens->new_tokens);
-  };
-
-  std::printf("verify: %s (%s) against %s, %d prompts, weights %s\n", elf.c_str(),
-              program->model().name().c_str(), absl::GetFlag(FLAGS_goldens).c_str(), n,
-              (*weights)->source().c_str());
-  auto candidate = run(elf);
-  if (!candidate.ok()) return Fail(candidate.status());
-  dk::verify::GateOptions gate_options;
-  gate_options.num_tokens = goldens->new_tokens;
-  auto report = dk::verify::CheckLogprobsClose(goldens->Sequences(n), *candidate, decode, gate_options);
-  if (!report.ok()) return Fail(report.status());
-  std::printf("%s\n", dk::verify::FormatGateReport(*report).c_str());
-  bool ok = report->passed;
-
-  const std::string parent = absl::GetFlag(FLAGS_parent_elf);
-  if (!parent.empty()) {
-    auto parent_run = run(parent);
-    if (!parent_run.ok()) return Fail(parent_run.status());
-    auto exact = dk::verify::CompareExact(*parent_run, *candidate, decode, goldens->new_tokens,
-                                          parent, elf);
-    if (!exact.ok()) return Fail(exact.status());
-    std::printf("%s\n", dk::verify::FormatExactReport(*exact).c_str());
-    ok = ok && exact->same;
-  }
-  return ok ? 0 : 1;
+  Inputs in;
+  if (absl::Status s = Load(in); !s.ok()) return Fail(s);
+  bool passed = false;
+  if (absl::Status s = Verify(in, &passed); !s.ok()) return Fail(s);
+  return passed ? dk::kExitOk : dk::kExitFailure;
 }

@@ -1,0 +1,59 @@
+// The greedy decode loop, written once for every tool that generates (generate,
+// the verify gate's runner, the profile's timing runs): start a new sequence, feed
+// the prompt one token at a time through the same decode ELF (no separate prefill),
+// then choose greedily.
+//
+//   runtime::GreedyOptions options;
+//   options.max_new_tokens = 32;
+//   options.stop_token = eos;  // optional
+//   DK_ASSIGN_OR_RETURN(runtime::GreedyRun run,
+//       runtime::GenerateGreedy(decoder, prompt, options,
+//           [&](int i, const runtime::StepResult& step) { ...; return absl::OkStatus(); }));
+//
+// New token 0 is the choice after the prompt; token i > 0 is the choice after
+// feeding token i - 1, so max_new_tokens tokens take max_new_tokens - 1 decode steps
+// after the prompt. Thread-safety: drives one decoder from one thread.
+#ifndef DK_RUNTIME_GREEDY_H_
+#define DK_RUNTIME_GREEDY_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/decoder.h"
+
+namespace dk::runtime {
+
+// Starts a new sequence and feeds `prompt` one token at a time; decoder.last() is
+// then the choice after the prompt. InvalidArgument for an empty prompt.
+absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt);
+
+struct GreedyOptions {
+  int max_new_tokens = 32;
+  // A choice equal to this ends the run before it is emitted (the model's EOS).
+  std::optional<uint32_t> stop_token;
+};
+
+// Called with each new token in order (`step` is decoder.last(); the decoder's
+// timings() are those of the step that chose it). A non-OK status ends the run and
+// is returned by GenerateGreedy.
+using OnToken = std::function<absl::Status(int index, const StepResult& step)>;
+
+struct GreedyRun {
+  int generated = 0;             // tokens passed to on_token
+  bool stopped = false;          // ended at options.stop_token
+  double prompt_ms = 0;          // feeding the prompt
+  std::vector<double> token_ms;  // each decode step after the prompt, in order
+};
+
+// FeedPrompt, then up to options.max_new_tokens greedy tokens.
+absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
+                                         const GreedyOptions& options, const OnToken& on_token);
+
+}  // namespace dk::runtime
+
+#endif  // DK_RUNTIME_GREEDY_H_

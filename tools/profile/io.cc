@@ -1,0 +1,85 @@
+#include "tools/profile/io.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace dk::profile {
+
+Progress::Progress() : tty_(isatty(2)) {}
+
+void Progress::Line(const std::string& s) {
+  End();
+  std::fprintf(stderr, "[profile] %s\n", s.c_str());
+}
+
+void Progress::Tick(const std::string& what, int done, int total) {
+  if (tty_) {
+    std::fprintf(stderr, "\r[profile] %s: token %d/%d", what.c_str(), done, total);
+    open_ = true;
+  } else if (done == total || (total >= 4 && done % (total / 4) == 0)) {
+    std::fprintf(stderr, "[profile] %s: token %d/%d\n", what.c_str(), done, total);
+  }
+  std::fflush(stderr);
+}
+
+void Progress::End() {
+  if (open_) std::fprintf(stderr, "\n");
+  open_ = false;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  out << text;
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("error writing ", path));
+  return absl::OkStatus();
+}
+
+absl::Status MakeDirs(const std::string& dir) {
+  const std::string cmd = absl::StrCat("mkdir -p '", dir, "'");
+  if (std::system(cmd.c_str()) != 0) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir));
+  return absl::OkStatus();
+}
+
+absl::Status Screenshot(const std::string& html, const std::string& png) {
+  if (std::system("command -v chromium >/dev/null 2>&1") != 0) {
+    return absl::NotFoundError("chromium is not installed (./bazelw installs it); no screenshot");
+  }
+  char tmpl[] = "/tmp/dk_profile_chromium.XXXXXX";
+  const char* profile_dir = mkdtemp(tmpl);
+  if (profile_dir == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string cmd = absl::StrCat(
+      "timeout 120 chromium --headless ", geteuid() == 0 ? "--no-sandbox " : "",
+      "--disable-gpu --disable-dev-shm-usage --no-first-run --hide-scrollbars --user-data-dir='",
+      profile_dir, "' --window-size=1200,1800 --screenshot='", png, "' 'file://", html,
+      "' >/dev/null 2>&1; rc=$?; rm -rf '", profile_dir, "'; exit $rc");
+  if (std::system(cmd.c_str()) != 0) return absl::InternalError(absl::StrCat("chromium failed on ", html));
+  return absl::OkStatus();
+}
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace dk::profile

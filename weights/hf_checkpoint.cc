@@ -1,0 +1,314 @@
+// HF checkpoints: config.json <-> ModelShape, loading safetensors checkpoints
+// (single or sharded), writing one that transformers loads.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "util/status.h"
+#include "weights/common.h"
+#include "weights/safetensors.h"
+#include "weights/weights.h"
+
+namespace dk::weights {
+namespace {
+
+using json = nlohmann::json;
+
+// The shortest decimal that reads back as `f` (1e-05, not 9.999999747378752e-06), as
+// a double, so config.json shows the value a person wrote.
+double ShortestDouble(float f) {
+  if (!std::isfinite(f)) return f;
+  char buf[48];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, f);
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  return std::strtod(buf, nullptr);
+}
+
+absl::StatusOr<int32_t> JsonPositiveInt(const json& cfg, const char* key,
+                                        const std::string& file, int64_t default_value) {
+  const auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) {
+    if (default_value > 0) return static_cast<int32_t>(default_value);
+    return absl::InvalidArgumentError(absl::StrCat(file, ": missing \"", key, "\""));
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() <= 0 ||
+      it->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": \"", key, "\" must be a positive integer, got ", it->dump()));
+  }
+  return static_cast<int32_t>(it->get<int64_t>());
+}
+
+absl::StatusOr<double> JsonNumber(const json& obj, const char* key, const std::string& file,
+                                  double default_value) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return default_value;
+  if (!it->is_number()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": \"", key, "\" must be a number, got ", it->dump()));
+  }
+  return it->get<double>();
+}
+
+// Fills shape.rope_scaling from an HF rope_scaling / rope_parameters object.
+absl::Status ParseRopeScaling(const json& rs, const std::string& file,
+                              elf::ModelShape& shape) {
+  if (rs.is_null()) return absl::OkStatus();
+  if (!rs.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": rope_scaling is not an object"));
+  }
+  std::string type;
+  for (const char* key : {"rope_type", "type"}) {
+    const auto it = rs.find(key);
+    if (it != rs.end() && it->is_string()) {
+      type = it->get<std::string>();
+      break;
+    }
+  }
+  if (type.empty() || type == "default") return absl::OkStatus();
+  if (type != "llama3") {
+    return absl::UnimplementedError(absl::StrCat(
+        file, ": unsupported rope scaling type \"", type, "\" (supported: llama3)"));
+  }
+  elf::RopeScaling* out = shape.mutable_rope_scaling();
+  out->set_type("llama3");
+  DK_ASSIGN_OR_RETURN(double factor, JsonNumber(rs, "factor", file, 8.0));
+  DK_ASSIGN_OR_RETURN(double low, JsonNumber(rs, "low_freq_factor", file, 1.0));
+  DK_ASSIGN_OR_RETURN(double high, JsonNumber(rs, "high_freq_factor", file, 4.0));
+  DK_ASSIGN_OR_RETURN(double orig,
+                      JsonNumber(rs, "original_max_position_embeddings", file, 8192));
+  out->set_factor(static_cast<float>(factor));
+  out->set_low_freq_factor(static_cast<float>(low));
+  out->set_high_freq_factor(static_cast<float>(high));
+  out->set_original_max_position(static_cast<int64_t>(orig));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
+                                                  const std::string& name,
+                                                  const std::string& file) {
+  json cfg = json::parse(json_text.begin(), json_text.end(), nullptr,
+                         /*allow_exceptions=*/false);
+  if (cfg.is_discarded()) return absl::InvalidArgumentError(file + ": not valid JSON");
+  if (!cfg.is_object()) return absl::InvalidArgumentError(file + ": not a JSON object");
+  const auto model_type = cfg.find("model_type");
+  if (model_type != cfg.end() && model_type->is_string() &&
+      model_type->get<std::string>() != "llama") {
+    return absl::UnimplementedError(absl::StrCat(file, ": model_type \"",
+                                                 model_type->get<std::string>(),
+                                                 "\" is not supported (only llama)"));
+  }
+  elf::ModelShape s;
+  s.set_name(name);
+  DK_ASSIGN_OR_RETURN(int32_t hidden, JsonPositiveInt(cfg, "hidden_size", file, 0));
+  DK_ASSIGN_OR_RETURN(int32_t ffn, JsonPositiveInt(cfg, "intermediate_size", file, 0));
+  DK_ASSIGN_OR_RETURN(int32_t heads, JsonPositiveInt(cfg, "num_attention_heads", file, 0));
+  DK_ASSIGN_OR_RETURN(int32_t layers, JsonPositiveInt(cfg, "num_hidden_layers", file, 0));
+  DK_ASSIGN_OR_RETURN(int32_t kv_heads,
+                      JsonPositiveInt(cfg, "num_key_value_heads", file, heads));
+  DK_ASSIGN_OR_RETURN(int32_t head_dim, JsonPositiveInt(cfg, "head_dim", file,
+                                                        hidden / heads));
+  DK_ASSIGN_OR_RETURN(int32_t vocab, JsonPositiveInt(cfg, "vocab_size", file, 0));
+  DK_ASSIGN_OR_RETURN(int32_t max_pos,
+                      JsonPositiveInt(cfg, "max_position_embeddings", file, 2048));
+  DK_ASSIGN_OR_RETURN(double eps, JsonNumber(cfg, "rms_norm_eps", file, 1e-6));
+  double theta = 10000.0;
+  // transformers >= 5 writes rope_theta and the scaling inside rope_parameters.
+  const auto params = cfg.find("rope_parameters");
+  if (params != cfg.end() && params->is_object()) {
+    DK_ASSIGN_OR_RETURN(theta, JsonNumber(*params, "rope_theta", file, theta));
+    DK_RETURN_IF_ERROR(ParseRopeScaling(*params, file, s));
+  }
+  DK_ASSIGN_OR_RETURN(theta, JsonNumber(cfg, "rope_theta", file, theta));
+  const auto scaling = cfg.find("rope_scaling");
+  if (scaling != cfg.end()) DK_RETURN_IF_ERROR(ParseRopeScaling(*scaling, file, s));
+  bool tied = false;
+  const auto tie = cfg.find("tie_word_embeddings");
+  if (tie != cfg.end() && !tie->is_null()) {
+    if (!tie->is_boolean()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": \"tie_word_embeddings\" must be a boolean"));
+    }
+    tied = tie->get<bool>();
+  }
+  s.set_n_layers(layers);
+  s.set_hidden(hidden);
+  s.set_n_heads(heads);
+  s.set_n_kv_heads(kv_heads);
+  s.set_head_dim(head_dim);
+  s.set_ffn(ffn);
+  s.set_vocab(vocab);
+  s.set_rms_eps(static_cast<float>(eps));
+  s.set_rope_theta(static_cast<float>(theta));
+  s.set_tied_embeddings(tied);
+  s.set_max_context(max_pos);
+  return s;
+}
+
+std::string HfConfigJson(const elf::ModelShape& s) {
+  const bool llama3_vocab = s.vocab() == 128256;
+  json cfg = {
+      {"architectures", {"LlamaForCausalLM"}},
+      {"model_type", "llama"},
+      {"torch_dtype", "bfloat16"},
+      {"hidden_size", s.hidden()},
+      {"intermediate_size", s.ffn()},
+      {"num_attention_heads", s.n_heads()},
+      {"num_hidden_layers", s.n_layers()},
+      {"num_key_value_heads", s.n_kv_heads()},
+      {"head_dim", s.head_dim()},
+      {"vocab_size", s.vocab()},
+      {"rms_norm_eps", ShortestDouble(s.rms_eps())},
+      {"rope_theta", ShortestDouble(s.rope_theta())},
+      {"tie_word_embeddings", s.tied_embeddings()},
+      {"max_position_embeddings", s.max_context() > 0 ? s.max_context() : 2048},
+      {"bos_token_id", llama3_vocab ? 128000 : 1},
+      {"eos_token_id", llama3_vocab ? 128001 : 2},
+      {"attention_bias", false},
+      {"attention_dropout", 0.0},
+      {"mlp_bias", false},
+      {"hidden_act", "silu"},
+      {"initializer_range", 0.02},
+      {"pretraining_tp", 1},
+      {"use_cache", true},
+  };
+  if (s.rope_scaling().type() == "llama3") {
+    const elf::RopeScaling& r = s.rope_scaling();
+    cfg["rope_scaling"] = {
+        {"rope_type", "llama3"},
+        {"factor", ShortestDouble(r.factor())},
+        {"low_freq_factor", ShortestDouble(r.low_freq_factor())},
+        {"high_freq_factor", ShortestDouble(r.high_freq_factor())},
+        {"original_max_position_embeddings", r.original_max_position()},
+    };
+  } else {
+    cfg["rope_scaling"] = nullptr;
+  }
+  return cfg.dump(2) + "\n";
+}
+
+absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir) {
+  if (!IsDirectory(dir)) {
+    return absl::NotFoundError(absl::StrCat("HF checkpoint directory ", dir, " not found"));
+  }
+  const std::string config_path = JoinPath(dir, "config.json");
+  DK_ASSIGN_OR_RETURN(std::string config_text, ReadTextFile(config_path));
+  DK_ASSIGN_OR_RETURN(elf::ModelShape shape,
+                      ShapeFromHfConfig(config_text, Basename(dir), config_path));
+
+  // tensor name -> file holding it.
+  std::map<std::string, std::string> weight_map;
+  const std::string index_path = JoinPath(dir, "model.safetensors.index.json");
+  std::string single_file;
+  if (FileExists(index_path)) {
+    DK_ASSIGN_OR_RETURN(std::string index_text, ReadTextFile(index_path));
+    json index = json::parse(index_text, nullptr, /*allow_exceptions=*/false);
+    if (index.is_discarded() || !index.is_object()) {
+      return absl::InvalidArgumentError(index_path + ": not a valid JSON object");
+    }
+    const auto wm = index.find("weight_map");
+    if (wm == index.end() || !wm->is_object()) {
+      return absl::InvalidArgumentError(index_path + ": missing object \"weight_map\"");
+    }
+    for (auto it = wm->begin(); it != wm->end(); ++it) {
+      if (!it.value().is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            index_path, ": weight_map entry for \"", it.key(), "\" is not a string"));
+      }
+      const std::string file = it.value().get<std::string>();
+      if (file.empty() || file.find('/') != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            index_path, ": weight_map entry for \"", it.key(), "\" is not a file name"));
+      }
+      weight_map[it.key()] = file;
+    }
+  } else {
+    single_file = JoinPath(dir, "model.safetensors");
+    if (!FileExists(single_file)) {
+      return absl::NotFoundError(absl::StrCat(
+          dir, ": neither model.safetensors nor model.safetensors.index.json found"));
+    }
+  }
+
+  Weights w;
+  w.set_source(dir);
+  w.set_shape(shape);
+  std::map<std::string, std::unique_ptr<SafetensorsFile>> files;  // by path
+  for (const auto& [name, dims] : ExpectedTensors(shape)) {
+    std::string path = single_file;
+    if (path.empty()) {
+      const auto it = weight_map.find(name);
+      if (it == weight_map.end()) {
+        return absl::NotFoundError(absl::StrCat("tensor \"", name,
+                                                "\" is not in the weight_map of ",
+                                                index_path));
+      }
+      path = JoinPath(dir, it->second);
+    }
+    auto& file = files[path];
+    if (file == nullptr) {
+      DK_ASSIGN_OR_RETURN(file, SafetensorsFile::Open(path));
+    }
+    const SafetensorsTensorInfo* info = file->Find(name);
+    if (info == nullptr) {
+      return absl::NotFoundError(absl::StrCat("tensor \"", name, "\" (expected shape ",
+                                              ShapeStr(dims), ") not found in ", path));
+    }
+    if (info->shape != dims) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor \"", name, "\" in ", path,
+                                                     " has shape ", ShapeStr(info->shape),
+                                                     ", expected ", ShapeStr(dims)));
+    }
+    DK_ASSIGN_OR_RETURN(Tensor t, file->ReadBf16(*info));
+    w.Add(name, std::move(t));
+  }
+  return w;
+}
+
+absl::Status WriteHfCheckpoint(const Weights& w, const std::string& dir) {
+  // mkdir -p: every prefix ending before a '/', then the whole path.
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos < dir.size() && dir[pos] != '/') continue;
+    const std::string prefix = dir.substr(0, pos);
+    if (IsDirectory(prefix)) continue;
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create directory ", prefix, ": ", std::strerror(errno)));
+    }
+  }
+  if (!IsDirectory(dir)) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot create directory ", dir));
+  }
+  const elf::ModelShape& shape = w.shape();
+  DK_RETURN_IF_ERROR(CheckWeights(w, shape));
+  std::vector<std::pair<std::string, const Tensor*>> tensors;
+  for (const auto& [name, dims] : ExpectedTensors(shape)) {
+    tensors.push_back({name, w.Find(name)});
+  }
+  std::sort(tensors.begin(), tensors.end());
+  DK_RETURN_IF_ERROR(WriteSafetensorsBf16(JoinPath(dir, "model.safetensors"), tensors,
+                                          {{"format", "pt"}}));
+  const std::string config_path = JoinPath(dir, "config.json");
+  std::ofstream out(config_path, std::ios::binary | std::ios::trunc);
+  out << HfConfigJson(shape);
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("error writing ", config_path));
+  return absl::OkStatus();
+}
+
+}  // namespace dk::weights
