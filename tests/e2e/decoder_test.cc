@@ -161,7 +161,7 @@ TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
 // then token i chosen after feeding token i - 1; N tokens take N - 1 decode steps.
 TEST(Greedy, GeneratesWhatStepByStepDecodingDoes) {
   const elf::ModelShape m = Tiny(false);
-  auto program = elfc::BuildBaseline(m);
+  auto program = graph::BuildBaseline(m);
   ASSERT_TRUE(program.ok());
   auto w = Scaled(m, 25.0f);
   auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
