@@ -10,14 +10,15 @@ tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
-# expect_error WANT_TEXT ARGS...: elf_opt exits 1, says WANT_TEXT, writes nothing.
+# expect_error WANT_TEXT ARGS...: elf_opt exits 2 (a usage error: util/exit_codes.h), says
+# WANT_TEXT, writes nothing.
 expect_error() {
   local want="$1"
   shift
   rm -f "$tmp/out.elf"
   "$elf_opt" "$@" --in "$decode" --out "$tmp/out.elf" 2>"$tmp/log"
   local rc=$?
-  [[ $rc == 1 ]] || fail "$*: exit status $rc, want 1"
+  [[ $rc == 2 ]] || fail "$*: exit status $rc, want 2"
   grep -qF -- "$want" "$tmp/log" || fail "$*: no '$want' in: $(cat "$tmp/log")"
   [[ ! -e "$tmp/out.elf" ]] || fail "$*: wrote an ELF although it failed"
 }

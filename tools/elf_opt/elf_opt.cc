@@ -16,6 +16,7 @@
 #include "elf/elf.h"
 #include "optimizations/passes.h"
 #include "registry/registry.h"
+#include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, pass, "", "the pass to run (one of the table below)");
 ABSL_FLAG(std::string, target, "cpu", "target whose constraints the pass respects (cpu, npu2)");
@@ -32,9 +33,8 @@ std::string Usage() {
       dk::opt::DescribePasses());
 }
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "elf_opt: %s\n", message.c_str());
-  return 1;
+int Fail(const std::string& message, int code = dk::kExitFailure) {
+  return dk::ExitWithError("elf_opt", absl::InvalidArgumentError(message), code);
 }
 
 }  // namespace
@@ -45,14 +45,14 @@ int main(int argc, char** argv) {
   const std::vector<std::string> options(positional.begin() + 1, positional.end());
   const std::string name = absl::GetFlag(FLAGS_pass);
   const std::string in = absl::GetFlag(FLAGS_in), out = absl::GetFlag(FLAGS_out);
-  if (name.empty() || in.empty() || out.empty()) return Fail(Usage());
+  if (name.empty() || in.empty() || out.empty()) return Fail(Usage(), dk::kExitUsage);
 
   auto pass = dk::opt::FindPass(name);
-  if (!pass.ok()) return Fail(std::string(pass.status().message()));
+  if (!pass.ok()) return Fail(std::string(pass.status().message()), dk::kExitUsage);
   auto pass_options = dk::opt::ParseOptions(**pass, options);
-  if (!pass_options.ok()) return Fail(std::string(pass_options.status().message()));
+  if (!pass_options.ok()) return Fail(std::string(pass_options.status().message()), dk::kExitUsage);
   auto target = dk::registry::FindTarget(absl::GetFlag(FLAGS_target));
-  if (!target.ok()) return Fail(std::string(target.status().message()));
+  if (!target.ok()) return Fail(std::string(target.status().message()), dk::kExitUsage);
   auto program = dk::elf::ReadElfFile(in);
   if (!program.ok()) return Fail(std::string(program.status().message()));
 
@@ -69,5 +69,5 @@ int main(int argc, char** argv) {
   if (auto s = dk::elf::WriteElfFile(*program, out); !s.ok()) {
     return Fail(absl::StrCat(name, " produced an invalid program: ", s.message()));
   }
-  return 0;
+  return dk::kExitOk;
 }

@@ -12,6 +12,7 @@
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
 #include "graph/baseline.h"
+#include "util/exit_codes.h"
 #include "util/status.h"
 
 ABSL_FLAG(std::string, config, "", "model config, text proto of dk.elf.ModelShape");
@@ -43,12 +44,10 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const std::string config = absl::GetFlag(FLAGS_config), out = absl::GetFlag(FLAGS_out);
   if (config.empty() || out.empty()) {
-    std::fprintf(stderr, "usage: elfc --config model.textproto --out decode.elf\n");
-    return 2;
+    return dk::ExitWithError(
+        "elfc", absl::InvalidArgumentError("usage: elfc --config model.textproto --out decode.elf"),
+        dk::kExitUsage);
   }
-  if (absl::Status s = Run(config, out); !s.ok()) {
-    std::fprintf(stderr, "elfc: %s\n", std::string(s.message()).c_str());
-    return 1;
-  }
-  return 0;
+  if (absl::Status s = Run(config, out); !s.ok()) return dk::ExitWithError("elfc", s);
+  return dk::kExitOk;
 }

@@ -154,10 +154,10 @@ std::string BuildEdit(const ProfileRecord& record, int stage, const std::string&
   if (!child.empty()) {
     absl::StrAppend(&words, "point the next stage's src (:", child, ") at \"", parent, "\"");
   } else {
-    absl::StrAppend(&words, "point what used \"", self, "\" (e.g. decode_generate's elf) at \"",
+    absl::StrAppend(&words, "point what named \"", self,
+                    "\" (the `final` of verify_chain and decode_profile, decode_generate's elf) at \"",
                     parent, "\"");
   }
-  absl::StrAppend(&words, "; drop \"", self, "\" from the stage lists (verify_chain, decode_profile)");
   if (build_text.empty()) return words;
 
   std::vector<std::string> lines = absl::StrSplit(build_text, '\n');

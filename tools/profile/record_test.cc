@@ -201,7 +201,7 @@ TEST(FinalizeTest, RevertedLastStageFallsBackToParent) {
   Finalize(r, "");
   EXPECT_EQ(r.final_stage, 2);
   EXPECT_NEAR(r.speedup, 100.0 / 40, 1e-9);
-  EXPECT_THAT(r.stages[3].build_edit, HasSubstr("point what used \":decode_opt\""));
+  EXPECT_THAT(r.stages[3].build_edit, HasSubstr("point what named \":decode_opt\" (the `final` of verify_chain and decode_profile"));
 }
 
 TEST(FinalizeTest, SlowerFinalIsNotFaster) {
