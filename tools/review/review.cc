@@ -44,6 +44,7 @@
 #include "tools/review/chain.h"
 #include "tools/review/process.h"
 #include "tools/review/record.h"
+#include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, base, "", "the git revision to compare the working tree against (required)");
 ABSL_FLAG(bool, no_build, false, "skip building the final stages and their ELF diff (part b)");
@@ -401,12 +402,13 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() != 1) {
-    std::fprintf(stderr, "review: unexpected argument '%s'\n%s\n", args[1], kUsage);
-    return 2;
+    return dk::ExitWithError(
+        "review", absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args[1], "'\n", kUsage)),
+        dk::kExitUsage);
   }
   if (absl::GetFlag(FLAGS_base).empty()) {
-    std::fprintf(stderr, "review: --base is required\n%s\n", kUsage);
-    return 2;
+    return dk::ExitWithError(
+        "review", absl::InvalidArgumentError(absl::StrCat("--base is required\n", kUsage)), dk::kExitUsage);
   }
   std::string root;
   if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY"); ws != nullptr && *ws) {
@@ -421,10 +423,7 @@ int main(int argc, char** argv) {
     Review review(root, absl::GetFlag(FLAGS_base));
     report = review.Report();
   }  // the base worktree is gone before anything is printed
-  if (!report.ok()) {
-    std::fprintf(stderr, "review: %s\n", std::string(report.status().message()).c_str());
-    return 1;
-  }
+  if (!report.ok()) return dk::ExitWithError("review", report.status());
   std::fwrite(report->data(), 1, report->size(), stdout);
-  return 0;
+  return dk::kExitOk;
 }
