@@ -131,7 +131,7 @@ def llamacpp(gguf, threads, a):
     out = subprocess.run(
         [PY, os.path.join(HERE, "llama_decode.py"), "time", "--gguf", gguf, f"--threads={threads}",
          f"--warmup={a.warmup}", f"--tokens={a.tokens}", f"--n_ctx={a.n_ctx}"]
-        + (["--no_mmap"] if a.no_mmap else []),
+        + [f"--load_mode={a.load_mode}"],
         cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if out.returncode != 0:
         raise SystemExit(f"llama_decode.py failed:\n{out.stderr[-3000:]}")
@@ -185,7 +185,8 @@ def main():
     p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
     p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")
     p.add_argument("--n_ctx", type=int, default=256, help="llama.cpp KV cache positions")
-    p.add_argument("--no_mmap", action="store_true", help="llama.cpp: read weights, don't map")
+    p.add_argument("--load_mode", default="auto", choices=["auto", "none", "mmap"],
+                   help="llama.cpp's model load mode (auto: its default)")
     p.add_argument("--bw_threads", type=int, default=2,
                    help="threads of the bandwidth probe between A and B (a host-state probe: "
                         "the same for every configuration)")
@@ -210,10 +211,11 @@ def main():
 
     results = []
     print(f"{'model':<13} {'thr':>3} {'pair':>4} {'decodekit ms':>12} {'llama.cpp ms':>12} "
-          f"{'ratio':>6} {'bw GB/s':>8} {'mode':>5} {'dk x_floor':>10}", flush=True)
+          f"{'ratio':>6} {'bw GB/s':>8} {'mode':>5} {'dk x_floor':>10} {'load1':>5}", flush=True)
     for model in a.models:
         for t in a.threads:
             for i in range(a.pairs):
+                load1 = os.getloadavg()[0]  # other processes on the host (2 cores here)
                 dk = decodekit(prep, model, t, a)
                 gbs = bandwidth(prep, a.bw_threads)
                 lc = llamacpp(gguf[model], t, a)
@@ -221,10 +223,10 @@ def main():
                      "decodekit_ms": dk["ms_per_token"], "llamacpp_ms": lc["ms_per_token"],
                      "ratio": dk["ms_per_token"] / lc["ms_per_token"], "bw_GBps": gbs,
                      "bw_mode": mode(gbs, a), "decodekit_x_floor": dk["x_floor"],
-                     "decodekit_bw_inside": dk["bw_inside"], "llamacpp_ms_max": lc["ms_max"]}
+                     "decodekit_bw_inside": dk["bw_inside"], "llamacpp_ms_max": lc["ms_max"], "load1": load1}
                 results.append(r)
                 print(f"{model:<13} {t:>3} {i + 1:>4} {r['decodekit_ms']:>12.3f} "
-                      f"{r['llamacpp_ms']:>12.3f} {r['ratio']:>6.3f} {gbs:>8.1f} {r['bw_mode']:>5} {r['decodekit_x_floor']:>10.2f}",
+                      f"{r['llamacpp_ms']:>12.3f} {r['ratio']:>6.3f} {gbs:>8.1f} {r['bw_mode']:>5} {r['decodekit_x_floor']:>10.2f} {load1:>5.1f}",
                       flush=True)
 
     rows = summary_rows(results, a)

@@ -41,11 +41,15 @@ def quiet_logs(verbose):
     L.llama_log_set(_drop, ctypes.c_void_p())
 
 
-def open_model(path, threads, n_ctx, use_mmap):
+LOAD_MODES = {"auto": L.LLAMA_LOAD_MODE_AUTO, "none": L.LLAMA_LOAD_MODE_NONE,
+              "mmap": L.LLAMA_LOAD_MODE_MMAP}
+
+
+def open_model(path, threads, n_ctx, load_mode):
     L.llama_backend_init()
-    mp = L.llama_model_default_params()
+    mp = L.llama_model_default_params()  # a ctypes struct: set only fields it has
     mp.n_gpu_layers = 0
-    mp.use_mmap = use_mmap
+    mp.load_mode = LOAD_MODES[load_mode]
     model = L.llama_model_load_from_file(path.encode(), mp)
     if not model:
         raise SystemExit(f"llama.cpp could not load {path}")
@@ -92,7 +96,7 @@ def decode(ctx, batch):
 
 def cmd_time(a):
     quiet_logs(a.verbose)
-    model, ctx, n_vocab = open_model(a.gguf, a.threads, a.n_ctx, not a.no_mmap)
+    model, ctx, n_vocab = open_model(a.gguf, a.threads, a.n_ctx, a.load_mode)
     batch = OneTokenBatch()
     token, ms = 1, []
     for pos in range(a.warmup + a.tokens):
@@ -114,7 +118,7 @@ def cmd_time(a):
 
 def cmd_logits(a):
     quiet_logs(a.verbose)
-    model, ctx, n_vocab = open_model(a.gguf, a.threads, a.n_ctx, not a.no_mmap)
+    model, ctx, n_vocab = open_model(a.gguf, a.threads, a.n_ctx, a.load_mode)
     ids = [int(x) for x in a.ids.split(",")]
     batch = OneTokenBatch()
     steps = []
@@ -159,8 +163,8 @@ def main():
         s.add_argument("--verbose", action="store_true", help="keep llama.cpp's log")
         if name != "quantize":
             s.add_argument("--n_ctx", type=int, default=256, help="KV cache positions")
-            s.add_argument("--no_mmap", action="store_true",
-                           help="read the weights into memory instead of mapping the file")
+            s.add_argument("--load_mode", default="auto", choices=sorted(LOAD_MODES),
+                           help="llama.cpp's load mode (auto, its default, maps the file here)")
     t = sub.choices["time"]
     t.add_argument("--warmup", type=int, default=8)
     t.add_argument("--tokens", type=int, default=64)
