@@ -198,7 +198,16 @@ def main():
     p.add_argument("--workdir", default="/tmp/decodekit_peer", help="GGUFs, checkpoint, results")
     p.add_argument("--results", default="results.json", help="file name under --workdir")
     p.add_argument("--skip_build", action="store_true")
+    p.add_argument("--summarize", metavar="RESULTS_JSON",
+                   help="only print the medians of a saved (possibly partial) run")
     a = p.parse_args()
+    if a.summarize:
+        with open(a.summarize) as f:
+            saved = json.load(f)
+        a.models = saved["args"]["models"]
+        a.threads = saved["args"]["threads"]
+        print_summary(saved["pairs"], a)
+        return
     a.models = [m for m in a.models.split(",") if m]
     a.threads = [int(t) for t in a.threads.split(",") if t]
     for m in a.models:
@@ -228,7 +237,24 @@ def main():
                 print(f"{model:<13} {t:>3} {i + 1:>4} {r['decodekit_ms']:>12.3f} "
                       f"{r['llamacpp_ms']:>12.3f} {r['ratio']:>6.3f} {gbs:>8.1f} {r['bw_mode']:>5} {r['decodekit_x_floor']:>10.2f} {load1:>5.1f}",
                       flush=True)
+                save(results, a)
 
+    print_summary(results, a)
+    log(f"wrote {save(results, a)}")
+
+
+def save(results, a):
+    """Writes everything so far (after every pair: a stopped run keeps its pairs)."""
+    path = os.path.join(a.workdir, a.results)
+    args = {k: v for k, v in vars(a).items()}
+    with open(path + ".tmp", "w") as f:
+        json.dump({"args": args, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "pairs": results, "medians": summary_rows(results, a)}, f, indent=1)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def print_summary(results, a):
     rows = summary_rows(results, a)
     print("\nmedians (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
     print("| model | threads | bandwidth mode | pairs | decodekit ms/token | llama.cpp ms/token "
@@ -237,10 +263,6 @@ def main():
     for r in rows:
         print(f"| {r['model']} | {r['threads']} | {r['bw']} | {r['pairs']} | {r['decodekit_ms']:.3f} "
               f"| {r['llamacpp_ms']:.3f} | {r['ratio']:.3f} | {r['bw_GBps']:.1f} |")
-    with open(os.path.join(a.workdir, a.results), "w") as f:
-        json.dump({"args": {k: v for k, v in vars(a).items()}, "date": time.strftime(
-            "%Y-%m-%d %H:%M UTC", time.gmtime()), "pairs": results, "medians": rows}, f, indent=1)
-    log(f"wrote {os.path.join(a.workdir, a.results)}")
 
 
 if __name__ == "__main__":
