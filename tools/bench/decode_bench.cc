@@ -3,8 +3,9 @@
 //   floor = bytes of weights read per token / read bandwidth (huge pages, as the
 //           weight BOs use), measured right before the timed tokens.
 //   ./bazelw run --config=opt //tools/bench:decode_bench_llama32_1b
-// Each benchmark iteration is one decode token; the context is reset every
-// --context tokens (short context by default). x_floor is the median over tokens
+// Each benchmark iteration is one decode token: --warmup untimed tokens from position 0,
+// then --tokens timed ones; the context is reset every --context tokens (short context
+// by default). tools/peer/ab.py runs it with --benchmark_format=json. x_floor is the median over tokens
 // of (token time / floor at the bandwidth sampled just before it); floor_ms uses
 // the median bandwidth sample.
 #include <algorithm>
@@ -27,6 +28,10 @@
 ABSL_FLAG(std::string, elf, "", "decode ELF");
 ABSL_FLAG(std::string, weights, "synthetic", "checkpoint dir, .gguf or synthetic[:SEED]");
 ABSL_FLAG(int, context, 128, "positions before the KV cache is reset");
+ABSL_FLAG(int, tokens, 128, "timed tokens (benchmark iterations) per thread count");
+ABSL_FLAG(int, warmup, 8, "untimed tokens first, from position 0");
+ABSL_FLAG(int, bandwidth_every, 4,
+          "sample the read bandwidth before every N-th timed token (untimed)");
 
 namespace {
 
@@ -55,14 +60,14 @@ void BM_Decode(benchmark::State& state) {
   const int context = absl::GetFlag(FLAGS_context);
   // Warm up: caches, page faults, the first positions.
   uint32_t token = 1;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
     if (!decoder.Advance(token).ok()) break;
     token = decoder.last().token;
   }
 
   // Bandwidth swings from minute to minute on a shared host: sample it between
-  // the timed tokens (one pass over 256 MiB, 8x the L3, every 4 tokens) and use
-  // the median sample.
+  // the timed tokens (one pass over 256 MiB, 8x the L3, every --bandwidth_every
+  // tokens) and use the median sample.
   dk::kernels::BandwidthOptions bw;
   bw.page_mode = dk::PageMode::kHugePages;
   bw.bytes = size_t{256} << 20;
@@ -71,10 +76,11 @@ void BM_Decode(benchmark::State& state) {
   std::vector<double> bw_samples;
   const int64_t weight_bytes = dk::elf::WeightBytesPerToken(g_program);
 
+  const size_t every = std::max(1, absl::GetFlag(FLAGS_bandwidth_every));
   std::vector<double> ms;
   double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens
   for (auto _ : state) {
-    if (ms.size() % 4 == 0) {
+    if (ms.size() % every == 0) {
       state.PauseTiming();
       bw_samples.push_back(dk::kernels::MeasureReadBandwidth(s.pool.get(), bw));
       state.ResumeTiming();
@@ -100,11 +106,11 @@ void BM_Decode(benchmark::State& state) {
       }
     }
   }
-  // Each token against the bandwidth sample taken just before its block of 4:
+  // Each token against the bandwidth sample taken just before its block of `every`:
   // the ratio then follows the host's swings instead of averaging over them.
   std::vector<double> ratios;
   for (size_t i = 0; i < ms.size(); ++i) {
-    ratios.push_back(ms[i] / (weight_bytes / (bw_samples[i / 4] * 1e9) * 1e3));
+    ratios.push_back(ms[i] / (weight_bytes / (bw_samples[i / every] * 1e9) * 1e3));
   }
   std::sort(ratios.begin(), ratios.end());
   std::vector<double> sorted = ms;
@@ -133,7 +139,7 @@ void BM_Decode(benchmark::State& state) {
   auto quarter_ratio = [&](size_t begin) {
     std::vector<double> q;
     for (size_t i = begin; i < begin + ms.size() / 4; ++i) {
-      q.push_back(ms[i] / (weight_bytes / (bw_samples[i / 4] * 1e9) * 1e3));
+      q.push_back(ms[i] / (weight_bytes / (bw_samples[i / every] * 1e9) * 1e3));
     }
     std::sort(q.begin(), q.end());
     return q.empty() ? 0.0 : q[q.size() / 2];
@@ -145,7 +151,6 @@ void BM_Decode(benchmark::State& state) {
   state.counters["bo_io_ms"] = io_ms / ms.size();
   state.SetLabel(g_program.model().name());
 }
-BENCHMARK(BM_Decode)->ArgName("threads")->Arg(1)->Arg(2)->Iterations(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int Fail(const absl::Status& s) { return dk::ExitWithError("decode_bench", s); }
 
@@ -164,6 +169,15 @@ int main(int argc, char** argv) {
   auto weights = dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
   if (!weights.ok()) return Fail(weights.status());
   g_weights = *weights;
+  // Registered here, not with BENCHMARK(), so that --tokens sets the iterations
+  // (select one thread count with --benchmark_filter=BM_Decode/threads:2/).
+  benchmark::RegisterBenchmark("BM_Decode", BM_Decode)
+      ->ArgName("threads")
+      ->Arg(1)
+      ->Arg(2)
+      ->Iterations(absl::GetFlag(FLAGS_tokens))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return dk::kExitOk;

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""decodekit vs llama.cpp decode, interleaved A B A B on the same weights (README.md).
+
+  tools/peer/install.sh                                  # once: the venv and llama.cpp
+  tools/peer/.venv/bin/python tools/peer/ab.py           # 6 pairs x {smollm2, llama32_1b} x {1, 2} threads
+  tools/peer/.venv/bin/python tools/peer/ab.py --models smollm2_135m --threads 2 --pairs 3
+
+Prepare (idempotent, files under --workdir):
+  - builds //tools/bench:decode_bench_<model> (--config=opt) as a `bazel run` script, and
+    //tools/peer:read_bandwidth, //tools/peer:weights_digest, //tools/synthetic_weights;
+  - smollm2_135m: the Q4_1 GGUF decodekit runs (dequantized to bf16 at load) and a BF16
+    GGUF llama.cpp requantizes from it; llama32_1b: the synthetic checkpoint (seed 1)
+    and its BF16 GGUF (convert_synthetic.py);
+  - checks with decodekit's weights digest that the BF16 GGUF each llama.cpp run reads
+    holds exactly the bf16 weights decodekit runs (stops otherwise).
+Then per (model, threads), --pairs times: A = decode_bench (decodekit, its weights),
+a read-bandwidth measurement, B = llama_decode.py time (llama.cpp, the BF16 GGUF). Both
+decode --warmup untimed tokens from position 0, then --tokens timed ones (positions
+warmup .. warmup+tokens-1); each reports the median ms/token. Prints each pair, then the
+medians per (model, threads), split by bandwidth mode when more than one occurs (the
+mode comes from a --bw_threads read-bandwidth probe between A and B: ~58 GB/s, ~33 GB/s,
+or 'low' when the host is busy); writes --results under --workdir.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PY = sys.executable
+MODELS = ("smollm2_135m", "llama32_1b")
+
+
+def log(msg):
+    print(f"[ab {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw):
+    log("$ " + " ".join(cmd))
+    return subprocess.run(cmd, check=True, text=True, **kw)
+
+
+def bazel(*args, capture=False):
+    return run([os.path.join(ROOT, "bazelw"), *args], cwd=ROOT,
+               stdout=subprocess.PIPE if capture else None)
+
+
+class Prepared:
+    def __init__(self, a):
+        self.a = a
+        self.w = a.workdir
+        os.makedirs(self.w, exist_ok=True)
+        self.bin = {}
+
+    def build(self):
+        a = self.a
+        if not a.skip_build:
+            bazel("build", "--config=opt", "//tools/peer:read_bandwidth", "//tools/peer:weights_digest",
+                  "//tools/synthetic_weights", *[f"//tools/bench:decode_bench_{m}" for m in a.models])
+            for m in a.models:
+                bazel("run", "--config=opt", f"--script_path={self.script(m)}",
+                      f"//tools/bench:decode_bench_{m}")
+        for name in ("read_bandwidth", "weights_digest"):
+            self.bin[name] = os.path.join(ROOT, "bazel-bin", "tools", "peer", name)
+        self.bin["synthetic_weights"] = os.path.join(ROOT, "bazel-bin", "tools", "synthetic_weights",
+                                                     "synthetic_weights")
+        for path in list(self.bin.values()) + [self.script(m) for m in a.models]:
+            if not os.path.exists(path):
+                raise SystemExit(f"missing {path}: run without --skip_build")
+
+    def script(self, model):
+        return os.path.join(self.w, f"decode_bench_{model}.sh")
+
+    def digest(self, *paths):
+        out = subprocess.run([self.bin["weights_digest"], "--same", *paths], cwd=ROOT, text=True,
+                             stdout=subprocess.PIPE)
+        sys.stderr.write(out.stdout)
+        return out.returncode == 0, out.stdout
+
+    def weights(self, model):
+        """The llama.cpp GGUF for `model`, made and checked once."""
+        gguf = os.path.join(self.w, f"{model}_bf16.gguf")
+        check = gguf + ".digest_check"
+        if model == "smollm2_135m":
+            q4 = os.path.join(ROOT, "bazel-bin", "tools", "bench", "decode_bench_smollm2_135m.runfiles",
+                              "smollm2_135m", "model.gguf")
+            if not os.path.exists(gguf):
+                run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", q4, "--out",
+                     gguf + ".tmp", "--type", "bf16"])
+                os.replace(gguf + ".tmp", gguf)
+            sources = [q4, gguf]
+        else:
+            ckpt = os.path.join(self.w, "llama32_1b_synth")
+            if not os.path.exists(os.path.join(ckpt, "model.safetensors")):
+                run([self.bin["synthetic_weights"], "--config",
+                     os.path.join(ROOT, "models", "llama32_1b", "config.textproto"), "--out", ckpt,
+                     "--seed", "1"], stdout=subprocess.DEVNULL)
+            if not os.path.exists(gguf):
+                run([PY, os.path.join(HERE, "convert_synthetic.py"), "--checkpoint", ckpt, "--out",
+                     gguf + ".tmp"])
+                os.replace(gguf + ".tmp", gguf)
+            sources = [ckpt, gguf]
+        if not os.path.exists(check):
+            ok, text = self.digest(*sources)
+            if not ok:
+                raise SystemExit(f"{gguf} does not hold the weights decodekit runs:\n{text}")
+            with open(check, "w") as f:
+                f.write(text)
+        return gguf
+
+
+def decodekit(prep, model, threads, a):
+    out = subprocess.run(
+        [prep.script(model), f"--benchmark_filter=BM_Decode/threads:{threads}/",
+         "--benchmark_format=json", f"--tokens={a.tokens}", f"--warmup={a.warmup}",
+         f"--context={a.warmup + a.tokens}", f"--bandwidth_every={a.tokens}"],
+        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if out.returncode != 0:
+        raise SystemExit(f"decode_bench failed:\n{out.stderr[-3000:]}")
+    b = json.loads(out.stdout)["benchmarks"][0]
+    if b.get("error_occurred"):
+        raise SystemExit(f"decode_bench: {b.get('error_message')}")
+    return {"ms_per_token": b["ms_per_token"], "x_floor": b["x_floor"], "bw_inside": b["bw_GB/s"]}
+
+
+def llamacpp(gguf, threads, a):
+    out = subprocess.run(
+        [PY, os.path.join(HERE, "llama_decode.py"), "time", "--gguf", gguf, f"--threads={threads}",
+         f"--warmup={a.warmup}", f"--tokens={a.tokens}", f"--n_ctx={a.n_ctx}"]
+        + [f"--load_mode={a.load_mode}"],
+        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if out.returncode != 0:
+        raise SystemExit(f"llama_decode.py failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bandwidth(prep, threads):
+    out = subprocess.run([prep.bin["read_bandwidth"], f"--threads={threads}"], text=True,
+                         stdout=subprocess.PIPE, check=True)
+    return float(out.stdout.split()[0].split("=")[1])
+
+
+def mode(gbs, a):
+    """The host's bandwidth mode: ~58 or ~33 GB/s, or below both when the host is busy."""
+    if gbs >= a.fast_gbps:
+        return "~58"
+    return "~33" if gbs >= a.slow_gbps else "low"
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def summary_rows(results, a):
+    rows = []
+    for model in a.models:
+        for t in a.threads:
+            rs = [r for r in results if r["model"] == model and r["threads"] == t]
+            if not rs:
+                continue
+            groups = [("all", rs)]
+            modes = sorted({r["bw_mode"] for r in rs})
+            if len(modes) > 1:
+                groups += [(m, [r for r in rs if r["bw_mode"] == m]) for m in modes]
+            for label, g in groups:
+                rows.append({
+                    "model": model, "threads": t, "bw": label, "pairs": len(g),
+                    "decodekit_ms": med([r["decodekit_ms"] for r in g]),
+                    "llamacpp_ms": med([r["llamacpp_ms"] for r in g]),
+                    "ratio": med([r["ratio"] for r in g]),
+                    "bw_GBps": med([r["bw_GBps"] for r in g]),
+                })
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--pairs", type=int, default=6)
+    p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
+    p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")
+    p.add_argument("--n_ctx", type=int, default=256, help="llama.cpp KV cache positions")
+    p.add_argument("--load_mode", default="auto", choices=["auto", "none", "mmap"],
+                   help="llama.cpp's model load mode (auto: its default)")
+    p.add_argument("--bw_threads", type=int, default=2,
+                   help="threads of the bandwidth probe between A and B (a host-state probe: "
+                        "the same for every configuration)")
+    p.add_argument("--fast_gbps", type=float, default=45.0,
+                   help="probe at or above this: the ~58 GB/s mode")
+    p.add_argument("--slow_gbps", type=float, default=25.0,
+                   help="probe at or above this (and below --fast_gbps): the ~33 GB/s mode; "
+                        "below: 'low' (a busy host)")
+    p.add_argument("--workdir", default="/tmp/decodekit_peer", help="GGUFs, checkpoint, results")
+    p.add_argument("--results", default="results.json", help="file name under --workdir")
+    p.add_argument("--skip_build", action="store_true")
+    p.add_argument("--summarize", metavar="RESULTS_JSON",
+                   help="only print the medians of a saved (possibly partial) run")
+    a = p.parse_args()
+    if a.summarize:
+        with open(a.summarize) as f:
+            saved = json.load(f)
+        a.models = saved["args"]["models"]
+        a.threads = saved["args"]["threads"]
+        print_summary(saved["pairs"], a)
+        return
+    a.models = [m for m in a.models.split(",") if m]
+    a.threads = [int(t) for t in a.threads.split(",") if t]
+    for m in a.models:
+        if m not in MODELS:
+            raise SystemExit(f"--models: unknown {m}; known: {', '.join(MODELS)}")
+
+    prep = Prepared(a)
+    prep.build()
+    gguf = {m: prep.weights(m) for m in a.models}
+
+    results = []
+    print(f"{'model':<13} {'thr':>3} {'pair':>4} {'decodekit ms':>12} {'llama.cpp ms':>12} "
+          f"{'ratio':>6} {'bw GB/s':>8} {'mode':>5} {'dk x_floor':>10} {'load1':>5}", flush=True)
+    for model in a.models:
+        for t in a.threads:
+            for i in range(a.pairs):
+                load1 = os.getloadavg()[0]  # other processes on the host (2 cores here)
+                dk = decodekit(prep, model, t, a)
+                gbs = bandwidth(prep, a.bw_threads)
+                lc = llamacpp(gguf[model], t, a)
+                r = {"model": model, "threads": t, "pair": i + 1,
+                     "decodekit_ms": dk["ms_per_token"], "llamacpp_ms": lc["ms_per_token"],
+                     "ratio": dk["ms_per_token"] / lc["ms_per_token"], "bw_GBps": gbs,
+                     "bw_mode": mode(gbs, a), "decodekit_x_floor": dk["x_floor"],
+                     "decodekit_bw_inside": dk["bw_inside"], "llamacpp_ms_max": lc["ms_max"], "load1": load1}
+                results.append(r)
+                print(f"{model:<13} {t:>3} {i + 1:>4} {r['decodekit_ms']:>12.3f} "
+                      f"{r['llamacpp_ms']:>12.3f} {r['ratio']:>6.3f} {gbs:>8.1f} {r['bw_mode']:>5} {r['decodekit_x_floor']:>10.2f} {load1:>5.1f}",
+                      flush=True)
+                save(results, a)
+
+    print_summary(results, a)
+    log(f"wrote {save(results, a)}")
+
+
+def save(results, a):
+    """Writes everything so far (after every pair: a stopped run keeps its pairs)."""
+    path = os.path.join(a.workdir, a.results)
+    args = {k: v for k, v in vars(a).items()}
+    with open(path + ".tmp", "w") as f:
+        json.dump({"args": args, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "pairs": results, "medians": summary_rows(results, a)}, f, indent=1)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def print_summary(results, a):
+    rows = summary_rows(results, a)
+    print("\nmedians (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
+    print("| model | threads | bandwidth mode | pairs | decodekit ms/token | llama.cpp ms/token "
+          "| ratio | read GB/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['threads']} | {r['bw']} | {r['pairs']} | {r['decodekit_ms']:.3f} "
+              f"| {r['llamacpp_ms']:.3f} | {r['ratio']:.3f} | {r['bw_GBps']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
