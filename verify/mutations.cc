@@ -8,8 +8,11 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "util/bf16.h"
 #include "util/status.h"
 
@@ -117,6 +120,8 @@ runtime::HostOpsWrapper Wrap(MutatedHostOps::Hooks hooks) {
 
 }  // namespace
 
+constexpr char kNoiseTensor[] = "model.layers.0.self_attn.v_proj.weight";
+
 std::vector<std::string> MutationNames() {
   return {"k_no_rope_last_layer", "drop_last_layer", "rope_unscaled",      "rope_theta_10000",
           "swap_kv_heads",        "noise_1pct",      "attention_off_by_one"};
@@ -173,14 +178,22 @@ absl::Status ApplyMutation(const std::string& name, const elf::ModelShape& m, we
     }
     return absl::OkStatus();
   }
-  if (name == "noise_1pct") {
-    auto tensor = Mutable(w, "model.layers.0.self_attn.v_proj.weight");
+  if (absl::StartsWith(name, "noise_")) {
+    // noise_<P>pct[:TENSOR]: N(0, (P/100 * rms)^2) added to TENSOR (default kNoiseTensor).
+    std::vector<std::string> parts = absl::StrSplit(name.substr(6), absl::MaxSplits(':', 1));
+    double percent = 0;
+    if (!absl::EndsWith(parts[0], "pct") ||
+        !absl::SimpleAtod(parts[0].substr(0, parts[0].size() - 3), &percent) || !(percent > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad mutation \"", name, "\": noise_<P>pct[:TENSOR]"));
+    }
+    const std::string target = parts.size() > 1 ? parts[1] : std::string(kNoiseTensor);
+    auto tensor = Mutable(w, target);
     if (!tensor.ok()) return tensor.status();
     bf16* d = (*tensor)->data.data();
     const int64_t n = (*tensor)->numel();
     double sq = 0;
     for (int64_t i = 0; i < n; ++i) sq += double{Bf16ToF32(d[i])} * Bf16ToF32(d[i]);
-    const double sigma = 0.01 * std::sqrt(sq / std::max<int64_t>(n, 1));
+    const double sigma = percent / 100 * std::sqrt(sq / std::max<int64_t>(n, 1));
     std::mt19937_64 rng(1234);
     std::normal_distribution<double> noise(0.0, sigma);
     for (int64_t i = 0; i < n; ++i) d[i] = F32ToBf16(static_cast<float>(Bf16ToF32(d[i]) + noise(rng)));
