@@ -1,0 +1,64 @@
+// GEMV for decode (M = 1) with weights in GGUF's 32-element block formats:
+// y[n] = sum_k W[n, k] * x[k], W [rows, cols] row-major, each row cols / 32
+// consecutive blocks exactly as a GGUF tensor stores it (util/ggml_blocks.h:
+// Q8_0, Q4_0, Q4_1). cols must be a multiple of 32.
+//
+// Two ways to treat the activations (QuantActivations):
+//  * kInt8: x is quantized per 32-element block to int8 with an f32 scale
+//    (dx = max|x| / 127, q = round-to-nearest-even(x / dx)), as GGUF engines do,
+//    and each block's dot product is exact in int32 (vpdpbusd on AVX512-VNNI CPUs,
+//    i16 multiply-adds on other targets); y[n] = sum_b dw_b * dx_b * idot_b
+//    (+ m_b * dx_b * sum_b(q) for Q4_1). Changes the numerics by the activation
+//    rounding (at most dx/2 per element).
+//  * kFloat: x stays f32 (bf16 x is widened exactly); the weights are dequantized
+//    in registers (d * q, d * (q - 8), d * q + m with one rounding) and FMA'd.
+//
+// Measured at 2 threads (gemv_quant_bench, this 2-core AVX512-VNNI VM): see
+// README.md's kernel table and the numbers in gemv_quant_bench.cc.
+//
+// All entry points are parallel over rows on `pool` (nullptr: the caller alone),
+// dispatch to the best Highway target at run time, accept any pointer alignment,
+// and allocate nothing per call once their per-thread scratch has grown.
+// Thread-safety: as Gemv (gemv.h).
+#ifndef DK_KERNELS_GEMV_GEMV_QUANT_H_
+#define DK_KERNELS_GEMV_GEMV_QUANT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "util/bf16.h"
+#include "util/thread_pool.h"
+
+namespace dk::kernels {
+
+enum class QuantFormat { kQ8_0, kQ4_0, kQ4_1 };
+enum class QuantActivations { kInt8, kFloat };
+
+const char* QuantFormatName(QuantFormat format);  // "Q8_0", ...
+
+// Bytes of one block, and of one row of `cols` elements (cols % 32 == 0).
+size_t QuantBlockBytes(QuantFormat format);
+size_t QuantRowBytes(QuantFormat format, size_t cols);
+
+// y = W x; `w` holds rows * QuantRowBytes(format, cols) bytes.
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const float* x, float* y, ThreadPool* pool);
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const bf16* x, float* y, ThreadPool* pool);
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const float* x, bf16* y, ThreadPool* pool);
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const bf16* x, bf16* y, ThreadPool* pool);
+
+// Name of the path `act` takes on this machine (e.g. "AVX3+VNNI").
+const char* QuantGemvTargetName(QuantActivations act);
+
+// On CPUs with AVX512-VNNI, kInt8 GEMVs use vpdpbusd when the dispatcher picks an
+// AVX-512 target (on by default; DK_GEMV_VNNI=0 turns it off). Tests switch it to
+// cover both paths. Not thread-safe against concurrent GEMVs.
+void SetQuantGemvVnniEnabled(bool enabled);
+bool QuantGemvUsesVnni();
+
+}  // namespace dk::kernels
+
+#endif  // DK_KERNELS_GEMV_GEMV_QUANT_H_

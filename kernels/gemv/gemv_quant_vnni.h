@@ -1,0 +1,37 @@
+// Internal: quantized-weight GEMV rows with int8 activations on CPUs with
+// AVX512-VNNI (vpdpbusd on 256-bit vectors, one 32-element block per instruction).
+// vpdpbusd multiplies unsigned by signed bytes: Q4 nibbles are unsigned already
+// (Q4_0's -8 enters the block's int32 sum as -8 * sum(q_x)); for Q8_0 the weight
+// sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
+// [-127, 127]. Each block's dot product is exact; blocks accumulate as
+// acc[b % 2] += float(idot) * (dw * dx) in f32, reduced at the end.
+#ifndef DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
+#define DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemv/gemv_quant.h"
+#include "util/bf16.h"
+
+namespace dk::kernels::internal {
+
+// Activations quantized per 32-element block (QuantActivations::kInt8).
+struct Q8Activations {
+  const int8_t* q;      // [cols], 64-byte aligned, each in [-127, 127]
+  const float* d;       // [cols / 32] block scales dx
+  const int32_t* sum;   // [cols / 32] sum of the block's q
+};
+
+// True if this CPU executes vpdpbusd on 256-bit vectors (checked once).
+bool CpuHasAvx512Vnni();
+
+// Rows [r0, r1) of W (row-major blocks of `format`, cols % 32 == 0).
+void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                   const Q8Activations& x, float* y);
+void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                   const Q8Activations& x, bf16* y);
+
+}  // namespace dk::kernels::internal
+
+#endif  // DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
