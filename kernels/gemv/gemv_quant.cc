@@ -34,6 +34,14 @@ constexpr size_t BlockBytes() {
                                    : sizeof(ggml::BlockQ4_1);
 }
 
+// A block's f16 scale field (any alignment) as f32: vcvtph2ps where the target has
+// F16C, Highway's exact software conversion elsewhere.
+HWY_INLINE float F16Field(const uint8_t* p) {
+  const hn::CappedTag<float, 1> d1;
+  const hn::Rebind<hwy::float16_t, decltype(d1)> dh;
+  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p))));
+}
+
 // Vectors cover at most half a block (16 elements), so every target walks a block
 // as [low half | high half], which is also how Q4's nibbles split it.
 constexpr size_t kHalf = ggml::kBlockElems / 2;
@@ -112,10 +120,10 @@ void Int8Rows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
       }
       if constexpr (F == QuantFormat::kQ4_1) {
         const auto* q4 = reinterpret_cast<const ggml::BlockQ4_1*>(blk);
-        dw = ggml::F16FieldToF32(q4->d);
-        min_acc += ggml::F16FieldToF32(q4->m) * (x.d[b] * static_cast<float>(x.sum[b]));
+        dw = F16Field(q4->d);
+        min_acc += F16Field(q4->m) * x.sx[b];
       } else {
-        dw = ggml::F16FieldToF32(blk);  // d is the first field of Q8_0 and Q4_0
+        dw = F16Field(blk);  // d is the first field of Q8_0 and Q4_0
       }
       const auto dot = hn::ConvertTo(df, hn::Add(isum0, isum1));
       const auto scale = hn::Set(df, dw * x.d[b]);
@@ -146,7 +154,7 @@ void FloatRows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
     for (size_t b = 0; b < blocks; ++b) {
       const uint8_t* blk = row + b * BlockBytes<F>();
       const float* xb = x + b * ggml::kBlockElems;
-      const auto d = hn::Set(df, ggml::F16FieldToF32(blk));  // d comes first in all three
+      const auto d = hn::Set(df, F16Field(blk));  // d comes first in all three
       for (size_t j = 0; j < kHalf; j += n) {
         decltype(hn::Zero(df)) lo, hi;
         if constexpr (F == QuantFormat::kQ8_0) {
@@ -159,14 +167,13 @@ void FloatRows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
                                   : reinterpret_cast<const ggml::BlockQ4_1*>(blk)->qs;
           const auto raw = hn::BitCast(
               di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(du8, qs + j)));
-          auto qlo = hn::And(raw, hn::Set(di, 0x0F));
-          auto qhi = hn::ShiftRight<4>(raw);
+          const auto qlo = hn::And(raw, hn::Set(di, 0x0F));
+          const auto qhi = hn::ShiftRight<4>(raw);
           if constexpr (F == QuantFormat::kQ4_0) {
             lo = hn::Mul(d, hn::ConvertTo(df, hn::Sub(qlo, hn::Set(di, 8))));
             hi = hn::Mul(d, hn::ConvertTo(df, hn::Sub(qhi, hn::Set(di, 8))));
           } else {
-            const auto m = hn::Set(
-                df, ggml::F16FieldToF32(reinterpret_cast<const ggml::BlockQ4_1*>(blk)->m));
+            const auto m = hn::Set(df, F16Field(reinterpret_cast<const ggml::BlockQ4_1*>(blk)->m));
             lo = hn::MulAdd(d, hn::ConvertTo(df, qlo), m);
             hi = hn::MulAdd(d, hn::ConvertTo(df, qhi), m);
           }
@@ -206,7 +213,7 @@ void FloatRowsAny(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, 
 }
 
 // Whether this target may use AVX-512 instructions (the VNNI path).
-bool IsAvx512Target() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL; }
+bool QuantTargetIsAvx512() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL; }
 
 void Int8RowsF32(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                  const Q8Activations& x, float* y) {
@@ -233,7 +240,7 @@ HWY_AFTER_NAMESPACE();
 namespace dk::kernels {
 
 HWY_EXPORT(QuantizeX);
-HWY_EXPORT(IsAvx512Target);
+HWY_EXPORT(QuantTargetIsAvx512);
 HWY_EXPORT(Int8RowsF32);
 HWY_EXPORT(Int8RowsBf16);
 HWY_EXPORT(FloatRowsF32);
@@ -250,7 +257,7 @@ std::atomic<bool> g_vnni_enabled{[] {
 // stay per-target.
 bool UseVnni() {
   return g_vnni_enabled.load(std::memory_order_relaxed) && internal::CpuHasAvx512Vnni() &&
-         HWY_DYNAMIC_DISPATCH(IsAvx512Target)();
+         HWY_DYNAMIC_DISPATCH(QuantTargetIsAvx512)();
 }
 
 // x as f32: f32 x is used in place, bf16 x widened (exactly) into per-thread
@@ -267,15 +274,22 @@ const float* XAsF32(const bf16* x, size_t cols) {
 internal::Q8Activations QuantizeActivations(const float* x, size_t cols) {
   thread_local AlignedBuffer<int8_t> q;
   thread_local AlignedBuffer<float> d;
-  thread_local AlignedBuffer<int32_t> sum;
+  thread_local AlignedBuffer<int32_t> sum, corr;
+  thread_local AlignedBuffer<float> sx;
   const size_t blocks = cols / ggml::kBlockElems;
   if (q.size() < cols) q = AlignedBuffer<int8_t>(cols);
   if (d.size() < blocks) {
     d = AlignedBuffer<float>(blocks);
     sum = AlignedBuffer<int32_t>(blocks);
+    corr = AlignedBuffer<int32_t>(blocks);
+    sx = AlignedBuffer<float>(blocks);
   }
   HWY_DYNAMIC_DISPATCH(QuantizeX)(x, blocks, q.data(), d.data(), sum.data());
-  return {q.data(), d.data(), sum.data()};
+  for (size_t b = 0; b < blocks; ++b) {
+    corr.data()[b] = -8 * sum.data()[b];
+    sx.data()[b] = d.data()[b] * static_cast<float>(sum.data()[b]);
+  }
+  return {q.data(), d.data(), sum.data(), corr.data(), sx.data()};
 }
 
 // Enough tasks per thread to rebalance when one core is slowed by a neighbour.

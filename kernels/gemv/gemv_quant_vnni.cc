@@ -2,6 +2,10 @@
 
 #include <immintrin.h>
 
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <cstddef>
 #include <cstring>
 
 #include "util/ggml_blocks.h"
@@ -38,48 +42,106 @@ DK_VNNI_TARGET inline __m256i Nibbles(const uint8_t* qs) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
 }
 
+inline uint16_t U16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return h;
+}
+
+template <QuantFormat F>
+constexpr size_t BlockBytes() {
+  return F == QuantFormat::kQ8_0   ? sizeof(ggml::BlockQ8_0)
+         : F == QuantFormat::kQ4_0 ? sizeof(ggml::BlockQ4_0)
+                                   : sizeof(ggml::BlockQ4_1);
+}
+// Offset of qs in a block.
+template <QuantFormat F>
+constexpr size_t QsOffset() {
+  return F == QuantFormat::kQ4_1 ? offsetof(ggml::BlockQ4_1, qs)
+         : F == QuantFormat::kQ4_0 ? offsetof(ggml::BlockQ4_0, qs)
+                                   : offsetof(ggml::BlockQ8_0, qs);
+}
+
+// One block on 256-bit vectors (the odd last block of a row): its int32 lanes.
+template <QuantFormat F>
+DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& x, size_t b) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
+  if constexpr (F == QuantFormat::kQ8_0) {
+    const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
+    const __m256i xs = _mm256_mask_sub_epi8(xq, _mm256_movepi8_mask(wq), zero, xq);
+    return _mm256_dpbusd_epi32(zero, _mm256_abs_epi8(wq), xs);
+  } else {
+    const __m256i init =
+        F == QuantFormat::kQ4_0 ? _mm256_zextsi128_si256(_mm_cvtsi32_si128(x.corr[b])) : zero;
+    return _mm256_dpbusd_epi32(init, Nibbles(blk + QsOffset<F>()), xq);
+  }
+}
+
+// Blocks go in pairs on 512-bit vectors: lanes 0..7 hold block b's partial dot
+// products, lanes 8..15 block b + 1's; the pair's scales dw * dx are computed side
+// by side and spread over the two halves.
 template <QuantFormat F, typename YT>
 DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
                          const Q8Activations& x, YT* y) {
-  constexpr size_t kBlock = F == QuantFormat::kQ8_0   ? sizeof(ggml::BlockQ8_0)
-                            : F == QuantFormat::kQ4_0 ? sizeof(ggml::BlockQ4_0)
-                                                      : sizeof(ggml::BlockQ4_1);
+  constexpr size_t kBlock = BlockBytes<F>();
   const size_t blocks = cols / ggml::kBlockElems;
-  const __m256i zero = _mm256_setzero_si256();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  // [lo0 lo1 hi0 hi1] (128-bit quarters) -> [lo0 hi0 lo1 hi1]
+  const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * blocks * kBlock;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    float min_acc = 0.0f;  // Q4_1: sum_b m_b * dx_b * sum(q_x)
-    for (size_t b = 0; b < blocks; ++b) {
-      const uint8_t* blk = row + b * kBlock;
-      const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
-      __m256i dot;
-      float dw;
+    __m512 acc = _mm512_setzero_ps();
+    __m128 min_acc = _mm_setzero_ps();  // Q4_1: m_b * dx_b * sum(q_x), lanes 0 and 1
+    size_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      const uint8_t* b0 = row + b * kBlock;
+      const uint8_t* b1 = b0 + kBlock;
+      const __m512i xq = _mm512_load_si512(x.q + b * 32);
+      __m512i dot;
       if constexpr (F == QuantFormat::kQ8_0) {
-        const auto* q8 = reinterpret_cast<const ggml::BlockQ8_0*>(blk);
-        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8->qs));
-        const __m256i xs = _mm256_mask_sub_epi8(xq, _mm256_movepi8_mask(wq), zero, xq);
-        dot = _mm256_dpbusd_epi32(zero, _mm256_abs_epi8(wq), xs);
-        dw = F16(q8->d);
-      } else if constexpr (F == QuantFormat::kQ4_0) {
-        const auto* q4 = reinterpret_cast<const ggml::BlockQ4_0*>(blk);
-        const __m256i init = _mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * x.sum[b]));
-        dot = _mm256_dpbusd_epi32(init, Nibbles(q4->qs), xq);
-        dw = F16(q4->d);
+        const __m512i wq = _mm512_inserti64x4(
+            _mm512_castsi256_si512(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + QsOffset<F>()))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + QsOffset<F>())), 1);
+        const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(wq), zero, xq);
+        dot = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wq), xs);
       } else {
-        const auto* q4 = reinterpret_cast<const ggml::BlockQ4_1*>(blk);
-        dot = _mm256_dpbusd_epi32(zero, Nibbles(q4->qs), xq);
-        dw = F16(q4->d);
-        min_acc += F16(q4->m) * (x.d[b] * static_cast<float>(x.sum[b]));
+        const __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + QsOffset<F>()))),
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + QsOffset<F>())), 1);
+        const __m256i lo = _mm256_and_si256(v, mask);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+        const __m512i q = _mm512_permutexvar_epi64(
+            halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+        const __m512i init = F == QuantFormat::kQ4_0
+                                 ? _mm512_maskz_expandloadu_epi32(0x0101, x.corr + b)
+                                 : zero;
+        dot = _mm512_dpbusd_epi32(init, q, xq);
       }
-      const __m256 scale = _mm256_set1_ps(dw * x.d[b]);
-      if (b % 2 == 0) {
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc0);
-      } else {
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc1);
+      const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0)), U16(b1), 1));
+      const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.d + b)));
+      const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
+      if constexpr (F == QuantFormat::kQ4_1) {
+        const __m128 m =
+            _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + 2)), U16(b1 + 2), 1));
+        const __m128 sx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.sx + b)));
+        min_acc = _mm_fmadd_ps(m, sx, min_acc);
       }
     }
-    Store(ReduceAdd(_mm256_add_ps(acc0, acc1)) + min_acc, y + r);
+    float tail = 0.0f;
+    if (b < blocks) {
+      const uint8_t* blk = row + b * kBlock;
+      tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<F>(blk, x, b)),
+                                     _mm256_set1_ps(F16(blk) * x.d[b])));
+      if constexpr (F == QuantFormat::kQ4_1) tail += F16(blk + 2) * x.sx[b];
+    }
+    const float mins = _mm_cvtss_f32(_mm_add_ss(min_acc, _mm_movehdup_ps(min_acc)));
+    Store(_mm512_reduce_add_ps(acc) + tail + mins, y + r);
   }
 }
 

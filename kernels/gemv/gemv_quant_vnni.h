@@ -3,8 +3,9 @@
 // vpdpbusd multiplies unsigned by signed bytes: Q4 nibbles are unsigned already
 // (Q4_0's -8 enters the block's int32 sum as -8 * sum(q_x)); for Q8_0 the weight
 // sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
-// [-127, 127]. Each block's dot product is exact; blocks accumulate as
-// acc[b % 2] += float(idot) * (dw * dx) in f32, reduced at the end.
+// [-127, 127]. Each block's dot product is exact; blocks go in pairs on 512-bit
+// vectors and accumulate as acc += float(idot) * (dw * dx) in f32 (an odd last
+// block on 256 bits), reduced at the end.
 #ifndef DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
 #define DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
 
@@ -21,6 +22,8 @@ struct Q8Activations {
   const int8_t* q;      // [cols], 64-byte aligned, each in [-127, 127]
   const float* d;       // [cols / 32] block scales dx
   const int32_t* sum;   // [cols / 32] sum of the block's q
+  const int32_t* corr;  // [cols / 32] -8 * sum (Q4_0's offset)
+  const float* sx;      // [cols / 32] d * sum (Q4_1's minimum multiplies it)
 };
 
 // True if this CPU executes vpdpbusd on 256-bit vectors (checked once).
