@@ -274,22 +274,20 @@ const float* XAsF32(const bf16* x, size_t cols) {
 internal::Q8Activations QuantizeActivations(const float* x, size_t cols) {
   thread_local AlignedBuffer<int8_t> q;
   thread_local AlignedBuffer<float> d;
-  thread_local AlignedBuffer<int32_t> sum, corr;
+  thread_local AlignedBuffer<int32_t> sum;
   thread_local AlignedBuffer<float> sx;
   const size_t blocks = cols / ggml::kBlockElems;
   if (q.size() < cols) q = AlignedBuffer<int8_t>(cols);
   if (d.size() < blocks) {
     d = AlignedBuffer<float>(blocks);
     sum = AlignedBuffer<int32_t>(blocks);
-    corr = AlignedBuffer<int32_t>(blocks);
     sx = AlignedBuffer<float>(blocks);
   }
   HWY_DYNAMIC_DISPATCH(QuantizeX)(x, blocks, q.data(), d.data(), sum.data());
   for (size_t b = 0; b < blocks; ++b) {
-    corr.data()[b] = -8 * sum.data()[b];
     sx.data()[b] = d.data()[b] * static_cast<float>(sum.data()[b]);
   }
-  return {q.data(), d.data(), sum.data(), corr.data(), sx.data()};
+  return {q.data(), d.data(), sum.data(), sx.data()};
 }
 
 // Enough tasks per thread to rebalance when one core is slowed by a neighbour.

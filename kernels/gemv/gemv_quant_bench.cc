@@ -124,6 +124,36 @@ BENCHMARK(BM_QuantGemv)
     ->MinTime(0.5)
     ->UseRealTime();
 
+// Compute ceiling: one thread, one 512 x 2048 matrix read over and over (1.1 MiB in
+// Q8_0, 2 MiB in bf16: in L2 or L3), so memory is not the limit. A kernel whose
+// GB/s here is not well above the bandwidth above cannot reach that bandwidth.
+void BM_QuantGemvHot(benchmark::State& state) {
+  const QuantActivations act =
+      state.range(0) == 0 ? QuantActivations::kInt8 : QuantActivations::kFloat;
+  const int format = static_cast<int>(state.range(1));
+  const Shape s{512, 2048};
+  const AlignedBuffer<uint8_t>& w = WeightSet(s, format)[0];
+  std::vector<bf16> x(s.cols);
+  for (size_t k = 0; k < s.cols; ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
+  std::vector<float> y(s.rows);
+  for (auto _ : state) {
+    if (format == kBf16) {
+      Gemv(reinterpret_cast<const bf16*>(w.data()), s.rows, s.cols, x.data(), y.data(), nullptr);
+    } else {
+      QuantGemv(kFormats[format], act, w.data(), s.rows, s.cols, x.data(), y.data(), nullptr);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * MatrixBytes(s, format)));
+  state.SetLabel(format == kBf16 ? std::string("BF16")
+                                 : std::string(QuantFormatName(kFormats[format])) +
+                                       (act == QuantActivations::kInt8 ? " int8-x" : " float-x"));
+}
+BENCHMARK(BM_QuantGemvHot)
+    ->ArgNames({"act", "format"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3}})
+    ->MinTime(0.3);
+
 }  // namespace
 }  // namespace dk::kernels
 

@@ -72,9 +72,7 @@ DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& 
     const __m256i xs = _mm256_mask_sub_epi8(xq, _mm256_movepi8_mask(wq), zero, xq);
     return _mm256_dpbusd_epi32(zero, _mm256_abs_epi8(wq), xs);
   } else {
-    const __m256i init =
-        F == QuantFormat::kQ4_0 ? _mm256_zextsi128_si256(_mm_cvtsi32_si128(x.corr[b])) : zero;
-    return _mm256_dpbusd_epi32(init, Nibbles(blk + QsOffset<F>()), xq);
+    return _mm256_dpbusd_epi32(zero, Nibbles(blk + QsOffset<F>()), xq);
   }
 }
 
@@ -94,7 +92,9 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * blocks * kBlock;
     __m512 acc = _mm512_setzero_ps();
-    __m128 min_acc = _mm_setzero_ps();  // Q4_1: m_b * dx_b * sum(q_x), lanes 0 and 1
+    // Q4_1: sum_b m_b * dx_b * sum(q_x); Q4_0: sum_b dw_b * dx_b * sum(q_x), which
+    // times -8 (exact) is the offset's share. Lanes 0 and 1.
+    __m128 min_acc = _mm_setzero_ps();
     size_t b = 0;
     for (; b + 2 <= blocks; b += 2) {
       const uint8_t* b0 = row + b * kBlock;
@@ -117,19 +117,18 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
         const __m512i q = _mm512_permutexvar_epi64(
             halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
-        const __m512i init = F == QuantFormat::kQ4_0
-                                 ? _mm512_maskz_expandloadu_epi32(0x0101, x.corr + b)
-                                 : zero;
-        dot = _mm512_dpbusd_epi32(init, q, xq);
+        dot = _mm512_dpbusd_epi32(zero, q, xq);
       }
       const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0)), U16(b1), 1));
       const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.d + b)));
+      const __m128 sx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.sx + b)));
       const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
-      if constexpr (F == QuantFormat::kQ4_1) {
+      if constexpr (F == QuantFormat::kQ4_0) {
+        min_acc = _mm_fmadd_ps(dw, sx, min_acc);
+      } else if constexpr (F == QuantFormat::kQ4_1) {
         const __m128 m =
             _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + 2)), U16(b1 + 2), 1));
-        const __m128 sx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.sx + b)));
         min_acc = _mm_fmadd_ps(m, sx, min_acc);
       }
     }
@@ -138,9 +137,11 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
       const uint8_t* blk = row + b * kBlock;
       tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<F>(blk, x, b)),
                                      _mm256_set1_ps(F16(blk) * x.d[b])));
+      if constexpr (F == QuantFormat::kQ4_0) tail -= 8.0f * (F16(blk) * x.sx[b]);
       if constexpr (F == QuantFormat::kQ4_1) tail += F16(blk + 2) * x.sx[b];
     }
-    const float mins = _mm_cvtss_f32(_mm_add_ss(min_acc, _mm_movehdup_ps(min_acc)));
+    float mins = _mm_cvtss_f32(_mm_add_ss(min_acc, _mm_movehdup_ps(min_acc)));
+    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
     Store(_mm512_reduce_add_ps(acc) + tail + mins, y + r);
   }
 }

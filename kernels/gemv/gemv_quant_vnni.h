@@ -1,7 +1,7 @@
 // Internal: quantized-weight GEMV rows with int8 activations on CPUs with
 // AVX512-VNNI (vpdpbusd on 256-bit vectors, one 32-element block per instruction).
 // vpdpbusd multiplies unsigned by signed bytes: Q4 nibbles are unsigned already
-// (Q4_0's -8 enters the block's int32 sum as -8 * sum(q_x)); for Q8_0 the weight
+// (Q4_0's -8 is added per row as -8 * sum_b dw_b * dx_b * sum(q_x), as Q4_1's m); for Q8_0 the weight
 // sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
 // [-127, 127]. Each block's dot product is exact; blocks go in pairs on 512-bit
 // vectors and accumulate as acc += float(idot) * (dw * dx) in f32 (an odd last
@@ -22,7 +22,6 @@ struct Q8Activations {
   const int8_t* q;      // [cols], 64-byte aligned, each in [-127, 127]
   const float* d;       // [cols / 32] block scales dx
   const int32_t* sum;   // [cols / 32] sum of the block's q
-  const int32_t* corr;  // [cols / 32] -8 * sum (Q4_0's offset)
   const float* sx;      // [cols / 32] d * sum (Q4_1's minimum multiplies it)
 };
 
