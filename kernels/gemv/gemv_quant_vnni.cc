@@ -78,28 +78,36 @@ DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& 
 
 // Blocks go in pairs on 512-bit vectors: lanes 0..7 hold block b's partial dot
 // products, lanes 8..15 block b + 1's; the pair's scales dw * dx are computed side
-// by side and spread over the two halves.
-template <QuantFormat F, typename YT>
-DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
-                         const Q8Activations& x, YT* y) {
+// by side and spread over the two halves. kRows rows advance together and share
+// the activation loads.
+template <QuantFormat F, size_t kRows, typename YT>
+DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
+                                    const Q8Activations& x, YT* y) {
   constexpr size_t kBlock = BlockBytes<F>();
-  const size_t blocks = cols / ggml::kBlockElems;
   const __m512i zero = _mm512_setzero_si512();
   const __m256i mask = _mm256_set1_epi8(0x0F);
   // [lo0 lo1 hi0 hi1] (128-bit quarters) -> [lo0 hi0 lo1 hi1]
   const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
   const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  for (size_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w + r * blocks * kBlock;
-    __m512 acc = _mm512_setzero_ps();
-    // Q4_1: sum_b m_b * dx_b * sum(q_x); Q4_0: sum_b dw_b * dx_b * sum(q_x), which
-    // times -8 (exact) is the offset's share. Lanes 0 and 1.
-    __m128 min_acc = _mm_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= blocks; b += 2) {
-      const uint8_t* b0 = row + b * kBlock;
+  const uint8_t* rows[kRows];
+  __m512 acc[kRows];
+  // Q4_1: sum_b m_b * dx_b * sum(q_x); Q4_0: sum_b dw_b * dx_b * sum(q_x), which
+  // times -8 (exact) is the offset's share. Lanes 0 and 1.
+  __m128 min_acc[kRows];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * blocks * kBlock;
+    acc[i] = _mm512_setzero_ps();
+    min_acc[i] = _mm_setzero_ps();
+  }
+  size_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    const __m512i xq = _mm512_load_si512(x.q + b * 32);
+    const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.d + b)));
+    const __m128 sx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.sx + b)));
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kRows; ++i) {
+      const uint8_t* b0 = rows[i] + b * kBlock;
       const uint8_t* b1 = b0 + kBlock;
-      const __m512i xq = _mm512_load_si512(x.q + b * 32);
       __m512i dot;
       if constexpr (F == QuantFormat::kQ8_0) {
         const __m512i wq = _mm512_inserti64x4(
@@ -120,30 +128,40 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
         dot = _mm512_dpbusd_epi32(zero, q, xq);
       }
       const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0)), U16(b1), 1));
-      const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.d + b)));
-      const __m128 sx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.sx + b)));
-      const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
+      const __m512 scale =
+          _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i]);
       if constexpr (F == QuantFormat::kQ4_0) {
-        min_acc = _mm_fmadd_ps(dw, sx, min_acc);
+        min_acc[i] = _mm_fmadd_ps(dw, sx, min_acc[i]);
       } else if constexpr (F == QuantFormat::kQ4_1) {
         const __m128 m =
             _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + 2)), U16(b1 + 2), 1));
-        min_acc = _mm_fmadd_ps(m, sx, min_acc);
+        min_acc[i] = _mm_fmadd_ps(m, sx, min_acc[i]);
       }
     }
+  }
+  for (size_t i = 0; i < kRows; ++i) {
     float tail = 0.0f;
     if (b < blocks) {
-      const uint8_t* blk = row + b * kBlock;
+      const uint8_t* blk = rows[i] + b * kBlock;
       tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<F>(blk, x, b)),
                                      _mm256_set1_ps(F16(blk) * x.d[b])));
       if constexpr (F == QuantFormat::kQ4_0) tail -= 8.0f * (F16(blk) * x.sx[b]);
       if constexpr (F == QuantFormat::kQ4_1) tail += F16(blk + 2) * x.sx[b];
     }
-    float mins = _mm_cvtss_f32(_mm_add_ss(min_acc, _mm_movehdup_ps(min_acc)));
+    float mins = _mm_cvtss_f32(_mm_add_ss(min_acc[i], _mm_movehdup_ps(min_acc[i])));
     if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
-    Store(_mm512_reduce_add_ps(acc) + tail + mins, y + r);
+    Store(_mm512_reduce_add_ps(acc[i]) + tail + mins, y + r + i);
   }
+}
+
+template <QuantFormat F, typename YT>
+DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                         const Q8Activations& x, YT* y) {
+  const size_t blocks = cols / ggml::kBlockElems;
+  size_t r = r0;
+  for (; r + 2 <= r1; r += 2) RowGroup<F, 2>(w, blocks, r, x, y);
+  if (r < r1) RowGroup<F, 1>(w, blocks, r, x, y);
 }
 
 template <typename YT>
