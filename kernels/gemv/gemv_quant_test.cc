@@ -35,6 +35,10 @@ using testing::RandomF32;
 //    256 u of x / dx for |x / dx| <= 127), so |sum w (x - x^)| <= (1/2 + 256 u)
 //    sum_k |w_k| dx_b(k).
 //  * bf16 y: one more rounding to nearest of the f32 result, |ref| / 256.
+// These are worst-case bounds; the largest error seen over all targets and cases
+// (f32 y) was 2.6% of the tight kInt8 bound, 27% of the loose one (the activation
+// rounding dominates it) and 1.4% of the kFloat bound. A wrong nibble order or a
+// dropped minimum misses by 10^3-10^4 times the bound.
 constexpr double kU = 0x1p-24;
 
 struct Shape {
