@@ -212,8 +212,8 @@ void FloatRowsAny(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, 
   }
 }
 
-// Whether this target may use AVX-512 instructions (the VNNI path).
-bool QuantTargetIsAvx512() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL; }
+// This target's HWY_TARGET bit: which of the VNNI paths it may take.
+int64_t QuantTarget() { return HWY_TARGET; }
 
 void Int8RowsF32(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                  const Q8Activations& x, float* y) {
@@ -240,7 +240,7 @@ HWY_AFTER_NAMESPACE();
 namespace dk::kernels {
 
 HWY_EXPORT(QuantizeX);
-HWY_EXPORT(QuantTargetIsAvx512);
+HWY_EXPORT(QuantTarget);
 HWY_EXPORT(Int8RowsF32);
 HWY_EXPORT(Int8RowsBf16);
 HWY_EXPORT(FloatRowsF32);
@@ -253,11 +253,18 @@ std::atomic<bool> g_vnni_enabled{[] {
   return e == nullptr || std::string(e) != "0";
 }()};
 
-// As UseBf16Dot in gemv.cc: asked through the dispatch table, so per-target tests
-// stay per-target.
-bool UseVnni() {
-  return g_vnni_enabled.load(std::memory_order_relaxed) && internal::CpuHasAvx512Vnni() &&
-         HWY_DYNAMIC_DISPATCH(QuantTargetIsAvx512)();
+// The kInt8 inner loop: EVEX vpdpbusd on AVX-512 targets of AVX512-VNNI CPUs, VEX
+// vpdpbusd on AVX2 / AVX-512 targets of AVX-VNNI CPUs, Highway's i16
+// multiply-adds otherwise. As UseBf16Dot in gemv.cc, the target is asked through
+// the dispatch table, so per-target tests stay per-target.
+enum class Int8Path { kHighway, kAvx512Vnni, kAvxVnni };
+Int8Path ChooseInt8Path() {
+  if (!g_vnni_enabled.load(std::memory_order_relaxed)) return Int8Path::kHighway;
+  const int64_t target = HWY_DYNAMIC_DISPATCH(QuantTarget)();
+  const bool avx512 = target == HWY_AVX3 || target == HWY_AVX3_DL;
+  if (avx512 && internal::CpuHasAvx512Vnni()) return Int8Path::kAvx512Vnni;
+  if ((avx512 || target == HWY_AVX2) && internal::CpuHasAvxVnni()) return Int8Path::kAvxVnni;
+  return Int8Path::kHighway;
 }
 
 // x as f32: f32 x is used in place, bf16 x widened (exactly) into per-thread
@@ -320,9 +327,17 @@ void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows
     return;
   }
   const internal::Q8Activations xq = QuantizeActivations(xf, cols);
-  if (UseVnni()) {
-    run([&](size_t r0, size_t r1) { internal::QuantRowsVnni(format, w, cols, r0, r1, xq, y); });
-    return;
+  switch (ChooseInt8Path()) {
+    case Int8Path::kAvx512Vnni:
+      run([&](size_t r0, size_t r1) { internal::QuantRowsVnni(format, w, cols, r0, r1, xq, y); });
+      return;
+    case Int8Path::kAvxVnni:
+      run([&](size_t r0, size_t r1) {
+        internal::QuantRowsAvxVnni(format, w, cols, r0, r1, xq, y);
+      });
+      return;
+    case Int8Path::kHighway:
+      break;
   }
   run([&](size_t r0, size_t r1) {
     if constexpr (std::is_same_v<YT, float>) {
@@ -381,14 +396,18 @@ void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_
 }
 
 const char* QuantGemvTargetName(QuantActivations act) {
-  const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
-  const char* name = hwy::TargetName(targets & -targets);
-  static const std::string with_vnni = std::string(name) + "+VNNI";
-  return act == QuantActivations::kInt8 && UseVnni() ? with_vnni.c_str() : name;
+  thread_local std::string name;
+  name = hwy::TargetName(HWY_DYNAMIC_DISPATCH(QuantTarget)());
+  if (act == QuantActivations::kInt8) {
+    const Int8Path path = ChooseInt8Path();
+    if (path == Int8Path::kAvx512Vnni) name += "+VNNI";
+    if (path == Int8Path::kAvxVnni) name += "+AVXVNNI";
+  }
+  return name.c_str();
 }
 
 void SetQuantGemvVnniEnabled(bool enabled) { g_vnni_enabled.store(enabled); }
-bool QuantGemvUsesVnni() { return UseVnni(); }
+bool QuantGemvUsesVnni() { return ChooseInt8Path() != Int8Path::kHighway; }
 
 }  // namespace dk::kernels
 #endif  // HWY_ONCE

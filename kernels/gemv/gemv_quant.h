@@ -7,7 +7,7 @@
 //  * kInt8: x is quantized per 32-element block to int8 with an f32 scale
 //    (dx = max|x| / 127, q = round-to-nearest-even(x * (1 / dx))), as GGUF engines
 //    do, and each block's dot product is exact in int32 (vpdpbusd on AVX512-VNNI
-//    CPUs, i16 multiply-adds on other targets); y[n] = sum_b dw_b * dx_b * idot_b
+//    and AVX-VNNI CPUs, i16 multiply-adds on other targets); y[n] = sum_b dw_b * dx_b * idot_b
 //    (Q4_0's -8 and Q4_1's m enter through dx_b * sum(q_x)). Changes the numerics
 //    by the activation rounding (at most about dx/2 per element).
 //  * kFloat: x stays f32 (bf16 x is widened exactly); the weights are dequantized
@@ -65,12 +65,14 @@ void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_
 void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, bf16* y, ThreadPool* pool);
 
-// Name of the path `act` takes on this machine (e.g. "AVX3+VNNI").
+// Name of the path `act` takes on this machine (e.g. "AVX3+VNNI", "AVX2+AVXVNNI");
+// valid until the calling thread's next call.
 const char* QuantGemvTargetName(QuantActivations act);
 
-// On CPUs with AVX512-VNNI, kInt8 GEMVs use vpdpbusd when the dispatcher picks an
-// AVX-512 target (on by default; DK_GEMV_VNNI=0 turns it off). Tests switch it to
-// cover both paths. Not thread-safe against concurrent GEMVs.
+// kInt8 GEMVs use vpdpbusd where the CPU has it: AVX512-VNNI when the dispatcher
+// picks an AVX-512 target, else AVX-VNNI (256-bit) on AVX2 and AVX-512 targets (on
+// by default; DK_GEMV_VNNI=0 turns both off). Tests switch it to cover every path.
+// Not thread-safe against concurrent GEMVs.
 void SetQuantGemvVnniEnabled(bool enabled);
 bool QuantGemvUsesVnni();
 

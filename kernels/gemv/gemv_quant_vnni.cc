@@ -5,6 +5,7 @@
 // GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 
@@ -15,17 +16,20 @@ namespace {
 
 #define DK_VNNI_TARGET \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define DK_AVXVNNI_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
+// Helpers both paths inline (a subset of either's target).
+#define DK_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
 inline void Store(float v, float* y) { *y = v; }
 inline void Store(float v, bf16* y) { *y = F32ToBf16(v); }
 
-DK_VNNI_TARGET inline float F16(const uint8_t* p) {
+DK_AVX2_TARGET inline float F16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
 }
 
-DK_VNNI_TARGET inline float ReduceAdd(__m256 v) {
+DK_AVX2_TARGET inline float ReduceAdd(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -34,7 +38,7 @@ DK_VNNI_TARGET inline float ReduceAdd(__m256 v) {
 
 // 16 bytes of nibbles -> the block's 32 unsigned values in element order (low
 // nibbles are elements 0..15, high nibbles 16..31).
-DK_VNNI_TARGET inline __m256i Nibbles(const uint8_t* qs) {
+DK_AVX2_TARGET inline __m256i Nibbles(const uint8_t* qs) {
   const __m128i mask = _mm_set1_epi8(0x0F);
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i lo = _mm_and_si128(v, mask);
@@ -164,6 +168,58 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   if (r < r1) RowGroup<F, 1>(w, blocks, r, x, y);
 }
 
+// AVX-VNNI (VEX vpdpbusd, 256-bit; AVX2 CPUs such as Alder Lake, and AVX-512 CPUs
+// whose target was capped at AVX2): one block per instruction, blocks b into
+// accumulator b % 2. Q8_0's sign moves onto x with vpsignb (a zero weight zeroes x,
+// harmless: |w| is 0 there too).
+template <QuantFormat F, typename YT>
+DK_AVXVNNI_TARGET void RowsAvxVnni(const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                                   const Q8Activations& x, YT* y) {
+  constexpr size_t kBlock = BlockBytes<F>();
+  const size_t blocks = cols / ggml::kBlockElems;
+  const __m256i zero = _mm256_setzero_si256();
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * blocks * kBlock;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float mins = 0.0f;  // as min_acc in RowGroup
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = row + b * kBlock;
+      const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
+      __m256i dot;
+      if constexpr (F == QuantFormat::kQ8_0) {
+        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
+        dot = _mm256_dpbusd_avx_epi32(zero, _mm256_abs_epi8(wq), _mm256_sign_epi8(xq, wq));
+      } else {
+        dot = _mm256_dpbusd_avx_epi32(zero, Nibbles(blk + QsOffset<F>()), xq);
+      }
+      const float dw = F16(blk);
+      const __m256 scale = _mm256_set1_ps(dw * x.d[b]);
+      if (b % 2 == 0) {
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc0);
+      } else {
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc1);
+      }
+      if constexpr (F == QuantFormat::kQ4_0) mins = std::fma(dw, x.sx[b], mins);
+      if constexpr (F == QuantFormat::kQ4_1) mins = std::fma(F16(blk + 2), x.sx[b], mins);
+    }
+    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
+    Store(ReduceAdd(_mm256_add_ps(acc0, acc1)) + mins, y + r);
+  }
+}
+
+template <typename YT>
+void DispatchAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                     const Q8Activations& x, YT* y) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+      return RowsAvxVnni<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_0:
+      return RowsAvxVnni<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_1:
+      return RowsAvxVnni<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+  }
+}
+
 template <typename YT>
 void Dispatch(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
               const Q8Activations& x, YT* y) {
@@ -187,6 +243,24 @@ bool CpuHasAvx512Vnni() {
            __builtin_cpu_supports("fma");
   }();
   return has;
+}
+
+bool CpuHasAvxVnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, float* y) {
+  DispatchAvxVnni(format, w, cols, r0, r1, x, y);
+}
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, bf16* y) {
+  DispatchAvxVnni(format, w, cols, r0, r1, x, y);
 }
 
 void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,

@@ -1,5 +1,6 @@
 // Internal: quantized-weight GEMV rows with int8 activations on CPUs with
-// AVX512-VNNI (vpdpbusd on 256-bit vectors, one 32-element block per instruction).
+// AVX512-VNNI (QuantRowsVnni) or AVX-VNNI (QuantRowsAvxVnni, 256-bit, one block per
+// vpdpbusd).
 // vpdpbusd multiplies unsigned by signed bytes: Q4 nibbles are unsigned already
 // (Q4_0's -8 is added per row as -8 * sum_b dw_b * dx_b * sum(q_x), as Q4_1's m); for Q8_0 the weight
 // sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
@@ -25,14 +26,20 @@ struct Q8Activations {
   const float* sx;      // [cols / 32] d * sum (Q4_1's minimum multiplies it)
 };
 
-// True if this CPU executes vpdpbusd on 256-bit vectors (checked once).
+// True if this CPU executes EVEX vpdpbusd with AVX512BW/VL (checked once).
 bool CpuHasAvx512Vnni();
+// True if this CPU executes VEX vpdpbusd (AVX-VNNI) with AVX2 (checked once).
+bool CpuHasAvxVnni();
 
 // Rows [r0, r1) of W (row-major blocks of `format`, cols % 32 == 0).
 void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const Q8Activations& x, float* y);
 void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const Q8Activations& x, bf16* y);
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, float* y);
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, bf16* y);
 
 }  // namespace dk::kernels::internal
 
