@@ -396,7 +396,8 @@ void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_
 }
 
 const char* QuantGemvTargetName(QuantActivations act) {
-  thread_local std::string name;
+  thread_local std::string names[2];  // one per `act`
+  std::string& name = names[act == QuantActivations::kInt8 ? 0 : 1];
   name = hwy::TargetName(HWY_DYNAMIC_DISPATCH(QuantTarget)());
   if (act == QuantActivations::kInt8) {
     const Int8Path path = ChooseInt8Path();

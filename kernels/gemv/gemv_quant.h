@@ -66,7 +66,7 @@ void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_
                size_t cols, const bf16* x, bf16* y, ThreadPool* pool);
 
 // Name of the path `act` takes on this machine (e.g. "AVX3+VNNI", "AVX2+AVXVNNI");
-// valid until the calling thread's next call.
+// valid until the calling thread's next call with the same `act`.
 const char* QuantGemvTargetName(QuantActivations act);
 
 // kInt8 GEMVs use vpdpbusd where the CPU has it: AVX512-VNNI when the dispatcher
