@@ -66,6 +66,8 @@ constexpr size_t QsOffset() {
                                    : offsetof(ggml::BlockQ8_0, qs);
 }
 
+constexpr size_t kMinOffset = offsetof(ggml::BlockQ4_1, m);  // Q4_1's f16 m
+
 // One block on 256-bit vectors (the odd last block of a row): its int32 lanes.
 template <QuantFormat F>
 DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& x, size_t b) {
@@ -139,7 +141,7 @@ DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
         min_acc[i] = _mm_fmadd_ps(dw, sx, min_acc[i]);
       } else if constexpr (F == QuantFormat::kQ4_1) {
         const __m128 m =
-            _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + 2)), U16(b1 + 2), 1));
+            _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + kMinOffset)), U16(b1 + kMinOffset), 1));
         min_acc[i] = _mm_fmadd_ps(m, sx, min_acc[i]);
       }
     }
@@ -151,7 +153,7 @@ DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
       tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<F>(blk, x, b)),
                                      _mm256_set1_ps(F16(blk) * x.d[b])));
       if constexpr (F == QuantFormat::kQ4_0) tail -= 8.0f * (F16(blk) * x.sx[b]);
-      if constexpr (F == QuantFormat::kQ4_1) tail += F16(blk + 2) * x.sx[b];
+      if constexpr (F == QuantFormat::kQ4_1) tail += F16(blk + kMinOffset) * x.sx[b];
     }
     float mins = _mm_cvtss_f32(_mm_add_ss(min_acc[i], _mm_movehdup_ps(min_acc[i])));
     if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
@@ -200,7 +202,7 @@ DK_AVXVNNI_TARGET void RowsAvxVnni(const uint8_t* w, size_t cols, size_t r0, siz
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc1);
       }
       if constexpr (F == QuantFormat::kQ4_0) mins = std::fma(dw, x.sx[b], mins);
-      if constexpr (F == QuantFormat::kQ4_1) mins = std::fma(F16(blk + 2), x.sx[b], mins);
+      if constexpr (F == QuantFormat::kQ4_1) mins = std::fma(F16(blk + kMinOffset), x.sx[b], mins);
     }
     if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
     Store(ReduceAdd(_mm256_add_ps(acc0, acc1)) + mins, y + r);
