@@ -140,8 +140,8 @@ DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
       if constexpr (F == QuantFormat::kQ4_0) {
         min_acc[i] = _mm_fmadd_ps(dw, sx, min_acc[i]);
       } else if constexpr (F == QuantFormat::kQ4_1) {
-        const __m128 m =
-            _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + kMinOffset)), U16(b1 + kMinOffset), 1));
+        const __m128 m = _mm_cvtph_ps(
+            _mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + kMinOffset)), U16(b1 + kMinOffset), 1));
         min_acc[i] = _mm_fmadd_ps(m, sx, min_acc[i]);
       }
     }
@@ -189,7 +189,8 @@ DK_AVXVNNI_TARGET void RowsAvxVnni(const uint8_t* w, size_t cols, size_t r0, siz
       const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
       __m256i dot;
       if constexpr (F == QuantFormat::kQ8_0) {
-        const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
+        const __m256i wq =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
         dot = _mm256_dpbusd_avx_epi32(zero, _mm256_abs_epi8(wq), _mm256_sign_epi8(xq, wq));
       } else {
         dot = _mm256_dpbusd_avx_epi32(zero, Nibbles(blk + QsOffset<F>()), xq);

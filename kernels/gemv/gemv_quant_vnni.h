@@ -2,8 +2,8 @@
 // AVX512-VNNI (QuantRowsVnni) or AVX-VNNI (QuantRowsAvxVnni, 256-bit, one block per
 // vpdpbusd).
 // vpdpbusd multiplies unsigned by signed bytes: Q4 nibbles are unsigned already
-// (Q4_0's -8 is added per row as -8 * sum_b dw_b * dx_b * sum(q_x), as Q4_1's m); for Q8_0 the weight
-// sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
+// (Q4_0's -8 is added per row as -8 * sum_b dw_b * dx_b * sum(q_x), as Q4_1's m);
+// for Q8_0 the weight sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
 // [-127, 127]. Each block's dot product is exact; blocks go in pairs on 512-bit
 // vectors and accumulate as acc += float(idot) * (dw * dx) in f32 (an odd last
 // block on 256 bits), reduced at the end.
