@@ -22,14 +22,15 @@ using testing::RandomF32;
 // Q4_1 included):
 //  * kInt8 vs the reference that quantizes x the same way: each block's dot product
 //    is exact in int32, so the only errors are f32 roundings: the scale dw * dx and
-//    the FMA per block (B = cols / 32 terms per accumulator lane at most), Q4_1's
-//    m * (dx * sum q) term (2 roundings + B additions), and the final reduction
-//    (<= 4 levels + 2 adds). First order that is <= (B + 8) u A; we allow
-//    2 (B + 16) u A.
+//    the FMA per block (B = cols / 32 blocks; each accumulator lane takes at most B
+//    of them), the -8 / m term (dx * sum q, times dw or m, summed over B blocks),
+//    and the final reduction (<= 4 levels + 2 adds). First order that is
+//    <= (B + 10) u A; we allow 2 (B + 16) u A.
 //  * kFloat vs the exact f64 product: dequantizing is exact (Q8_0, Q4_0) or one or
-//    two roundings (Q4_1's d q + m); each lane accumulates <= cols / 8 terms (two
-//    accumulators, >= 4 lanes) with one FMA (or mul + add) rounding each, plus the
-//    reduction: <= (cols / 8 + 8) u A; we allow 2 (cols / 4 + 16) u A.
+//    two roundings (Q4_1's d q + m); each block half goes to its own accumulator, so
+//    a lane takes cols / (2 L) products for L lanes (cols / 2 on the 1-lane scalar
+//    target), one FMA (or mul + add) rounding each, plus the reduction (<= 6 adds):
+//    <= (cols / 2 + 8) u A; we allow (cols / 2 + 32) u A = 2 (cols / 4 + 16) u A.
 //  * kInt8 vs the exact f64 product, additionally: |x - dx q| <= dx (1/2 + 256 u)
 //    per element (q rounds x * fl(1/dx) to nearest, and x * fl(1/dx) is within
 //    256 u of x / dx for |x / dx| <= 127), so |sum w (x - x^)| <= (1/2 + 256 u)
