@@ -4,11 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
+#include "util/ggml_blocks.h"
 
 namespace dk::weights {
 namespace {
 
-constexpr int64_t kQk = 32;  // elements per Q8_0 / Q4_0 / Q4_1 block
+constexpr int64_t kQk = ggml::kBlockElems;  // elements per Q8_0 / Q4_0 / Q4_1 block
 
 inline uint16_t LoadU16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));  // little-endian file data
@@ -26,30 +27,24 @@ inline float LoadF32(const uint8_t* p) {
 inline void DequantBlock(GgmlType type, const uint8_t* b, float* out) {
   switch (type) {
     case GgmlType::kQ8_0: {
-      const float d = F16ToF32(LoadU16(b));
-      for (int i = 0; i < kQk; ++i) {
-        out[i] = static_cast<float>(static_cast<int8_t>(b[2 + i])) * d;
-      }
+      const auto* blk = reinterpret_cast<const ggml::BlockQ8_0*>(b);
+      const float d = ggml::F16FieldToF32(blk->d);
+      for (int i = 0; i < kQk; ++i) out[i] = static_cast<float>(blk->qs[i]) * d;
       return;
     }
     case GgmlType::kQ4_0: {
-      const float d = F16ToF32(LoadU16(b));
-      const uint8_t* qs = b + 2;
-      for (int i = 0; i < kQk / 2; ++i) {
-        out[i] = d * static_cast<float>((qs[i] & 0x0F) - 8);
-        out[i + kQk / 2] = d * static_cast<float>((qs[i] >> 4) - 8);
-      }
+      const auto* blk = reinterpret_cast<const ggml::BlockQ4_0*>(b);
+      const float d = ggml::F16FieldToF32(blk->d);
+      for (int i = 0; i < kQk; ++i) out[i] = d * static_cast<float>(ggml::Nibble(blk->qs, i) - 8);
       return;
     }
     case GgmlType::kQ4_1: {
-      const float d = F16ToF32(LoadU16(b));
-      const float m = F16ToF32(LoadU16(b + 2));
-      const uint8_t* qs = b + 4;
-      for (int i = 0; i < kQk / 2; ++i) {
-        const float p0 = d * static_cast<float>(qs[i] & 0x0F);
-        const float p1 = d * static_cast<float>(qs[i] >> 4);
-        out[i] = p0 + m;
-        out[i + kQk / 2] = p1 + m;
+      const auto* blk = reinterpret_cast<const ggml::BlockQ4_1*>(b);
+      const float d = ggml::F16FieldToF32(blk->d);
+      const float m = ggml::F16FieldToF32(blk->m);
+      for (int i = 0; i < kQk; ++i) {
+        const float p = d * static_cast<float>(ggml::Nibble(blk->qs, i));
+        out[i] = p + m;
       }
       return;
     }
@@ -60,29 +55,7 @@ inline void DequantBlock(GgmlType type, const uint8_t* b, float* out) {
 
 }  // namespace
 
-float F16ToF32(uint16_t h) {
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  uint32_t mant = h & 0x3FFu;
-  uint32_t bits;
-  if (exp == 0x1F) {  // inf / NaN (payload kept)
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) {  // normal
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {  // +-0
-    bits = sign;
-  } else {  // subnormal: normalize
-    int e = 113;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --e;
-    }
-    bits = sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3FFu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+float F16ToF32(uint16_t h) { return ggml::F16ToF32(h); }
 
 bool IsSupportedGgmlType(GgmlType type) {
   switch (type) {
@@ -121,8 +94,9 @@ absl::StatusOr<uint64_t> GgmlRowBytes(GgmlType type, int64_t n) {
     return absl::InvalidArgumentError(absl::StrCat(
         "row of ", n, " elements is not a multiple of the block size ", kQk));
   }
-  const uint64_t block_bytes =
-      type == GgmlType::kQ8_0 ? 34 : type == GgmlType::kQ4_0 ? 18 : 20;
+  const uint64_t block_bytes = type == GgmlType::kQ8_0   ? sizeof(ggml::BlockQ8_0)
+                               : type == GgmlType::kQ4_0 ? sizeof(ggml::BlockQ4_0)
+                                                         : sizeof(ggml::BlockQ4_1);
   return static_cast<uint64_t>(n / kQk) * block_bytes;
 }
 

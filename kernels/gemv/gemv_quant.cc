@@ -1,0 +1,414 @@
+#include "kernels/gemv/gemv_quant.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+
+#include "kernels/gemv/gemv_quant_vnni.h"
+#include "util/aligned_buffer.h"
+#include "util/check.h"
+#include "util/ggml_blocks.h"
+
+// Highway dynamic dispatch: this file is compiled once per SIMD target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemv/gemv_quant.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace dk::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using internal::Q8Activations;
+
+inline void StoreOut(float v, float* y) { *y = v; }
+inline void StoreOut(float v, bf16* y) { *y = F32ToBf16(v); }
+
+template <QuantFormat F>
+constexpr size_t BlockBytes() {
+  return F == QuantFormat::kQ8_0   ? sizeof(ggml::BlockQ8_0)
+         : F == QuantFormat::kQ4_0 ? sizeof(ggml::BlockQ4_0)
+                                   : sizeof(ggml::BlockQ4_1);
+}
+
+// A block's f16 scale field (any alignment) as f32: vcvtph2ps where the target has
+// F16C, Highway's exact software conversion elsewhere.
+HWY_INLINE float F16Field(const uint8_t* p) {
+  const hn::CappedTag<float, 1> d1;
+  const hn::Rebind<hwy::float16_t, decltype(d1)> dh;
+  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p))));
+}
+
+// Vectors cover at most half a block (16 elements), so every target walks a block
+// as [low half | high half], which is also how Q4's nibbles split it.
+constexpr size_t kHalf = ggml::kBlockElems / 2;
+
+// x (f32) -> per-block int8 q, scale d = max|x| / 127 and sum(q), with
+// q = round-to-nearest-even(x * (1 / d)) (0 for an all-zero block).
+void QuantizeX(const float* HWY_RESTRICT x, size_t blocks, int8_t* HWY_RESTRICT q,
+               float* HWY_RESTRICT d, int32_t* HWY_RESTRICT sum) {
+  const hn::CappedTag<float, kHalf> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t n = hn::Lanes(df);
+  for (size_t b = 0; b < blocks; ++b) {
+    const float* xb = x + b * ggml::kBlockElems;
+    auto amax = hn::Zero(df);
+    for (size_t j = 0; j < ggml::kBlockElems; j += n) {
+      amax = hn::Max(amax, hn::Abs(hn::LoadU(df, xb + j)));
+    }
+    const float scale = hn::GetLane(hn::MaxOfLanes(df, amax)) / 127.0f;
+    const auto inv = hn::Set(df, scale != 0.0f ? 1.0f / scale : 0.0f);
+    auto s = hn::Zero(di);
+    for (size_t j = 0; j < ggml::kBlockElems; j += n) {
+      const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + j), inv));
+      s = hn::Add(s, qi);
+      hn::StoreU(hn::DemoteTo(d8, qi), d8, q + b * ggml::kBlockElems + j);
+    }
+    d[b] = scale;
+    sum[b] = hn::GetLane(hn::SumOfLanes(di, s));
+  }
+}
+
+// Strategy kInt8 without VNNI: int8 weights and activations widened to i16, pairs
+// multiplied and added into i32 (pmaddwd), so each block's dot product is exact.
+template <QuantFormat F, typename YT>
+void Int8Rows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
+              const Q8Activations& x, YT* HWY_RESTRICT y) {
+  const hn::CappedTag<int16_t, kHalf> d16;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const hn::RebindToFloat<decltype(d32)> df;
+  const hn::Rebind<int8_t, decltype(d16)> d8;
+  const hn::Rebind<uint8_t, decltype(d16)> du8;
+  const size_t n = hn::Lanes(d16);
+  const size_t blocks = cols / ggml::kBlockElems;
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * blocks * BlockBytes<F>();
+    auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+    float min_acc = 0.0f;  // Q4_1: sum_b m_b * dx_b * sum(q_x)
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = row + b * BlockBytes<F>();
+      const int8_t* xq = x.q + b * ggml::kBlockElems;
+      auto isum0 = hn::Zero(d32), isum1 = hn::Zero(d32);
+      float dw;
+      for (size_t j = 0; j < kHalf; j += n) {
+        decltype(hn::Zero(d16)) lo, hi;
+        if constexpr (F == QuantFormat::kQ8_0) {
+          const auto* q8 = reinterpret_cast<const ggml::BlockQ8_0*>(blk);
+          lo = hn::PromoteTo(d16, hn::LoadU(d8, q8->qs + j));
+          hi = hn::PromoteTo(d16, hn::LoadU(d8, q8->qs + kHalf + j));
+        } else {
+          const uint8_t* qs = F == QuantFormat::kQ4_0
+                                  ? reinterpret_cast<const ggml::BlockQ4_0*>(blk)->qs
+                                  : reinterpret_cast<const ggml::BlockQ4_1*>(blk)->qs;
+          const auto raw = hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<decltype(d16)>(),
+                                                          hn::LoadU(du8, qs + j)));
+          lo = hn::And(raw, hn::Set(d16, 0x0F));
+          hi = hn::ShiftRight<4>(raw);
+          if constexpr (F == QuantFormat::kQ4_0) {
+            lo = hn::Sub(lo, hn::Set(d16, 8));
+            hi = hn::Sub(hi, hn::Set(d16, 8));
+          }
+        }
+        isum0 = hn::ReorderWidenMulAccumulate(d32, lo, hn::PromoteTo(d16, hn::LoadU(d8, xq + j)),
+                                              isum0, isum1);
+        isum0 = hn::ReorderWidenMulAccumulate(
+            d32, hi, hn::PromoteTo(d16, hn::LoadU(d8, xq + kHalf + j)), isum0, isum1);
+      }
+      if constexpr (F == QuantFormat::kQ4_1) {
+        const auto* q4 = reinterpret_cast<const ggml::BlockQ4_1*>(blk);
+        dw = F16Field(q4->d);
+        min_acc += F16Field(q4->m) * x.sx[b];
+      } else {
+        dw = F16Field(blk);  // d is the first field of Q8_0 and Q4_0
+      }
+      const auto dot = hn::ConvertTo(df, hn::Add(isum0, isum1));
+      const auto scale = hn::Set(df, dw * x.d[b]);
+      if (b % 2 == 0) {
+        acc0 = hn::MulAdd(dot, scale, acc0);
+      } else {
+        acc1 = hn::MulAdd(dot, scale, acc1);
+      }
+    }
+    StoreOut(hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1))) + min_acc, y + r);
+  }
+}
+
+// Strategy kFloat: each block's weights dequantized to f32 in registers and FMA'd
+// with f32 x; the low and high halves of a block go to separate accumulators.
+template <QuantFormat F, typename YT>
+void FloatRows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
+               const float* HWY_RESTRICT x, YT* HWY_RESTRICT y) {
+  const hn::CappedTag<float, kHalf> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t n = hn::Lanes(df);
+  const size_t blocks = cols / ggml::kBlockElems;
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * blocks * BlockBytes<F>();
+    auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = row + b * BlockBytes<F>();
+      const float* xb = x + b * ggml::kBlockElems;
+      const auto d = hn::Set(df, F16Field(blk));  // d comes first in all three
+      for (size_t j = 0; j < kHalf; j += n) {
+        decltype(hn::Zero(df)) lo, hi;
+        if constexpr (F == QuantFormat::kQ8_0) {
+          const auto* q8 = reinterpret_cast<const ggml::BlockQ8_0*>(blk);
+          lo = hn::Mul(d, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, q8->qs + j))));
+          hi = hn::Mul(d, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, q8->qs + kHalf + j))));
+        } else {
+          const uint8_t* qs = F == QuantFormat::kQ4_0
+                                  ? reinterpret_cast<const ggml::BlockQ4_0*>(blk)->qs
+                                  : reinterpret_cast<const ggml::BlockQ4_1*>(blk)->qs;
+          const auto raw = hn::BitCast(
+              di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(du8, qs + j)));
+          const auto qlo = hn::And(raw, hn::Set(di, 0x0F));
+          const auto qhi = hn::ShiftRight<4>(raw);
+          if constexpr (F == QuantFormat::kQ4_0) {
+            lo = hn::Mul(d, hn::ConvertTo(df, hn::Sub(qlo, hn::Set(di, 8))));
+            hi = hn::Mul(d, hn::ConvertTo(df, hn::Sub(qhi, hn::Set(di, 8))));
+          } else {
+            const auto m = hn::Set(df, F16Field(reinterpret_cast<const ggml::BlockQ4_1*>(blk)->m));
+            lo = hn::MulAdd(d, hn::ConvertTo(df, qlo), m);
+            hi = hn::MulAdd(d, hn::ConvertTo(df, qhi), m);
+          }
+        }
+        acc0 = hn::MulAdd(lo, hn::LoadU(df, xb + j), acc0);
+        acc1 = hn::MulAdd(hi, hn::LoadU(df, xb + kHalf + j), acc1);
+      }
+    }
+    StoreOut(hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1))), y + r);
+  }
+}
+
+template <typename YT>
+void Int8RowsAny(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                 const Q8Activations& x, YT* y) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+      return Int8Rows<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_0:
+      return Int8Rows<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_1:
+      return Int8Rows<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+  }
+}
+
+template <typename YT>
+void FloatRowsAny(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                  const float* x, YT* y) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+      return FloatRows<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_0:
+      return FloatRows<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_1:
+      return FloatRows<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+  }
+}
+
+// This target's HWY_TARGET bit: which of the VNNI paths it may take.
+int64_t QuantTarget() { return HWY_TARGET; }
+
+void Int8RowsF32(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                 const Q8Activations& x, float* y) {
+  Int8RowsAny(format, w, cols, r0, r1, x, y);
+}
+void Int8RowsBf16(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                  const Q8Activations& x, bf16* y) {
+  Int8RowsAny(format, w, cols, r0, r1, x, y);
+}
+void FloatRowsF32(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                  const float* x, float* y) {
+  FloatRowsAny(format, w, cols, r0, r1, x, y);
+}
+void FloatRowsBf16(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                   const float* x, bf16* y) {
+  FloatRowsAny(format, w, cols, r0, r1, x, y);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace dk::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace dk::kernels {
+
+HWY_EXPORT(QuantizeX);
+HWY_EXPORT(QuantTarget);
+HWY_EXPORT(Int8RowsF32);
+HWY_EXPORT(Int8RowsBf16);
+HWY_EXPORT(FloatRowsF32);
+HWY_EXPORT(FloatRowsBf16);
+
+namespace {
+
+std::atomic<bool> g_vnni_enabled{[] {
+  const char* e = std::getenv("DK_GEMV_VNNI");
+  return e == nullptr || std::string(e) != "0";
+}()};
+
+// The kInt8 inner loop: EVEX vpdpbusd on AVX-512 targets of AVX512-VNNI CPUs, VEX
+// vpdpbusd on AVX2 / AVX-512 targets of AVX-VNNI CPUs, Highway's i16
+// multiply-adds otherwise. As UseBf16Dot in gemv.cc, the target is asked through
+// the dispatch table, so per-target tests stay per-target.
+enum class Int8Path { kHighway, kAvx512Vnni, kAvxVnni };
+Int8Path ChooseInt8Path() {
+  if (!g_vnni_enabled.load(std::memory_order_relaxed)) return Int8Path::kHighway;
+  const int64_t target = HWY_DYNAMIC_DISPATCH(QuantTarget)();
+  const bool avx512 = target == HWY_AVX3 || target == HWY_AVX3_DL;
+  if (avx512 && internal::CpuHasAvx512Vnni()) return Int8Path::kAvx512Vnni;
+  if ((avx512 || target == HWY_AVX2) && internal::CpuHasAvxVnni()) return Int8Path::kAvxVnni;
+  return Int8Path::kHighway;
+}
+
+// x as f32: f32 x is used in place, bf16 x widened (exactly) into per-thread
+// scratch of the caller.
+const float* XAsF32(const float* x, size_t) { return x; }
+const float* XAsF32(const bf16* x, size_t cols) {
+  thread_local AlignedBuffer<float> scratch;
+  if (scratch.size() < cols) scratch = AlignedBuffer<float>(cols);
+  for (size_t k = 0; k < cols; ++k) scratch.data()[k] = Bf16ToF32(x[k]);
+  return scratch.data();
+}
+
+// x quantized per block into per-thread scratch of the caller (grown, never shrunk).
+internal::Q8Activations QuantizeActivations(const float* x, size_t cols) {
+  thread_local AlignedBuffer<int8_t> q;
+  thread_local AlignedBuffer<float> d;
+  thread_local AlignedBuffer<int32_t> sum;
+  thread_local AlignedBuffer<float> sx;
+  const size_t blocks = cols / ggml::kBlockElems;
+  if (q.size() < cols) q = AlignedBuffer<int8_t>(cols);
+  if (d.size() < blocks) {
+    d = AlignedBuffer<float>(blocks);
+    sum = AlignedBuffer<int32_t>(blocks);
+    sx = AlignedBuffer<float>(blocks);
+  }
+  HWY_DYNAMIC_DISPATCH(QuantizeX)(x, blocks, q.data(), d.data(), sum.data());
+  for (size_t b = 0; b < blocks; ++b) {
+    sx.data()[b] = d.data()[b] * static_cast<float>(sum.data()[b]);
+  }
+  return {q.data(), d.data(), sum.data(), sx.data()};
+}
+
+// Enough tasks per thread to rebalance when one core is slowed by a neighbour.
+int64_t TaskCount(size_t units, ThreadPool* pool) {
+  const size_t threads = pool ? pool->num_threads() : 1;
+  return static_cast<int64_t>(std::min(units, threads == 1 ? 1 : threads * 4));
+}
+
+template <typename XT, typename YT>
+void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+         size_t cols, const XT* x, YT* y, ThreadPool* pool) {
+  DK_CHECK(cols % ggml::kBlockElems == 0);
+  if (rows == 0) return;
+  const int64_t tasks = TaskCount((rows + 3) / 4, pool);
+  const float* xf = XAsF32(x, cols);
+  auto run = [&](const auto& rows_fn) {
+    auto body = [&](int64_t t, int) {
+      rows_fn(SplitPoint(rows, tasks, t, 4), SplitPoint(rows, tasks, t + 1, 4));
+    };
+    pool ? pool->Run(tasks, body) : body(0, 0);
+  };
+  if (act == QuantActivations::kFloat) {
+    run([&](size_t r0, size_t r1) {
+      if constexpr (std::is_same_v<YT, float>) {
+        HWY_DYNAMIC_DISPATCH(FloatRowsF32)(format, w, cols, r0, r1, xf, y);
+      } else {
+        HWY_DYNAMIC_DISPATCH(FloatRowsBf16)(format, w, cols, r0, r1, xf, y);
+      }
+    });
+    return;
+  }
+  const internal::Q8Activations xq = QuantizeActivations(xf, cols);
+  switch (ChooseInt8Path()) {
+    case Int8Path::kAvx512Vnni:
+      run([&](size_t r0, size_t r1) { internal::QuantRowsVnni(format, w, cols, r0, r1, xq, y); });
+      return;
+    case Int8Path::kAvxVnni:
+      run([&](size_t r0, size_t r1) {
+        internal::QuantRowsAvxVnni(format, w, cols, r0, r1, xq, y);
+      });
+      return;
+    case Int8Path::kHighway:
+      break;
+  }
+  run([&](size_t r0, size_t r1) {
+    if constexpr (std::is_same_v<YT, float>) {
+      HWY_DYNAMIC_DISPATCH(Int8RowsF32)(format, w, cols, r0, r1, xq, y);
+    } else {
+      HWY_DYNAMIC_DISPATCH(Int8RowsBf16)(format, w, cols, r0, r1, xq, y);
+    }
+  });
+}
+
+}  // namespace
+
+const char* QuantFormatName(QuantFormat format) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+      return "Q8_0";
+    case QuantFormat::kQ4_0:
+      return "Q4_0";
+    case QuantFormat::kQ4_1:
+      return "Q4_1";
+  }
+  return "?";
+}
+
+size_t QuantBlockBytes(QuantFormat format) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+      return sizeof(ggml::BlockQ8_0);
+    case QuantFormat::kQ4_0:
+      return sizeof(ggml::BlockQ4_0);
+    case QuantFormat::kQ4_1:
+      return sizeof(ggml::BlockQ4_1);
+  }
+  return 0;
+}
+
+size_t QuantRowBytes(QuantFormat format, size_t cols) {
+  return cols / ggml::kBlockElems * QuantBlockBytes(format);
+}
+
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const float* x, float* y, ThreadPool* pool) {
+  Run(format, act, w, rows, cols, x, y, pool);
+}
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const bf16* x, float* y, ThreadPool* pool) {
+  Run(format, act, w, rows, cols, x, y, pool);
+}
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const float* x, bf16* y, ThreadPool* pool) {
+  Run(format, act, w, rows, cols, x, y, pool);
+}
+void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+               size_t cols, const bf16* x, bf16* y, ThreadPool* pool) {
+  Run(format, act, w, rows, cols, x, y, pool);
+}
+
+const char* QuantGemvTargetName(QuantActivations act) {
+  thread_local std::string names[2];  // one per `act`
+  std::string& name = names[act == QuantActivations::kInt8 ? 0 : 1];
+  name = hwy::TargetName(HWY_DYNAMIC_DISPATCH(QuantTarget)());
+  if (act == QuantActivations::kInt8) {
+    const Int8Path path = ChooseInt8Path();
+    if (path == Int8Path::kAvx512Vnni) name += "+VNNI";
+    if (path == Int8Path::kAvxVnni) name += "+AVXVNNI";
+  }
+  return name.c_str();
+}
+
+void SetQuantGemvVnniEnabled(bool enabled) { g_vnni_enabled.store(enabled); }
+bool QuantGemvUsesVnni() { return ChooseInt8Path() != Int8Path::kHighway; }
+
+}  // namespace dk::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,278 @@
+#include "kernels/gemv/gemv_quant_vnni.h"
+
+#include <immintrin.h>
+
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "util/ggml_blocks.h"
+
+namespace dk::kernels::internal {
+namespace {
+
+#define DK_VNNI_TARGET \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define DK_AVXVNNI_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
+// Helpers both paths inline (a subset of either's target).
+#define DK_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
+inline void Store(float v, float* y) { *y = v; }
+inline void Store(float v, bf16* y) { *y = F32ToBf16(v); }
+
+DK_AVX2_TARGET inline float F16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+DK_AVX2_TARGET inline float ReduceAdd(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 16 bytes of nibbles -> the block's 32 unsigned values in element order (low
+// nibbles are elements 0..15, high nibbles 16..31).
+DK_AVX2_TARGET inline __m256i Nibbles(const uint8_t* qs) {
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i lo = _mm_and_si128(v, mask);
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+inline uint16_t U16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return h;
+}
+
+template <QuantFormat F>
+constexpr size_t BlockBytes() {
+  return F == QuantFormat::kQ8_0   ? sizeof(ggml::BlockQ8_0)
+         : F == QuantFormat::kQ4_0 ? sizeof(ggml::BlockQ4_0)
+                                   : sizeof(ggml::BlockQ4_1);
+}
+// Offset of qs in a block.
+template <QuantFormat F>
+constexpr size_t QsOffset() {
+  return F == QuantFormat::kQ4_1 ? offsetof(ggml::BlockQ4_1, qs)
+         : F == QuantFormat::kQ4_0 ? offsetof(ggml::BlockQ4_0, qs)
+                                   : offsetof(ggml::BlockQ8_0, qs);
+}
+
+constexpr size_t kMinOffset = offsetof(ggml::BlockQ4_1, m);  // Q4_1's f16 m
+
+// One block on 256-bit vectors (the odd last block of a row): its int32 lanes.
+template <QuantFormat F>
+DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& x, size_t b) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
+  if constexpr (F == QuantFormat::kQ8_0) {
+    const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
+    const __m256i xs = _mm256_mask_sub_epi8(xq, _mm256_movepi8_mask(wq), zero, xq);
+    return _mm256_dpbusd_epi32(zero, _mm256_abs_epi8(wq), xs);
+  } else {
+    return _mm256_dpbusd_epi32(zero, Nibbles(blk + QsOffset<F>()), xq);
+  }
+}
+
+// Blocks go in pairs on 512-bit vectors: lanes 0..7 hold block b's partial dot
+// products, lanes 8..15 block b + 1's; the pair's scales dw * dx are computed side
+// by side and spread over the two halves. kRows rows advance together and share
+// the activation loads.
+template <QuantFormat F, size_t kRows, typename YT>
+DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
+                                    const Q8Activations& x, YT* y) {
+  constexpr size_t kBlock = BlockBytes<F>();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  // [lo0 lo1 hi0 hi1] (128-bit quarters) -> [lo0 hi0 lo1 hi1]
+  const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const uint8_t* rows[kRows];
+  __m512 acc[kRows];
+  // Q4_1: sum_b m_b * dx_b * sum(q_x); Q4_0: sum_b dw_b * dx_b * sum(q_x), which
+  // times -8 (exact) is the offset's share. Lanes 0 and 1.
+  __m128 min_acc[kRows];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * blocks * kBlock;
+    acc[i] = _mm512_setzero_ps();
+    min_acc[i] = _mm_setzero_ps();
+  }
+  size_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    const __m512i xq = _mm512_load_si512(x.q + b * 32);
+    const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.d + b)));
+    const __m128 sx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.sx + b)));
+#pragma GCC unroll 2
+    for (size_t i = 0; i < kRows; ++i) {
+      const uint8_t* b0 = rows[i] + b * kBlock;
+      const uint8_t* b1 = b0 + kBlock;
+      __m512i dot;
+      if constexpr (F == QuantFormat::kQ8_0) {
+        const __m512i wq = _mm512_inserti64x4(
+            _mm512_castsi256_si512(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + QsOffset<F>()))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + QsOffset<F>())), 1);
+        const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(wq), zero, xq);
+        dot = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wq), xs);
+      } else {
+        const __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + QsOffset<F>()))),
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + QsOffset<F>())), 1);
+        const __m256i lo = _mm256_and_si256(v, mask);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+        const __m512i q = _mm512_permutexvar_epi64(
+            halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+        dot = _mm512_dpbusd_epi32(zero, q, xq);
+      }
+      const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0)), U16(b1), 1));
+      const __m512 scale =
+          _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i]);
+      if constexpr (F == QuantFormat::kQ4_0) {
+        min_acc[i] = _mm_fmadd_ps(dw, sx, min_acc[i]);
+      } else if constexpr (F == QuantFormat::kQ4_1) {
+        const __m128 m = _mm_cvtph_ps(
+            _mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + kMinOffset)), U16(b1 + kMinOffset), 1));
+        min_acc[i] = _mm_fmadd_ps(m, sx, min_acc[i]);
+      }
+    }
+  }
+  for (size_t i = 0; i < kRows; ++i) {
+    float tail = 0.0f;
+    if (b < blocks) {
+      const uint8_t* blk = rows[i] + b * kBlock;
+      tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<F>(blk, x, b)),
+                                     _mm256_set1_ps(F16(blk) * x.d[b])));
+      if constexpr (F == QuantFormat::kQ4_0) tail -= 8.0f * (F16(blk) * x.sx[b]);
+      if constexpr (F == QuantFormat::kQ4_1) tail += F16(blk + kMinOffset) * x.sx[b];
+    }
+    float mins = _mm_cvtss_f32(_mm_add_ss(min_acc[i], _mm_movehdup_ps(min_acc[i])));
+    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
+    Store(_mm512_reduce_add_ps(acc[i]) + tail + mins, y + r + i);
+  }
+}
+
+template <QuantFormat F, typename YT>
+DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                         const Q8Activations& x, YT* y) {
+  const size_t blocks = cols / ggml::kBlockElems;
+  size_t r = r0;
+  for (; r + 2 <= r1; r += 2) RowGroup<F, 2>(w, blocks, r, x, y);
+  if (r < r1) RowGroup<F, 1>(w, blocks, r, x, y);
+}
+
+// AVX-VNNI (VEX vpdpbusd, 256-bit; AVX2 CPUs such as Alder Lake, and AVX-512 CPUs
+// whose target was capped at AVX2): one block per instruction, blocks b into
+// accumulator b % 2. Q8_0's sign moves onto x with vpsignb (a zero weight zeroes x,
+// harmless: |w| is 0 there too).
+template <QuantFormat F, typename YT>
+DK_AVXVNNI_TARGET void RowsAvxVnni(const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                                   const Q8Activations& x, YT* y) {
+  constexpr size_t kBlock = BlockBytes<F>();
+  const size_t blocks = cols / ggml::kBlockElems;
+  const __m256i zero = _mm256_setzero_si256();
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * blocks * kBlock;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float mins = 0.0f;  // as min_acc in RowGroup
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = row + b * kBlock;
+      const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
+      __m256i dot;
+      if constexpr (F == QuantFormat::kQ8_0) {
+        const __m256i wq =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
+        dot = _mm256_dpbusd_avx_epi32(zero, _mm256_abs_epi8(wq), _mm256_sign_epi8(xq, wq));
+      } else {
+        dot = _mm256_dpbusd_avx_epi32(zero, Nibbles(blk + QsOffset<F>()), xq);
+      }
+      const float dw = F16(blk);
+      const __m256 scale = _mm256_set1_ps(dw * x.d[b]);
+      if (b % 2 == 0) {
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc0);
+      } else {
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc1);
+      }
+      if constexpr (F == QuantFormat::kQ4_0) mins = std::fma(dw, x.sx[b], mins);
+      if constexpr (F == QuantFormat::kQ4_1) mins = std::fma(F16(blk + kMinOffset), x.sx[b], mins);
+    }
+    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
+    Store(ReduceAdd(_mm256_add_ps(acc0, acc1)) + mins, y + r);
+  }
+}
+
+template <typename YT>
+void DispatchAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                     const Q8Activations& x, YT* y) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+      return RowsAvxVnni<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_0:
+      return RowsAvxVnni<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_1:
+      return RowsAvxVnni<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+  }
+}
+
+template <typename YT>
+void Dispatch(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+              const Q8Activations& x, YT* y) {
+  switch (format) {
+    case QuantFormat::kQ8_0:
+      return Rows<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_0:
+      return Rows<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case QuantFormat::kQ4_1:
+      return Rows<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+  }
+}
+
+}  // namespace
+
+bool CpuHasAvx512Vnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c") &&
+           __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+bool CpuHasAvxVnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, float* y) {
+  DispatchAvxVnni(format, w, cols, r0, r1, x, y);
+}
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, bf16* y) {
+  DispatchAvxVnni(format, w, cols, r0, r1, x, y);
+}
+
+void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                   const Q8Activations& x, float* y) {
+  Dispatch(format, w, cols, r0, r1, x, y);
+}
+void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                   const Q8Activations& x, bf16* y) {
+  Dispatch(format, w, cols, r0, r1, x, y);
+}
+
+}  // namespace dk::kernels::internal

@@ -1,0 +1,46 @@
+// Internal: quantized-weight GEMV rows with int8 activations on CPUs with
+// AVX512-VNNI (QuantRowsVnni) or AVX-VNNI (QuantRowsAvxVnni, 256-bit, one block per
+// vpdpbusd).
+// vpdpbusd multiplies unsigned by signed bytes: Q4 nibbles are unsigned already
+// (Q4_0's -8 is added per row as -8 * sum_b dw_b * dx_b * sum(q_x), as Q4_1's m);
+// for Q8_0 the weight sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
+// [-127, 127]. Each block's dot product is exact; blocks go in pairs on 512-bit
+// vectors and accumulate as acc += float(idot) * (dw * dx) in f32 (an odd last
+// block on 256 bits), reduced at the end.
+#ifndef DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
+#define DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemv/gemv_quant.h"
+#include "util/bf16.h"
+
+namespace dk::kernels::internal {
+
+// Activations quantized per 32-element block (QuantActivations::kInt8).
+struct Q8Activations {
+  const int8_t* q;      // [cols], 64-byte aligned, each in [-127, 127]
+  const float* d;       // [cols / 32] block scales dx
+  const int32_t* sum;   // [cols / 32] sum of the block's q
+  const float* sx;      // [cols / 32] d * sum (Q4_1's minimum multiplies it)
+};
+
+// True if this CPU executes EVEX vpdpbusd with AVX512BW/VL (checked once).
+bool CpuHasAvx512Vnni();
+// True if this CPU executes VEX vpdpbusd (AVX-VNNI) with AVX2 (checked once).
+bool CpuHasAvxVnni();
+
+// Rows [r0, r1) of W (row-major blocks of `format`, cols % 32 == 0).
+void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                   const Q8Activations& x, float* y);
+void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                   const Q8Activations& x, bf16* y);
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, float* y);
+void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                      const Q8Activations& x, bf16* y);
+
+}  // namespace dk::kernels::internal
+
+#endif  // DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_

@@ -1,0 +1,82 @@
+// GGUF / ggml 32-element block formats, byte for byte as the file stores them, and
+// the IEEE binary16 conversion their scales need. Shared by the dequantizers
+// (weights/dequant.cc) and the quantized GEMV kernels (kernels/gemv/gemv_quant.h),
+// so the layout is written down once.
+//
+//   Q8_0 (34 bytes): f16 d, int8 q[32];                 w[i] = d * q[i]
+//   Q4_0 (18 bytes): f16 d, uint8 qs[16];               w[i] = d * (nibble(i) - 8)
+//   Q4_1 (20 bytes): f16 d, f16 m, uint8 qs[16];        w[i] = d * nibble(i) + m
+// with nibble(i) = qs[i] & 0x0F for i < 16 and qs[i - 16] >> 4 for i >= 16 (the low
+// nibbles hold the first half of the block). f16 fields are little-endian. The
+// structs hold bytes only (alignment 1), so a block may start at any address, as it
+// does in a file (a row of blocks is a multiple of 2 bytes only).
+//
+// Thread-safety: pure functions and plain data.
+#ifndef DK_UTIL_GGML_BLOCKS_H_
+#define DK_UTIL_GGML_BLOCKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace dk::ggml {
+
+inline constexpr size_t kBlockElems = 32;  // elements per Q8_0 / Q4_0 / Q4_1 block
+
+struct BlockQ8_0 {
+  uint8_t d[2];  // f16 scale
+  int8_t qs[kBlockElems];
+};
+struct BlockQ4_0 {
+  uint8_t d[2];  // f16 scale
+  uint8_t qs[kBlockElems / 2];
+};
+struct BlockQ4_1 {
+  uint8_t d[2];  // f16 scale
+  uint8_t m[2];  // f16 minimum
+  uint8_t qs[kBlockElems / 2];
+};
+static_assert(sizeof(BlockQ8_0) == 34 && alignof(BlockQ8_0) == 1, "GGUF Q8_0 block");
+static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 1, "GGUF Q4_0 block");
+static_assert(sizeof(BlockQ4_1) == 20 && alignof(BlockQ4_1) == 1, "GGUF Q4_1 block");
+
+// The 4-bit value of element i (0 <= i < 32) of a Q4_0 / Q4_1 block's qs.
+inline int Nibble(const uint8_t* qs, size_t i) {
+  return i < kBlockElems / 2 ? (qs[i] & 0x0F) : (qs[i - kBlockElems / 2] >> 4);
+}
+
+// Little-endian f16 bits of a block field.
+inline uint16_t F16Bits(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+
+// IEEE binary16 bits -> f32, exactly (subnormals, inf and NaN payloads included).
+inline float F16ToF32(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1F) {  // inf / NaN (payload kept)
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {  // normal
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {  // +-0
+    bits = sign;
+  } else {  // subnormal: normalize
+    int e = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --e;
+    }
+    bits = sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline float F16FieldToF32(const uint8_t* p) { return F16ToF32(F16Bits(p)); }
+
+}  // namespace dk::ggml
+
+#endif  // DK_UTIL_GGML_BLOCKS_H_
