@@ -335,6 +335,8 @@ std::string ToJson(const ProfileRecord& r) {
         {"components", c},
         {"gate", {{"ran", s.gate_ran}, {"passed", s.gate_passed}, {"same_as_parent", s.same_as_parent},
                   {"report", s.gate_report}, {"error", s.error}}},
+        {"numeric", {{"ran", s.numeric_ran}, {"passed", s.numeric_passed},
+                     {"max_abs_diff", s.numeric_max_abs_diff}, {"pct_of_tolerance", s.numeric_pct_of_tol}}},
         {"reason", s.reason},
         {"build_edit", s.build_edit},
     });

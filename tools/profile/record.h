@@ -90,7 +90,13 @@ struct StageRecord {
   bool gate_ran = false;
   bool gate_passed = false;
   bool same_as_parent = true;  // generated exactly the parent's tokens (when compared)
-  std::string gate_report;     // FormatGateReport (+ FormatExactReport) lines
+  std::string gate_report;     // FormatGateReport (+ FormatNumericReport, FormatExactReport) lines
+  // The numeric check (verify/numeric.h), shown beside the gate; the revert decision
+  // (passed()) stays on the gate and the parent's tokens alone.
+  bool numeric_ran = false;
+  bool numeric_passed = false;
+  double numeric_max_abs_diff = 0;  // largest |candidate - HF| logit at HF's top-5 ids
+  double numeric_pct_of_tol = 0;    // largest |diff| / tolerance, in percent
   std::string error;           // the stage could not be measured (counts as a gate failure)
 
   // Derived by Finalize.
