@@ -105,16 +105,6 @@ std::vector<double> StageRecord::steady_ms() const {
   return std::vector<double>(token_ms.begin() + w, token_ms.end());
 }
 
-std::string HumanBytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (std::fabs(bytes) >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  return u == 0 ? absl::StrFormat("%.0f B", bytes) : absl::StrFormat("%.2f %s", bytes, units[u]);
-}
-
 std::string SignedDelta(double ms, double pct) {
   return absl::StrFormat("%+.2f ms (%+.1f%%)", ms, pct);
 }

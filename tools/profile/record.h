@@ -9,12 +9,14 @@
 #ifndef DK_TOOLS_PROFILE_RECORD_H_
 #define DK_TOOLS_PROFILE_RECORD_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "elf/stats.h"
 #include "runtime/decoder.h"
 
 namespace dk::profile {
@@ -163,8 +165,8 @@ std::string BuildEdit(const ProfileRecord& record, int stage, const std::string&
 
 std::string ToJson(const ProfileRecord& record);
 
-// "2.30 GiB", "76.0 KiB", "512 B".
-std::string HumanBytes(double bytes);
+// elf::HumanBytes ("2.30 GiB", "76.0 KiB", "512 B") of a figure kept as a double.
+inline std::string HumanBytes(double bytes) { return elf::HumanBytes(std::llround(bytes)); }
 // Signed: "-12.3 ms (-4.5%)".
 std::string SignedDelta(double ms, double pct);
 
