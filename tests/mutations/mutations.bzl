@@ -2,7 +2,7 @@
 
 load("//tools/build_defs:verify.bzl", "verify_test")
 
-def mutation_tests(prefix, elf, goldens, cases, weights = None, prompts = 2, size = "medium"):
+def mutation_tests(prefix, elf, goldens, cases, weights = None, prompts = 2, size = "medium", tags = []):
     """One test `<prefix>_<mutation>` per (mutation, caught_by) in `cases`.
 
     Each runs verify on `elf` with --test_mutation (verify/mutations.h) and
@@ -20,4 +20,5 @@ def mutation_tests(prefix, elf, goldens, cases, weights = None, prompts = 2, siz
             mutation = mutation,
             caught_by = caught_by,
             size = size,
+            tags = tags,
         )
