@@ -27,26 +27,62 @@ absl::Status CheckGoldens(const GateSetup& setup) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Sequence>> RunGoldenPrompts(const GateSetup& setup,
-                                                       const elf::Program& program,
-                                                       const std::string& elf_name) {
+namespace {
+
+// Opens `program` on the CPU backend with the setup's options.
+absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenSession(const GateSetup& setup,
+                                                                  const elf::Program& program,
+                                                                  const std::string& elf_name) {
   DK_RETURN_IF_ERROR(CheckGoldens(setup));
   runtime::SessionOptions options;
   options.validate = setup.validate;
-  DK_ASSIGN_OR_RETURN(auto session,
-                      runtime::CpuSession::Open(program, elf_name, setup.weights, options));
-  const std::vector<GoldenPrompt> prompts(setup.goldens->prompts.begin(),
-                                          setup.goldens->prompts.begin() + setup.prompts);
-  return RunGreedy(session->decoder(), prompts, setup.goldens->new_tokens);
+  options.wrap_host = setup.wrap_host;
+  return runtime::CpuSession::Open(program, elf_name, setup.weights, options);
+}
+
+std::vector<GoldenPrompt> Prompts(const GateSetup& setup) {
+  return std::vector<GoldenPrompt>(setup.goldens->prompts.begin(),
+                                   setup.goldens->prompts.begin() + setup.prompts);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Sequence>> RunGoldenPrompts(const GateSetup& setup,
+                                                       const elf::Program& program,
+                                                       const std::string& elf_name) {
+  DK_ASSIGN_OR_RETURN(auto session, OpenSession(setup, program, elf_name));
+  return RunGreedy(session->decoder(), Prompts(setup), setup.goldens->new_tokens);
 }
 
 absl::StatusOr<StageGate> RunStageGate(const GateSetup& setup, const elf::Program& program,
                                        const std::string& elf_name, const std::string& name,
                                        const StageGate* parent) {
+  if (!setup.greedy && !setup.numeric) {
+    return absl::InvalidArgumentError("the gate needs the greedy run, the numeric run, or both");
+  }
+  if (!setup.greedy && parent != nullptr) {
+    return absl::InvalidArgumentError("the parent's tokens are compared on the greedy run only");
+  }
   StageGate stage;
   stage.name = name;
-  DK_ASSIGN_OR_RETURN(stage.sequences, RunGoldenPrompts(setup, program, elf_name));
+  DK_ASSIGN_OR_RETURN(auto session, OpenSession(setup, program, elf_name));
   const int tokens = setup.goldens->new_tokens;
+  const std::vector<GoldenPrompt> prompts = Prompts(setup);
+  if (setup.greedy) {
+    DK_ASSIGN_OR_RETURN(stage.sequences, RunGreedy(session->decoder(), prompts, tokens));
+  }
+  if (setup.numeric) {
+    ForcedLogits logits;
+    for (const GoldenPrompt& prompt : prompts) {
+      DK_ASSIGN_OR_RETURN(ForcedRun run, RunTeacherForced(session->decoder(), prompt, tokens));
+      logits.push_back(std::move(run.logits));
+      // Without the greedy run, the forced run's choices stand in for it: identical
+      // up to the first divergence, where the top-5 gate stops (runner.h).
+      if (!setup.greedy) stage.sequences.push_back(std::move(run.sequence));
+    }
+    DK_ASSIGN_OR_RETURN(stage.numeric, CheckNumeric(setup.goldens->Sequences(setup.prompts), logits,
+                                                    program.model().n_layers(), tokens));
+  }
   GateOptions gate_options;
   gate_options.num_tokens = tokens;
   DK_ASSIGN_OR_RETURN(stage.gate, CheckLogprobsClose(setup.goldens->Sequences(setup.prompts),

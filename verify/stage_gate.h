@@ -1,8 +1,11 @@
 // The verify gate of one stage of a decode chain, written once for the verify tool
 // and the profile: the weights digest checked against the goldens', the stage's
 // greedy run over the first N golden prompts on the CPU backend, the top-5 gate
-// (gate.h) against the goldens, and, when the stage has a parent, the check that it
-// generates exactly the parent's tokens.
+// (gate.h) against the goldens, the numeric check (numeric.h: a teacher-forced run,
+// its logits at the goldens' top-5 ids within a bf16 tolerance), and, when the stage
+// has a parent, the check that it generates exactly the parent's tokens. The verify
+// test needs all three; the profile's revert decision reads the top-5 gate (and the
+// parent's tokens) only, and records the numeric result beside it.
 //
 //   verify::GateSetup setup{weights, weights->Digest(), &goldens, goldens_path, 2};
 //   DK_RETURN_IF_ERROR(verify::CheckGoldens(setup));  // once, before any stage
@@ -10,7 +13,7 @@
 //                       verify::RunStageGate(setup, p0, "decode.elf", "decode"));
 //   DK_ASSIGN_OR_RETURN(verify::StageGate child,
 //                       verify::RunStageGate(setup, p1, "decode_opt.elf", "decode_opt", &parent));
-//   child.passed();  // child.gate and child.exact hold what the reports print
+//   child.passed();  // child.gate, child.numeric and child.exact hold what the reports print
 //
 // Errors (unreadable data, a run that fails, weights that are not the goldens') are
 // statuses; a gate that does not pass is a result. Thread-safety: one caller at a time
@@ -28,6 +31,8 @@
 #include "elf/program.pb.h"
 #include "verify/gate.h"
 #include "verify/goldens.h"
+#include "verify/numeric.h"
+#include "runtime/cpu/session.h"
 #include "weights/weights.h"
 
 namespace dk::verify {
@@ -41,6 +46,10 @@ struct GateSetup {
   int prompts = 2;             // the goldens' first N prompts
   bool validate = true;        // check the BO protocol while running
   DecodeFn decode;             // ids -> text in the reports (null: the ids)
+  bool numeric = true;         // also run the numeric check (a second, teacher-forced run)
+  bool greedy = true;          // run the greedy top-5 gate; false: numeric only (no parent)
+  // Test only (tests/mutations): wraps the CPU host ops of every session the gate opens.
+  runtime::HostOpsWrapper wrap_host;
 };
 
 // OK when the goldens were recorded with these weights (same digest) and have at
@@ -51,10 +60,14 @@ absl::Status CheckGoldens(const GateSetup& setup);
 struct StageGate {
   std::string name;                 // the stage, as the reports label it
   std::vector<Sequence> sequences;  // greedy run over the prompts, goldens->new_tokens each
-  GateReport gate;                  // top-5 agreement with the goldens
+  GateReport gate;                  // top-5 agreement with the goldens (when setup.greedy)
+  std::optional<NumericReport> numeric;  // teacher-forced logits (when setup.numeric)
   std::optional<ExactReport> exact; // same tokens as the parent (when one was given)
 
-  bool passed() const { return gate.passed && (!exact || exact->same); }
+  bool gate_passed() const { return gate.passed; }
+  bool numeric_passed() const { return !numeric || numeric->passed; }
+  // What the verify test requires: the top-5 gate, the numeric check, the parent's tokens.
+  bool passed() const { return gate.passed && numeric_passed() && (!exact || exact->same); }
   bool same_as_parent() const { return !exact || exact->same; }
 };
 

@@ -38,6 +38,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
   host_options.max_context = options.max_context;
   host_options.pool = options.pool;
   DK_ASSIGN_OR_RETURN(s->host_, MakeCpuHostOps(program.model(), embed->data.data(), host_options));
+  if (options.wrap_host) s->host_ = options.wrap_host(std::move(s->host_), program.model());
   Decoder::Options decoder_options;
   decoder_options.validate = options.validate;
   DK_ASSIGN_OR_RETURN(s->decoder_, Decoder::Create(program, elf_name, *s->weights_, s->device_.get(),

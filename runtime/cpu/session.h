@@ -4,6 +4,7 @@
 #ifndef DK_RUNTIME_CPU_SESSION_H_
 #define DK_RUNTIME_CPU_SESSION_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,10 +21,17 @@ namespace dk::runtime {
 absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
     const std::string& spec, const elf::ModelShape& model);
 
+// Test only (tests/mutations): given the CPU host ops a session built and the
+// program's model, returns the host ops the session uses instead (a wrapper that
+// breaks them on purpose). Null: the CPU host ops as built.
+using HostOpsWrapper =
+    std::function<std::unique_ptr<HostOps>(std::unique_ptr<HostOps>, const elf::ModelShape&)>;
+
 struct SessionOptions {
   bool validate = false;       // check the BO protocol
   int max_context = 0;         // 0: the model's
   ThreadPool* pool = nullptr;  // kernels' threads (nullptr: SharedThreadPool())
+  HostOpsWrapper wrap_host;    // test only, see above
 };
 
 class CpuSession {

@@ -41,14 +41,41 @@ def _verify_test_impl(ctx):
         files.append(parent.elf)
     if not ctx.attr.validate:
         args.append(shell_quote("--novalidate"))
+    if not ctx.attr.greedy:
+        if ctx.attr.parent:
+            fail("verify_test %s: greedy = False has no parent comparison (drop parent)" % ctx.label)
+        args.append(shell_quote("--nogreedy"))
+    if ctx.attr.mutation:
+        args.append(shell_flag("test_mutation", ctx.attr.mutation))
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
+    if ctx.attr.mutation:
+        # A mutation test passes only when verify FAILS on a check (exit 1 and the
+        # "verify: FAIL" line, not an input error), and each check in caught_by failed.
+        if not ctx.attr.caught_by:
+            fail("verify_test %s: a mutation needs caught_by (the checks that must fail)" % ctx.label)
+        checks = " ".join([shell_quote(c) for c in ctx.attr.caught_by])
+        body = """out="$(%s 2>&1)"; rc=$?
+printf '%%s\\n' "$out"
+mutation=%s
+if [[ $rc -ne 1 ]] || ! grep -qx 'verify: FAIL' <<<"$out"; then
+  echo "MUTATION NOT CAUGHT: $mutation: verify exited $rc (want 1 with 'verify: FAIL')"; exit 1
+fi
+for check in %s; do
+  if ! grep -q "^$check: FAIL" <<<"$out"; then
+    echo "MUTATION CAUGHT FOR THE WRONG REASON: $mutation: '$check' did not fail"; exit 1
+  fi
+done
+echo "mutation $mutation caught by: $(grep -oE '^(gate|numeric|same tokens as parent): FAIL' <<<"$out" | sed 's/: FAIL//' | paste -sd, -)"
+""" % (shell_exec(tool, args).replace("exec ", "", 1), shell_quote(ctx.attr.mutation), checks)
+    else:
+        body = shell_exec(tool, args) + "\n"
     ctx.actions.write(
         output = script,
         is_executable = True,
-        content = "#!/usr/bin/env bash\n# verify_test(%s): stage lineage %s\n%s\n" % (
+        content = "#!/usr/bin/env bash\n# verify_test(%s): stage lineage %s\n%s" % (
             ctx.label,
             " -> ".join(info.lineage),
-            shell_exec(tool, args),
+            body,
         ),
     )
     runfiles = ctx.runfiles(files = files).merge(ctx.attr._verify[DefaultInfo].default_runfiles)
@@ -57,7 +84,8 @@ def _verify_test_impl(ctx):
 verify_test = rule(
     implementation = _verify_test_impl,
     doc = "Runs `elf` on the CPU backend over the first `prompts` golden prompts and fails " +
-          "unless the verify gate passes (and, with `parent`, unless it generates exactly " +
+          "unless the top-5 gate and the numeric check (teacher-forced logits at HF's top-5 " +
+          "ids, verify/numeric.h) pass (and, with `parent`, unless it generates exactly " +
           "the parent stage's tokens). The goldens' weights digest must match the weights. " +
           "`parent` must be the stage before `elf` in its DecodeElfInfo.stages (checked at " +
           "analysis). Flags after `--` override the defaults (--weights, --goldens, ...).",
@@ -70,6 +98,16 @@ verify_test = rule(
         "weights": attr.label(allow_single_file = True, doc = "Weights file; none: synthetic."),
         "tokenizer": attr.label(allow_single_file = True, doc = "For readable reports."),
         "validate": attr.bool(default = True, doc = "Check the BO protocol while running."),
+        "greedy": attr.bool(
+            default = True,
+            doc = "False: one teacher-forced run gives both the gate and the numeric check " +
+                  "(the gate's verdict is the same; no parent comparison). For long prompts.",
+        ),
+        "mutation": attr.string(
+            doc = "Test only (tests/mutations): verify --test_mutation; the test then passes " +
+                  "only when verify fails, with every check in caught_by failing.",
+        ),
+        "caught_by": attr.string_list(doc = "With mutation: checks that must fail (gate, numeric)."),
         "_verify": attr.label(default = "//tools/verify", executable = True, cfg = "target"),
     },
 )
@@ -123,7 +161,8 @@ def _chain(final):
         name = parent
     fail("verify_chain(final = %r): the chain is longer than 1000 stages" % final)
 
-def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_prompts = 0, **kwargs):
+def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_prompts = 0,
+                 long_goldens = None, long_stages = None, long_size = "large", **kwargs):
     """Verify tests for every stage of a decode chain, written once as `src` links.
 
     The stages are found by walking `src` back from `final` to the baseline (a rule
@@ -143,6 +182,14 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
       weights: the weights file (None: synthetic weights).
       tokenizer: for readable reports.
       full_prompts: prompts of the full suite (0: no full suite).
+      long_goldens: goldens of one long prompt (positions past 1024); with it,
+        `<name>_long_<S>` runs the gate and the numeric check on it (one
+        teacher-forced run, no parent comparison) for each stage S in long_stages,
+        and is part of the suite `<name>`.
+      long_stages: the stage names (":decode_opt") that run the long case; None: the
+        final stage only (the prompt is fed one token at a time: a slow baseline
+        would cost minutes).
+      long_size: the long tests' size.
       **kwargs: passed to every test (e.g. tags, size).
     """
     stages = [":" + s for s in _chain(final)]
@@ -164,4 +211,20 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
                 **kwargs
             )
             tests.append(":" + test)
+        if long_goldens and suite == name:
+            for stage in (long_stages if long_stages != None else [final]):
+                if stage not in stages:
+                    fail("verify_chain(long_stages): %s is not a stage of the chain %s" % (stage, stages))
+                test = "%s_long_%s" % (suite, stage.lstrip(":").replace("/", "_"))
+                verify_test(
+                    name = test,
+                    elf = stage,
+                    goldens = long_goldens,
+                    prompts = 1,
+                    greedy = False,
+                    weights = weights,
+                    tokenizer = tokenizer,
+                    **dict(kwargs, size = long_size)
+                )
+                tests.append(":" + test)
         native.test_suite(name = suite, tests = tests)

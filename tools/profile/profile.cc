@@ -301,12 +301,21 @@ void Gate(Profile& p, size_t i, const std::string& head, std::vector<std::option
   s.gate_ran = true;
   s.gate_passed = gate->gate.passed;
   s.gate_report = dk::verify::FormatGateReport(gate->gate);
+  if (gate->numeric) {
+    s.numeric_ran = true;
+    s.numeric_passed = gate->numeric->passed;
+    s.numeric_max_abs_diff = gate->numeric->max_abs_diff;
+    s.numeric_pct_of_tol = 100 * gate->numeric->max_ratio;
+    absl::StrAppend(&s.gate_report, dk::verify::FormatNumericReport(*gate->numeric));
+  }
   if (gate->exact) {
     s.same_as_parent = gate->exact->same;
     absl::StrAppend(&s.gate_report, dk::verify::FormatExactReport(*gate->exact));
   }
-  p.progress.Line(absl::StrFormat("%s: verify gate %s%s (%.1f s)", head, s.gate_passed ? "PASS" : "FAIL",
-                                  s.same_as_parent ? "" : ", tokens differ from the parent", Since(t)));
+  p.progress.Line(absl::StrFormat("%s: verify gate %s%s, numeric %s (%.1f s)", head,
+                                  s.gate_passed ? "PASS" : "FAIL",
+                                  s.same_as_parent ? "" : ", tokens differ from the parent",
+                                  !gate->numeric ? "-" : dk::verify::NumericSummary(*gate->numeric), Since(t)));
   gates[i] = *std::move(gate);
 }
 

@@ -105,16 +105,6 @@ std::vector<double> StageRecord::steady_ms() const {
   return std::vector<double>(token_ms.begin() + w, token_ms.end());
 }
 
-std::string HumanBytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (std::fabs(bytes) >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  return u == 0 ? absl::StrFormat("%.0f B", bytes) : absl::StrFormat("%.2f %s", bytes, units[u]);
-}
-
 std::string SignedDelta(double ms, double pct) {
   return absl::StrFormat("%+.2f ms (%+.1f%%)", ms, pct);
 }
@@ -335,6 +325,8 @@ std::string ToJson(const ProfileRecord& r) {
         {"components", c},
         {"gate", {{"ran", s.gate_ran}, {"passed", s.gate_passed}, {"same_as_parent", s.same_as_parent},
                   {"report", s.gate_report}, {"error", s.error}}},
+        {"numeric", {{"ran", s.numeric_ran}, {"passed", s.numeric_passed},
+                     {"max_abs_diff", s.numeric_max_abs_diff}, {"pct_of_tolerance", s.numeric_pct_of_tol}}},
         {"reason", s.reason},
         {"build_edit", s.build_edit},
     });

@@ -9,12 +9,14 @@
 #ifndef DK_TOOLS_PROFILE_RECORD_H_
 #define DK_TOOLS_PROFILE_RECORD_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "elf/stats.h"
 #include "runtime/decoder.h"
 
 namespace dk::profile {
@@ -90,7 +92,13 @@ struct StageRecord {
   bool gate_ran = false;
   bool gate_passed = false;
   bool same_as_parent = true;  // generated exactly the parent's tokens (when compared)
-  std::string gate_report;     // FormatGateReport (+ FormatExactReport) lines
+  std::string gate_report;     // FormatGateReport (+ FormatNumericReport, FormatExactReport) lines
+  // The numeric check (verify/numeric.h), shown beside the gate; the revert decision
+  // (passed()) stays on the gate and the parent's tokens alone.
+  bool numeric_ran = false;
+  bool numeric_passed = false;
+  double numeric_max_abs_diff = 0;  // largest |candidate - HF| logit at HF's top-5 ids
+  double numeric_pct_of_tol = 0;    // largest |diff| / tolerance, in percent
   std::string error;           // the stage could not be measured (counts as a gate failure)
 
   // Derived by Finalize.
@@ -157,8 +165,8 @@ std::string BuildEdit(const ProfileRecord& record, int stage, const std::string&
 
 std::string ToJson(const ProfileRecord& record);
 
-// "2.30 GiB", "76.0 KiB", "512 B".
-std::string HumanBytes(double bytes);
+// elf::HumanBytes ("2.30 GiB", "76.0 KiB", "512 B") of a figure kept as a double.
+inline std::string HumanBytes(double bytes) { return elf::HumanBytes(std::llround(bytes)); }
 // Signed: "-12.3 ms (-4.5%)".
 std::string SignedDelta(double ms, double pct);
 

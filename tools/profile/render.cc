@@ -60,9 +60,17 @@ std::string GateCell(const StageRecord& s) {
   return s.same_as_parent ? "PASS" : "FAIL (tokens differ from parent)";
 }
 
+// The numeric check beside the gate: "PASS (32% of tol)"; informational for the
+// revert decision, which reads the gate.
+std::string NumericCell(const StageRecord& s) {
+  if (!s.error.empty() || !s.numeric_ran) return "-";
+  return absl::StrFormat("%s (max |diff| %.3g, %.0f%% of tol)", s.numeric_passed ? "PASS" : "FAIL",
+                         s.numeric_max_abs_diff, s.numeric_pct_of_tol);
+}
+
 Rows StageRows(const ProfileRecord& r) {
   Rows rows = {{"stage", "status", "ms/token median (min-max)", "drift", "delta vs parent",
-                "delta vs baseline", "runs/token", "BO bytes written/token", "x floor", "gate"}};
+                "delta vs baseline", "runs/token", "BO bytes written/token", "x floor", "gate", "numeric"}};
   for (size_t i = 0; i < r.stages.size(); ++i) {
     const StageRecord& s = r.stages[i];
     rows.push_back({
@@ -76,6 +84,7 @@ Rows StageRows(const ProfileRecord& r) {
         HumanBytes(s.bytes_written_per_token),
         absl::StrFormat("%.2fx", s.x_floor),
         GateCell(s),
+        NumericCell(s),
     });
   }
   return rows;
@@ -172,7 +181,9 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                       "start of this run (the floor = weight bytes read per token / that bandwidth).\n",
                       r.device, r.threads, r.bandwidth_gbps),
       "- Verify gate per stage: ", r.gate_prompts, " prompts x ", r.gate_tokens, " tokens against `",
-      r.goldens, "` (top-5 agreement at the first divergence) and the same tokens as the parent stage; a stage that fails is **reverted**.\n\n");
+      r.goldens, "` (top-5 agreement at the first divergence) and the same tokens as the parent stage; a stage that fails is **reverted**. "
+      "Beside it, the numeric check (teacher-forced logits at HF's top-5 ids within a bf16 tolerance, "
+      "verify/numeric.h): required by the verify tests, shown here, not part of the revert decision.\n\n");
   if (r.stages.empty()) return md;
   const StageRecord& b = r.stages[0];
   const int n_layers = Layers(r);
@@ -187,7 +198,7 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                                   b.write_ms, b.run_ms, b.read_ms, b.host_ms, b.lm_head_ms),
                   absl::StrFormat("- weights read per token %s; bandwidth floor %.2f ms; %.2fx the floor\n",
                                   HumanBytes(b.weight_bytes_per_token), b.floor_ms, b.x_floor),
-                  "- ", b.reason, "\n", "- verify gate: ", GateCell(b), "\n\n");
+                  "- ", b.reason, "\n", "- verify gate: ", GateCell(b), "\n", "- numeric check: ", NumericCell(b), "\n\n");
   for (size_t i = 1; i < r.stages.size(); ++i) {
     const StageRecord& s = r.stages[i];
     const StageRecord& p = r.stages[s.parent >= 0 ? s.parent : 0];
@@ -200,7 +211,7 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                                     p.device_runs_per_token, s.device_runs_per_token,
                                     HumanBytes(p.bytes_written_per_token), HumanBytes(s.bytes_written_per_token),
                                     s.x_floor),
-                    "- Reason: ", s.reason, "\n", "- Verify gate: ", GateCell(s), "\n");
+                    "- Reason: ", s.reason, "\n", "- Verify gate: ", GateCell(s), "\n", "- Numeric check: ", NumericCell(s), "\n");
     if (s.status == "reverted") {
       absl::StrAppend(&md, "\nGate report:\n\n```\n", s.error.empty() ? s.gate_report : s.error,
                       "\n```\n\nThe BUILD edit that removes it from the chain:\n\n```diff\n", s.build_edit,

@@ -1,9 +1,12 @@
 // The verify gate on the CPU backend: runs a decode ELF over golden prompts and
-// checks it against HF transformers bf16 goldens (top-5 agreement at the first
-// divergence, DESIGN.md s.6); with --parent_elf, also checks that the stage
-// generates exactly the tokens its parent stage generates (verify/stage_gate.h).
+// checks it against HF transformers bf16 goldens: the top-5 gate (agreement at the
+// first divergence, DESIGN.md s.6) and the numeric check (teacher-forced logits at
+// HF's top-5 ids within a bf16 tolerance, verify/numeric.h); with --parent_elf, also
+// checks that the stage generates exactly the tokens its parent stage generates
+// (verify/stage_gate.h). All of them must hold.
 //   verify --elf decode_opt.elf --goldens hf_bf16.json --weights model.gguf --prompts 2
-// Exit status (util/exit_codes.h): 0 both checks hold, 1 a check failed or an input
+// The last lines name each check and its result: "gate: PASS", "numeric: FAIL", ...
+// Exit status (util/exit_codes.h): 0 every check holds, 1 a check failed or an input
 // is bad, 2 a usage error.
 #include <cstdio>
 #include <memory>
@@ -23,6 +26,8 @@
 #include "util/status.h"
 #include "verify/gate.h"
 #include "verify/goldens.h"
+#include "verify/mutations.h"
+#include "verify/numeric.h"
 #include "verify/stage_gate.h"
 
 ABSL_FLAG(std::string, elf, "", "decode ELF under test");
@@ -32,6 +37,13 @@ ABSL_FLAG(std::string, weights, "synthetic", "checkpoint dir, .gguf, or syntheti
 ABSL_FLAG(std::string, tokenizer, "", "optional: decode ids to text in the report");
 ABSL_FLAG(int, prompts, 2, "how many golden prompts (the first N)");
 ABSL_FLAG(bool, validate, true, "check the BO protocol while running");
+ABSL_FLAG(bool, numeric, true, "also run the numeric check (a teacher-forced run)");
+ABSL_FLAG(bool, greedy, true,
+          "run the greedy decode for the top-5 gate; false: the gate reads the teacher-forced run "
+          "(the same verdict, one run instead of two; no --parent_elf)");
+ABSL_FLAG(std::string, test_mutation, "",
+          "TEST ONLY (tests/mutations): break the candidate on purpose after the digest check, "
+          "see verify/mutations.h");
 
 namespace {
 
@@ -68,7 +80,17 @@ absl::Status Load(Inputs& in) {
   in.setup.prompts = absl::GetFlag(FLAGS_prompts);
   in.setup.validate = absl::GetFlag(FLAGS_validate);
   in.setup.decode = MakeDecode(in.tokenizer.get());
-  return dk::verify::CheckGoldens(in.setup);
+  in.setup.numeric = absl::GetFlag(FLAGS_numeric);
+  in.setup.greedy = absl::GetFlag(FLAGS_greedy);
+  DK_RETURN_IF_ERROR(dk::verify::CheckGoldens(in.setup));
+  if (const std::string m = absl::GetFlag(FLAGS_test_mutation); !m.empty()) {
+    // After the digest check: the goldens stay HF's, the candidate is broken.
+    std::printf("verify: TEST MUTATION %s applied to the candidate\n", m.c_str());
+    DK_RETURN_IF_ERROR(dk::verify::ApplyMutation(
+        m, in.program.model(), const_cast<dk::weights::Weights*>(in.setup.weights.get()),
+        &in.setup.wrap_host));
+  }
+  return absl::OkStatus();
 }
 
 // The gate, and with --parent_elf the parent's tokens; *passed says whether both hold.
@@ -80,6 +102,7 @@ absl::Status Verify(const Inputs& in, bool* passed) {
               in.setup.weights->source().c_str());
   std::optional<dk::verify::StageGate> parent;
   if (!parent_elf.empty()) {
+    if (!in.setup.greedy) return absl::InvalidArgumentError("--parent_elf needs the greedy run (--greedy)");
     DK_ASSIGN_OR_RETURN(const dk::elf::Program parent_program, dk::elf::ReadElfFile(parent_elf));
     parent.emplace();
     parent->name = parent_elf;
@@ -89,7 +112,13 @@ absl::Status Verify(const Inputs& in, bool* passed) {
   DK_ASSIGN_OR_RETURN(const dk::verify::StageGate stage,
                       dk::verify::RunStageGate(in.setup, in.program, elf, elf, parent ? &*parent : nullptr));
   std::printf("%s\n", dk::verify::FormatGateReport(stage.gate).c_str());
+  if (stage.numeric) std::printf("%s\n", dk::verify::FormatNumericReport(*stage.numeric).c_str());
   if (stage.exact) std::printf("%s\n", dk::verify::FormatExactReport(*stage.exact).c_str());
+  // One line per check, by name (tests/mutations reads them).
+  std::printf("gate: %s\n", stage.gate_passed() ? "PASS" : "FAIL");
+  std::printf("numeric: %s\n", !stage.numeric ? "SKIPPED" : dk::verify::NumericSummary(*stage.numeric).c_str());
+  if (stage.exact) std::printf("same tokens as parent: %s\n", stage.exact->same ? "PASS" : "FAIL");
+  std::printf("verify: %s\n", stage.passed() ? "PASS" : "FAIL");
   *passed = stage.passed();
   return absl::OkStatus();
 }

@@ -1,0 +1,206 @@
+#include "verify/mutations.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "util/bf16.h"
+#include "util/status.h"
+
+namespace dk::verify {
+namespace {
+
+// Plain (unscaled) RoPE cos/sin, bf16, [position][head_dim / 2], inverse frequencies
+// theta^(-2i/d) as HF computes them (in f32), the angles in double.
+struct PlainRope {
+  PlainRope(int head_dim, float theta, int positions) : half(head_dim / 2) {
+    cos_.resize(static_cast<size_t>(positions) * half);
+    sin_.resize(cos_.size());
+    for (int i = 0; i < half; ++i) {
+      const float inv = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+      for (int p = 0; p < positions; ++p) {
+        const float angle = static_cast<float>(p) * inv;
+        cos_[static_cast<size_t>(p) * half + i] = F32ToBf16(std::cos(angle));
+        sin_[static_cast<size_t>(p) * half + i] = F32ToBf16(std::sin(angle));
+      }
+    }
+  }
+  const bf16* cos(int pos) const { return cos_.data() + static_cast<size_t>(pos) * half; }
+  const bf16* sin(int pos) const { return sin_.data() + static_cast<size_t>(pos) * half; }
+  int half;
+  std::vector<bf16> cos_, sin_;
+};
+
+// Host ops that forward to the real ones, with hooks around kv_write, attention and
+// rope_lookup.
+class MutatedHostOps final : public runtime::HostOps {
+ public:
+  struct Hooks {
+    int k_no_rope_layer = -1;                  // un-rotate K before this layer's kv_write
+    bool attention_off_by_one = false;
+    std::optional<PlainRope> rope;             // replaces the RoPE tables
+  };
+  MutatedHostOps(std::unique_ptr<runtime::HostOps> inner, const elf::ModelShape& m, Hooks hooks)
+      : inner_(std::move(inner)), m_(m), hooks_(std::move(hooks)),
+        cos_(m.head_dim() / 2), sin_(m.head_dim() / 2) {}
+
+  absl::Status RunHostStep(const elf::HostStep& step, uint32_t token, int position,
+                           const std::vector<std::pair<std::string, Value>>& values) override {
+    auto get = [&](const char* param) -> void* {
+      for (const auto& [name, v] : values) {
+        if (name == param) return v.data;
+      }
+      return nullptr;
+    };
+    const size_t half = m_.head_dim() / 2;
+    if (step.kind() == "kv_write" && step.layer() == hooks_.k_no_rope_layer) {
+      // k_rot[i] = k[i] c - k[i+h] s, k_rot[i+h] = k[i+h] c + k[i] s: rotate back.
+      bf16* k = static_cast<bf16*>(get("k"));
+      if (k == nullptr) return absl::InvalidArgumentError("mutation: kv_write without k");
+      for (int h = 0; h < m_.n_kv_heads(); ++h) {
+        bf16* x = k + h * m_.head_dim();
+        for (size_t i = 0; i < half; ++i) {
+          const float a = Bf16ToF32(x[i]), b = Bf16ToF32(x[i + half]);
+          x[i] = F32ToBf16(a * cos_[i] + b * sin_[i]);
+          x[i + half] = F32ToBf16(b * cos_[i] - a * sin_[i]);
+        }
+      }
+    }
+    if (step.kind() == "attention" && hooks_.attention_off_by_one && position > 0) {
+      return inner_->RunHostStep(step, token, position - 1, values);
+    }
+    DK_RETURN_IF_ERROR(inner_->RunHostStep(step, token, position, values));
+    if (step.kind() == "rope_lookup") {
+      bf16* c = static_cast<bf16*>(get("cos"));
+      bf16* s = static_cast<bf16*>(get("sin"));
+      if (c == nullptr || s == nullptr) return absl::InvalidArgumentError("mutation: rope_lookup bindings");
+      if (hooks_.rope) {
+        std::memcpy(c, hooks_.rope->cos(position), half * sizeof(bf16));
+        std::memcpy(s, hooks_.rope->sin(position), half * sizeof(bf16));
+      }
+      for (size_t i = 0; i < half; ++i) {
+        cos_[i] = Bf16ToF32(c[i]);
+        sin_[i] = Bf16ToF32(s[i]);
+      }
+    }
+    return absl::OkStatus();
+  }
+  void Reset() override { inner_->Reset(); }
+  const std::vector<uint32_t>& topk_ids() const override { return inner_->topk_ids(); }
+  const std::vector<float>& topk_values() const override { return inner_->topk_values(); }
+
+ private:
+  std::unique_ptr<runtime::HostOps> inner_;
+  const elf::ModelShape m_;
+  Hooks hooks_;
+  std::vector<float> cos_, sin_;  // this position's tables (for un-rotating K)
+};
+
+absl::StatusOr<weights::Tensor*> Mutable(weights::Weights* w, const std::string& name) {
+  const weights::Tensor* t = w->Find(name);
+  if (t == nullptr) return absl::NotFoundError(absl::StrCat("mutation: no tensor ", name));
+  return const_cast<weights::Tensor*>(t);  // the verify tool owns the only reference
+}
+
+runtime::HostOpsWrapper Wrap(MutatedHostOps::Hooks hooks) {
+  auto shared = std::make_shared<MutatedHostOps::Hooks>(std::move(hooks));
+  return [shared](std::unique_ptr<runtime::HostOps> inner, const elf::ModelShape& m) {
+    return std::unique_ptr<runtime::HostOps>(new MutatedHostOps(std::move(inner), m, *shared));
+  };
+}
+
+}  // namespace
+
+constexpr char kNoiseTensor[] = "model.layers.0.self_attn.v_proj.weight";
+
+std::vector<std::string> MutationNames() {
+  return {"k_no_rope_last_layer", "drop_last_layer", "rope_unscaled",      "rope_theta_10000",
+          "swap_kv_heads",        "noise_1pct",      "attention_off_by_one"};
+}
+
+absl::Status ApplyMutation(const std::string& name, const elf::ModelShape& m, weights::Weights* w,
+                           runtime::HostOpsWrapper* wrap_host) {
+  const int last = m.n_layers() - 1;
+  const std::string L = absl::StrCat("model.layers.", last, ".");
+  const int max_context = m.max_context();
+  if (name == "k_no_rope_last_layer") {
+    MutatedHostOps::Hooks hooks;
+    hooks.k_no_rope_layer = last;
+    *wrap_host = Wrap(std::move(hooks));
+    return absl::OkStatus();
+  }
+  if (name == "attention_off_by_one") {
+    MutatedHostOps::Hooks hooks;
+    hooks.attention_off_by_one = true;
+    *wrap_host = Wrap(std::move(hooks));
+    return absl::OkStatus();
+  }
+  if (name == "rope_unscaled" || name == "rope_theta_10000") {
+    const bool scaled = m.rope_scaling().type() == "llama3";
+    float theta = m.rope_theta();
+    if (name == "rope_unscaled") {
+      if (!scaled) return absl::InvalidArgumentError("rope_unscaled: the model has no RoPE scaling");
+    } else {
+      if (scaled) {
+        return absl::InvalidArgumentError("rope_theta_10000 is for models without scaling (use rope_unscaled)");
+      }
+      theta = 10000.0f;
+    }
+    MutatedHostOps::Hooks hooks;
+    hooks.rope.emplace(m.head_dim(), theta, max_context);
+    *wrap_host = Wrap(std::move(hooks));
+    return absl::OkStatus();
+  }
+  if (name == "drop_last_layer") {
+    for (const char* t : {"self_attn.o_proj.weight", "mlp.down_proj.weight"}) {
+      auto tensor = Mutable(w, L + t);
+      if (!tensor.ok()) return tensor.status();
+      std::memset((*tensor)->data.data(), 0, (*tensor)->numel() * sizeof(bf16));
+    }
+    return absl::OkStatus();
+  }
+  if (name == "swap_kv_heads") {
+    const int64_t rows = m.head_dim(), cols = m.hidden();
+    for (const char* t : {"self_attn.k_proj.weight", "self_attn.v_proj.weight"}) {
+      auto tensor = Mutable(w, L + t);
+      if (!tensor.ok()) return tensor.status();
+      bf16* d = (*tensor)->data.data();
+      std::swap_ranges(d, d + rows * cols, d + rows * cols);
+    }
+    return absl::OkStatus();
+  }
+  if (absl::StartsWith(name, "noise_")) {
+    // noise_<P>pct[:TENSOR]: N(0, (P/100 * rms)^2) added to TENSOR (default kNoiseTensor).
+    std::vector<std::string> parts = absl::StrSplit(name.substr(6), absl::MaxSplits(':', 1));
+    double percent = 0;
+    if (!absl::EndsWith(parts[0], "pct") ||
+        !absl::SimpleAtod(parts[0].substr(0, parts[0].size() - 3), &percent) || !(percent > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad mutation \"", name, "\": noise_<P>pct[:TENSOR]"));
+    }
+    const std::string target = parts.size() > 1 ? parts[1] : std::string(kNoiseTensor);
+    auto tensor = Mutable(w, target);
+    if (!tensor.ok()) return tensor.status();
+    bf16* d = (*tensor)->data.data();
+    const int64_t n = (*tensor)->numel();
+    double sq = 0;
+    for (int64_t i = 0; i < n; ++i) sq += double{Bf16ToF32(d[i])} * Bf16ToF32(d[i]);
+    const double sigma = percent / 100 * std::sqrt(sq / std::max<int64_t>(n, 1));
+    std::mt19937_64 rng(1234);
+    std::normal_distribution<double> noise(0.0, sigma);
+    for (int64_t i = 0; i < n; ++i) d[i] = F32ToBf16(static_cast<float>(Bf16ToF32(d[i]) + noise(rng)));
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown --test_mutation \"", name, "\"; one of ", absl::StrJoin(MutationNames(), ", ")));
+}
+
+}  // namespace dk::verify
