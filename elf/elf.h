@@ -26,9 +26,29 @@ inline constexpr uint32_t kSchemaVersion = 1;
 inline constexpr char kProgramSection[] = ".dk.program";
 inline constexpr char kEntriesSection[] = ".dk.entries";
 
-// Checks a Program on its own: schema version, unique BO and group names, every
-// binding names an existing BO, every kernel symbol is in the kernel registry,
-// BO sizes match shape x dtype for their layout, categories are set.
+// Limits on what a program, checkpoint, GGUF or config.json may state. Far above
+// any model this toolkit runs, low enough that every size derived from them fits
+// an int64 and a wrong file is refused before anything proportional is allocated.
+inline constexpr int64_t kMaxDimension = int64_t{1} << 24;  // hidden, ffn, vocab, max_context, launch params
+inline constexpr int64_t kMaxLayers = 4096;                 // n_layers
+inline constexpr int64_t kMaxHeads = 4096;                  // n_heads, n_kv_heads
+inline constexpr int64_t kMaxHeadDim = 4096;                // head_dim
+inline constexpr int64_t kMaxBytes = int64_t{1} << 40;      // one BO, host value or KV cache
+
+// Checks a model shape: every size positive and within the limits above, the KV
+// cache (n_layers x n_kv_heads x max_context x head_dim) within kMaxBytes, n_heads a
+// multiple of n_kv_heads, head_dim even, rms_eps and rope_theta positive, a known
+// rope scaling. Errors name the field, e.g. "model \"m\": vocab 2147483647 exceeds ...".
+absl::Status ValidateModelShape(const ModelShape& model);
+
+// Checks a Program on its own, once, so that no later code needs to re-check it:
+// schema version, the model shape (ValidateModelShape), unique BO and group names,
+// every binding names an existing BO, every kernel symbol is in the kernel registry
+// and its integer parameters are present and within kMaxDimension, BO sizes match
+// shape x dtype for their layout (products overflow-checked, at most kMaxBytes),
+// categories are set, layers lie in [-1, n_layers), weight row ranges are
+// non-negative and match the BO's rows, and a BO mirroring a host value has its
+// dtype and lies inside it at host_offset >= 0. Errors name the field and the BO.
 absl::Status ValidateProgram(const Program& program);
 
 // Serializes a valid program to ELF bytes (validates first).
