@@ -314,6 +314,40 @@ TEST(GgufLoadTest, Errors) {
   }
 }
 
+// Issue 15: a model dimension near 2^31 in the metadata ended in std::bad_alloc
+// (ExpectedTensors over 2^31 layers) instead of an error naming the key.
+TEST(GgufLoadTest, HugeDimensionsAreRefusedBeforeAllocating) {
+  struct Case {
+    const char* key;
+    uint32_t value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"llama.block_count", 2147483647u, "llama.block_count = 2147483647 exceeds the limit 4096"},
+      {"llama.vocab_size", 2147483647u, "llama.vocab_size = 2147483647 exceeds the limit 16777216"},
+      {"llama.embedding_length", 1u << 30, "llama.embedding_length = 1073741824 exceeds the limit"},
+      {"llama.context_length", 1u << 24, "the KV cache"},  // within limits alone, not together
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, uint32_t> kv = {
+        {"llama.block_count", 1},          {"llama.embedding_length", 32},
+        {"llama.feed_forward_length", 64}, {"llama.attention.head_count", 4},
+        {"llama.vocab_size", 16},          {"llama.context_length", 128}};
+    kv[c.key] = c.value;
+    if (std::string(c.key) == "llama.context_length") kv["llama.block_count"] = 4096;
+    GgufWriter w;
+    w.KvString("general.architecture", "llama");
+    for (const auto& [k, v] : kv) w.KvU32(k, v);
+    const std::string path = TempDir("gguf") + "/huge.gguf";
+    WriteFile(path, w.Bytes());
+    auto loaded = LoadGguf(path);
+    ASSERT_FALSE(loaded.ok()) << c.key;
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument) << loaded.status();
+    EXPECT_THAT(loaded.status().message(), HasSubstr(c.message));
+    EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+  }
+}
+
 TEST(GgufLoadTest, TensorShapeMismatchNamesTheTensor) {
   // Metadata says ffn 64; the gate tensor is [96, 32].
   GgufWriter w;
