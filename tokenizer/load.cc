@@ -238,6 +238,13 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromGguf(const weights::GgufFile& g
     }
     for (size_t id = 0; id < types->size(); ++id) {
       const int64_t t = (*types)[id];
+      // llama.cpp's token types: 0 undefined, 1 normal, 2 unknown, 3 control,
+      // 4 user-defined, 5 unused, 6 byte.
+      if (t < 0 || t > 6) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, "tokenizer.ggml.token_type[", id, "] = ", t,
+            " is not a token type (0 undefined .. 6 byte)"));
+      }
       if (t == 3 || t == 4) {  // CONTROL (special) / USER_DEFINED (plain added token)
         spec.added_tokens.push_back(
             TokenizerSpec::AddedToken{static_cast<int32_t>(id), spec.tokens[id], t == 3});

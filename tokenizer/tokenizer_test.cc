@@ -443,5 +443,28 @@ TEST(TokenizerGgufTest, Errors) {
               HasSubstr("tokenizer.ggml.merges[0] = 'ab'"));
 }
 
+// Issue 15: token types outside llama.cpp's enum were silently taken as normal.
+TEST(TokenizerGgufTest, TokenTypeOutsideTheEnumIsRefused) {
+  const TokenizerSpec spec = TinySpec();
+  std::vector<std::string> merges;
+  for (const auto& [a, b] : spec.merges) merges.push_back(a + " " + b);
+  for (int32_t bad : {7, -1, 1 << 30}) {
+    std::vector<int32_t> types(spec.tokens.size(), 1);
+    types[5] = bad;
+    auto gguf = MiniGguf()
+                    .Str("tokenizer.ggml.model", "gpt2")
+                    .Str("tokenizer.ggml.pre", "smollm")
+                    .Strs("tokenizer.ggml.tokens", spec.tokens)
+                    .Strs("tokenizer.ggml.merges", merges)
+                    .I32s("tokenizer.ggml.token_type", types)
+                    .Build();
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    const absl::Status s = Tokenizer::FromGguf(**gguf).status();
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("tokenizer.ggml.token_type[5] = ", bad,
+                                                    " is not a token type")))
+        << s;
+  }
+}
+
 }  // namespace
 }  // namespace dk::tokenizer
