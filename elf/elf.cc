@@ -1,10 +1,13 @@
 #include "elf/elf.h"
 
 #include <elf.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
-#include <iterator>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -13,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/stubs/logging.h"
 #include "registry/registry.h"
 #include "util/status.h"
 
@@ -399,10 +403,15 @@ absl::StatusOr<std::string> WriteElf(const Program& program) {
 absl::Status WriteElfFile(const Program& program, const std::string& path) {
   auto bytes = WriteElf(program);
   if (!bytes.ok()) return bytes.status();
+  errno = 0;
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
   f.close();
-  if (!f) return absl::UnavailableError(absl::StrCat("cannot write decode ELF ", path));
+  if (!f) {
+    return absl::UnavailableError(absl::StrCat("cannot write decode ELF ", path,
+                                               errno != 0 ? ": " : "",
+                                               errno != 0 ? std::strerror(errno) : ""));
+  }
   return absl::OkStatus();
 }
 
@@ -456,7 +465,17 @@ absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name)
   if (symtab_idx < 0) return bad("no symbol table");
   Program program;
   const Elf64_Shdr& ps = sh[program_idx];
-  if (!program.ParseFromArray(bytes.data() + ps.sh_offset, static_cast<int>(ps.sh_size))) {
+  if (ps.sh_size > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    return bad(kProgramSection, " is ", ps.sh_size, " bytes, more than a program message can be");
+  }
+  bool parsed = false;
+  {
+    // libprotobuf logs its own line for some malformed input (invalid UTF-8 in a
+    // string field) before failing; the error below says it once, naming the file.
+    google::protobuf::LogSilencer silence;
+    parsed = program.ParseFromArray(bytes.data() + ps.sh_offset, static_cast<int>(ps.sh_size));
+  }
+  if (!parsed) {
     return bad(kProgramSection, " does not hold a valid program message (corrupt?)");
   }
   if (program.schema_version() != kSchemaVersion) {
@@ -499,6 +518,16 @@ absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name)
 }
 
 absl::StatusOr<Program> ReadElfFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open decode ELF ", path, ": ", std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    // (An ifstream opens a directory and reads 0 bytes: "truncated?" would mislead.)
+    return absl::InvalidArgumentError(
+        absl::StrCat("decode ELF ", path, " is a directory, not a file"));
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat("cannot open decode ELF ", path));
   std::stringstream buf;

@@ -53,10 +53,15 @@ absl::Status ValidateProgram(const Program& program);
 
 // Serializes a valid program to ELF bytes (validates first).
 absl::StatusOr<std::string> WriteElf(const Program& program);
+// InvalidArgument for an invalid program (nothing written), Unavailable (with the
+// system's reason) when the file cannot be written.
 absl::Status WriteElfFile(const Program& program, const std::string& path);
 
 // Parses and validates ELF bytes; `name` is used in error messages.
 absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name = "<memory>");
+// NotFound when `path` does not exist, InvalidArgument when it is a directory.
+// Nothing is logged: the returned error is the only message (libprotobuf's own log
+// lines are silenced while parsing).
 absl::StatusOr<Program> ReadElfFile(const std::string& path);
 
 // Bytes a BO of this shape, dtype and layout occupies ("" = row_major).

@@ -326,5 +326,40 @@ TEST(Elf, CorruptProgramSection) {
   ExpectError(ReadElfFile("/nonexistent/x.elf"), "cannot open decode ELF");
 }
 
+// Issue 15: a directory was read as a 0-byte file ("truncated?").
+TEST(Elf, ADirectoryIsSaidToBeADirectory) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  ExpectError(ReadElfFile(dir), "decode ELF " + dir + " is a directory, not a file");
+  ExpectError(ReadElfFile(dir + "/none.elf"), "No such file or directory");
+}
+
+// Issue 15: libprotobuf printed its own "[libprotobuf ERROR ...]" line in front of
+// our error for a program message with invalid UTF-8 in a string field.
+TEST(Elf, CorruptStringsGiveOneMessageAndNoLibraryLogLine) {
+  Program p = ToyProgram();
+  p.mutable_model()->set_name("TOYTOY");
+  std::string bytes = *WriteElf(p);
+  const size_t at = bytes.find("TOYTOY");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 6, "\xff\xfe\xfd\xfc\xfb\xfa");  // not UTF-8, same length
+  ::testing::internal::CaptureStderr();
+  auto r = ReadElf(bytes, "utf8.elf");
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  ExpectError(r, "decode ELF utf8.elf: .dk.program does not hold a valid program message");
+  EXPECT_EQ(logged, "");
+}
+
+// elf_opt tells a failed write from an invalid program by the code.
+TEST(Elf, WriteFailureIsUnavailable) {
+  const absl::Status s = WriteElfFile(ToyProgram(), "/nonexistent/dir/x.elf");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("cannot write decode ELF /nonexistent/dir/x.elf: No such file"),
+            std::string::npos)
+      << s;
+  Program bad = ToyProgram();
+  bad.mutable_bos(0)->set_host_offset(-1);
+  EXPECT_EQ(WriteElfFile(bad, "/nonexistent/dir/x.elf").code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace dk::elf
