@@ -464,13 +464,22 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
                                               " has no tokenizer.json"));
     }
   } else {
+    // The format by content, not by name: GGUF starts with its magic, a
+    // tokenizer.json with '{' (after whitespace).
     std::ifstream in(path, std::ios::binary);
-    char magic[4] = {0, 0, 0, 0};
-    in.read(magic, 4);
-    if (in.gcount() == 4 && absl::string_view(magic, 4) == "GGUF") {
+    char head[64] = {0};
+    in.read(head, sizeof(head));
+    const absl::string_view start(head, static_cast<size_t>(in.gcount()));
+    if (absl::StartsWith(start, "GGUF")) {
       absl::StatusOr<std::unique_ptr<weights::GgufFile>> gguf = weights::GgufFile::Open(path);
       if (!gguf.ok()) return gguf.status();
       return FromGguf(**gguf);
+    }
+    const size_t first = start.find_first_not_of(" \t\r\n");
+    if (first == absl::string_view::npos || start[first] != '{') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tokenizer ", path, " is neither a GGUF file (no GGUF magic) nor a tokenizer.json ",
+          "(does not start with '{')", absl::EndsWith(path, ".gguf") ? "; a corrupt .gguf?" : ""));
     }
   }
   absl::StatusOr<std::string> text = ReadFile(json_path);

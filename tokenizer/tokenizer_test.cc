@@ -1,6 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 std::string Cp(uint32_t cp) {
   std::string s;
@@ -441,6 +444,31 @@ TEST(TokenizerGgufTest, Errors) {
                           .Strs("tokenizer.ggml.tokens", {"a", "b", "ab"})
                           .Strs("tokenizer.ggml.merges", {"ab"})),
               HasSubstr("tokenizer.ggml.merges[0] = 'ab'"));
+}
+
+// Issue 15: a broken .gguf (its magic gone) was parsed as JSON and reported as
+// "not valid JSON"; the format is now told by content.
+TEST(TokenizerLoadTest, FormatIsToldByContentNotByName) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  };
+  const std::string broken = write("broken.gguf", std::string("GGUX\3\0\0\0", 8) + std::string(64, '\0'));
+  absl::Status s = Tokenizer::Load(broken).status();
+  EXPECT_THAT(s.message(), HasSubstr("tokenizer " + broken + " is neither a GGUF file (no GGUF magic)"));
+  EXPECT_THAT(s.message(), HasSubstr("a corrupt .gguf?"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("JSON")));
+  // A truncated GGUF is reported by the GGUF reader, whatever the file is called.
+  s = Tokenizer::Load(write("tok.bin", std::string("GGUF\3\0\0\0", 8))).status();
+  EXPECT_THAT(s.message(), HasSubstr("GGUF"));
+  EXPECT_THAT(s.message(), HasSubstr("truncated"));
+  // JSON is JSON under any name; a JSON error names the file.
+  s = Tokenizer::Load(write("tok.gguf", "  {\"model\": ")).status();
+  EXPECT_THAT(s.message(), HasSubstr("tok.gguf: "));
+  EXPECT_THAT(s.message(), HasSubstr("not valid JSON"));
+  EXPECT_EQ(Tokenizer::Load(dir + "/none.json").status().code(), absl::StatusCode::kNotFound);
 }
 
 // Issue 15: token types outside llama.cpp's enum were silently taken as normal.

@@ -105,7 +105,8 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
 
-// A directory is an HF checkpoint, a file ending in .gguf is GGUF.
+// A directory is an HF checkpoint, a file starting with the GGUF magic is GGUF
+// (whatever its name); NotFound when `path` does not exist, InvalidArgument otherwise.
 absl::StatusOr<Weights> LoadWeights(const std::string& path);
 
 // Deterministic synthetic weights for `shape`: the same seed gives the same bytes on

@@ -348,6 +348,26 @@ TEST(GgufLoadTest, HugeDimensionsAreRefusedBeforeAllocating) {
   }
 }
 
+// Issue 15: a missing --weights directory was "cannot tell the format"; a GGUF is
+// told by its magic, not its name.
+TEST(LoadWeightsTest, MissingPathsAndFormatByContent) {
+  const std::string dir = TempDir("load_weights");
+  auto missing = LoadWeights(dir + "/no_such_checkpoint");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr(dir + "/no_such_checkpoint do not exist"));
+  const elf::ModelShape s = TinyShape();
+  const TinyGguf g = WriteTinyGguf("renamed.gguf", s, TinyLayout(s));
+  const std::string renamed = dir + "/model.bin";
+  ASSERT_EQ(std::rename(g.path.c_str(), renamed.c_str()), 0);
+  auto loaded = LoadWeights(renamed);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  const std::string fake = dir + "/fake.gguf";
+  WriteFile(fake, "not a gguf at all");
+  auto bad = LoadWeights(fake);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("are not a GGUF file (no GGUF magic)"));
+}
+
 TEST(GgufLoadTest, TensorShapeMismatchNamesTheTensor) {
   // Metadata says ffn 64; the gate tensor is [96, 32].
   GgufWriter w;
