@@ -302,6 +302,10 @@ absl::StatusOr<std::string> WriteElf(const Program& program) {
   if (auto s = ValidateProgram(program); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("refusing to write an invalid program: ", s.message()));
   }
+  return WriteElfUnvalidatedForTesting(program);
+}
+
+absl::StatusOr<std::string> WriteElfUnvalidatedForTesting(const Program& program) {
   std::string payload;
   {
     // Deterministic: map fields (launch params) in key order, so the same program

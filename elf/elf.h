@@ -53,6 +53,10 @@ absl::Status ValidateProgram(const Program& program);
 
 // Serializes a valid program to ELF bytes (validates first).
 absl::StatusOr<std::string> WriteElf(const Program& program);
+// Tests and fuzzer seeds only: the ELF bytes of `program` without validating it, to
+// make the invalid files every reader must refuse. Never for real ELFs.
+absl::StatusOr<std::string> WriteElfUnvalidatedForTesting(const Program& program);
+
 // InvalidArgument for an invalid program (nothing written), Unavailable (with the
 // system's reason) when the file cannot be written.
 absl::Status WriteElfFile(const Program& program, const std::string& path);
