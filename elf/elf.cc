@@ -15,8 +15,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/stubs/logging.h"
+#include "google/protobuf/text_format.h"
 #include "registry/registry.h"
 #include "util/status.h"
 
@@ -164,6 +166,40 @@ absl::Status ValidateModelShape(const ModelShape& m) {
                " is outside [0, ", kMaxDimension, "]");
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Keeps the first parse error instead of logging it.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (error_.empty()) error_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  void AddWarning(int, int, const std::string&) override {}
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+}  // namespace
+
+absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::string_view file) {
+  ModelShape shape;
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  if (text.size() > (size_t{1} << 30) || !parser.Parse(&input, &shape)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ":", errors.error().empty() ? " too large" : errors.error(),
+        " (not a valid dk.elf.ModelShape text proto)"));
+  }
+  if (absl::Status s = ValidateModelShape(shape); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", s.message()));
+  }
+  return shape;
 }
 
 absl::Status ValidateProgram(const Program& p) {

@@ -41,6 +41,11 @@ inline constexpr int64_t kMaxBytes = int64_t{1} << 40;      // one BO, host valu
 // rope scaling. Errors name the field, e.g. "model \"m\": vocab 2147483647 exceeds ...".
 absl::Status ValidateModelShape(const ModelShape& model);
 
+// Parses a model config (a dk.elf.ModelShape text proto, e.g. config.textproto) and
+// validates it (ValidateModelShape). A syntax error names `file`, line and column;
+// nothing is logged (libprotobuf's own log line is not printed).
+absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::string_view file);
+
 // Checks a Program on its own, once, so that no later code needs to re-check it:
 // schema version, the model shape (ValidateModelShape), unique BO and group names,
 // every binding names an existing BO, every kernel symbol is in the kernel registry

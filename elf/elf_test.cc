@@ -112,6 +112,11 @@ std::string Serialized(const Program& p) {
   return out;
 }
 
+void ExpectShapeError(const absl::StatusOr<ModelShape>& r, const std::string& needle) {
+  ASSERT_FALSE(r.ok()) << "expected an error containing: " << needle;
+  EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status();
+}
+
 void ExpectError(absl::StatusOr<Program> r, const std::string& needle) {
   ASSERT_FALSE(r.ok()) << "expected an error containing: " << needle;
   EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status();
@@ -347,6 +352,23 @@ TEST(Elf, CorruptStringsGiveOneMessageAndNoLibraryLogLine) {
   const std::string logged = ::testing::internal::GetCapturedStderr();
   ExpectError(r, "decode ELF utf8.elf: .dk.program does not hold a valid program message");
   EXPECT_EQ(logged, "");
+}
+
+// Model configs (elfc, synthetic_weights): a syntax error names the place and is
+// the only message; sizes go through ValidateModelShape.
+TEST(Elf, ModelConfigsAreParsedWithoutLogLinesAndValidated) {
+  ::testing::internal::CaptureStderr();
+  auto bad = ParseModelShapeText("name: \"m\"\nn_layers: banana\n", "m.textproto");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ExpectShapeError(bad, "m.textproto:2:");
+  ExpectShapeError(bad, "not a valid dk.elf.ModelShape text proto");
+  const std::string ok = "name: \"m\" n_layers: 1 hidden: 64 n_heads: 2 n_kv_heads: 1 head_dim: 32 "
+                         "ffn: 128 vocab: 100 rms_eps: 1e-5 rope_theta: 10000 max_context: 16";
+  EXPECT_TRUE(ParseModelShapeText(ok, "m.textproto").ok());
+  std::string huge = ok;
+  huge.replace(huge.find("n_layers: 1"), 11, "n_layers: 2147483647");
+  ExpectShapeError(ParseModelShapeText(huge, "m.textproto"),
+                   "m.textproto: model \"m\": n_layers 2147483647 exceeds the limit 4096");
 }
 
 // elf_opt tells a failed write from an invalid program by the code.

@@ -445,9 +445,9 @@ TEST(GgufLoadTest, RealSmolLm2) {
 
 TEST(SyntheticTest, DeterministicAndSeedDependent) {
   const elf::ModelShape s = TinyShape();
-  const Weights a = MakeSyntheticWeights(s, 1);
-  const Weights b = MakeSyntheticWeights(s, 1);
-  const Weights c = MakeSyntheticWeights(s, 2);
+  const Weights a = MakeSyntheticWeights(s, 1).value();
+  const Weights b = MakeSyntheticWeights(s, 1).value();
+  const Weights c = MakeSyntheticWeights(s, 2).value();
   EXPECT_EQ(a.Digest(), b.Digest());
   EXPECT_NE(a.Digest(), c.Digest());
   EXPECT_EQ(a.source(), "synthetic(seed=1)");
@@ -465,8 +465,8 @@ TEST(SyntheticTest, ElementsDependOnlyOnSeedNameAndIndex) {
   elf::ModelShape big = TinyShape();
   big.set_vocab(4096);  // the embedding spans many parallel chunks
   big.set_n_layers(3);
-  const Weights a = MakeSyntheticWeights(small, 9);
-  const Weights b = MakeSyntheticWeights(big, 9);
+  const Weights a = MakeSyntheticWeights(small, 9).value();
+  const Weights b = MakeSyntheticWeights(big, 9).value();
   for (const std::string& name : a.Names()) {
     const Tensor* ta = a.Find(name);
     const Tensor* tb = b.Find(name);
@@ -484,7 +484,7 @@ TEST(SyntheticTest, Statistics) {
   s.set_vocab(1000);
   s.set_n_heads(8);
   s.set_head_dim(32);
-  const Weights w = MakeSyntheticWeights(s, 5);
+  const Weights w = MakeSyntheticWeights(s, 5).value();
   for (const std::string& name : w.Names()) {
     const Tensor* t = w.Find(name);
     if (name.find("norm") != std::string::npos) {
