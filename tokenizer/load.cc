@@ -347,7 +347,18 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
   TokenizerSpec spec;
   spec.ignore_merges = BoolField(*model, "ignore_merges", false);
   std::vector<bool> filled;
+  // Ids must be 0..n-1 without gaps (checked below), n at most the entries of
+  // model.vocab and added_tokens: bound each id by that before sizing by it (one
+  // id of 2^24 - 1 allocated 16M token strings before failing).
+  const Json* added_list = Field(root, "added_tokens");
+  const size_t max_tokens =
+      vocab->size() + (added_list != nullptr && added_list->is_array() ? added_list->size() : 0);
   auto place = [&](int32_t id, const std::string& token, absl::string_view what) -> absl::Status {
+    if (static_cast<size_t>(id) >= max_tokens) {
+      return JsonError(absl::StrCat(what, " '", token, "' has id ", id, ", but there are only ",
+                                    max_tokens, " tokens (ids must be 0..", max_tokens - 1,
+                                    " without gaps)"));
+    }
     if (static_cast<size_t>(id) >= spec.tokens.size()) {
       spec.tokens.resize(id + 1);
       filled.resize(id + 1, false);

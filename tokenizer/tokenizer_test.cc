@@ -300,10 +300,18 @@ TEST(TokenizerJsonTest, Errors) {
   EXPECT_EQ(code("{not json"), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(message("{not json"), HasSubstr("not valid JSON"));
   EXPECT_THAT(message("{}"), HasSubstr("missing 'model'"));
+  // Issue 15: one large id sized the vocabulary before the gap check refused it.
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0,"b":16777215},"merges":[]}})"),
+              HasSubstr("vocabulary token 'b' has id 16777215, but there are only 2 tokens"));
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},)"
+                      R"("added_tokens":[{"id":5,"content":"<s>"}]})"),
+              HasSubstr("added token '<s>' has id 5, but there are only 2 tokens"));
   EXPECT_THAT(message(R"({"model":{"type":"BPE","merges":[]}})"), HasSubstr("model.vocab"));
   EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0}}})"), HasSubstr("model.merges"));
   EXPECT_EQ(code(R"({"model":{"type":"Unigram","vocab":[]}})"), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0,"b":2},"merges":[]},"decoder":{"type":"ByteLevel"}})"),
+  // (An added token repeating "a" makes room for 3 ids, so the gap at 1 is what fails.)
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0,"b":2},"merges":[]},"decoder":{"type":"ByteLevel"},)"
+                      R"("added_tokens":[{"id":0,"content":"a"}]})"),
               HasSubstr("no token has id 1"));
   EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":-4},"merges":[]}})"),
               HasSubstr("out of range"));
