@@ -1,7 +1,10 @@
 #include "elf/elf.h"
 
+#include <elf.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -329,6 +332,32 @@ TEST(Elf, CorruptProgramSection) {
   for (size_t i = 0; i < 16; ++i) bytes[at + i] = '\xff';
   EXPECT_FALSE(ReadElf(bytes).ok());
   ExpectError(ReadElfFile("/nonexistent/x.elf"), "cannot open decode ELF");
+}
+
+// Found by //elf:elf_fuzzer: a .dk.program section typed NULL (or NOBITS) skipped
+// the bounds check, and an offset near 2^64 had the parser read before the buffer.
+TEST(Elf, ProgramSectionMustBeProgbitsInsideTheFile) {
+  const std::string good = *WriteElf(ToyProgram());
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, good.data(), sizeof(eh));
+  auto with_program_section = [&](uint32_t type, uint64_t offset) {
+    std::string bytes = good;
+    Elf64_Shdr sh;
+    const size_t at = eh.e_shoff + 1 * sizeof(Elf64_Shdr);  // section 1 is .dk.program
+    std::memcpy(&sh, bytes.data() + at, sizeof(sh));
+    sh.sh_type = type;
+    sh.sh_offset = offset;
+    std::memcpy(&bytes[at], &sh, sizeof(sh));
+    return bytes;
+  };
+  const uint64_t wrap = ~uint64_t{0} - 207;  // 208 bytes before the buffer
+  ExpectError(ReadElf(with_program_section(SHT_NULL, wrap)), "extends past the end of the file");
+  ExpectError(ReadElf(with_program_section(SHT_NOBITS, wrap)), ".dk.program has section type 8, not PROGBITS");
+  std::memcpy(&eh, good.data(), sizeof(eh));
+  Elf64_Shdr sh;
+  std::memcpy(&sh, good.data() + eh.e_shoff + sizeof(Elf64_Shdr), sizeof(sh));
+  ExpectError(ReadElf(with_program_section(SHT_NOTE, sh.sh_offset)), "not PROGBITS");
+  EXPECT_TRUE(ReadElf(with_program_section(SHT_PROGBITS, sh.sh_offset)).ok());
 }
 
 // Issue 15: a directory was read as a 0-byte file ("truncated?").
