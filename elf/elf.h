@@ -26,17 +26,51 @@ inline constexpr uint32_t kSchemaVersion = 1;
 inline constexpr char kProgramSection[] = ".dk.program";
 inline constexpr char kEntriesSection[] = ".dk.entries";
 
-// Checks a Program on its own: schema version, unique BO and group names, every
-// binding names an existing BO, every kernel symbol is in the kernel registry,
-// BO sizes match shape x dtype for their layout, categories are set.
+// Limits on what a program, checkpoint, GGUF or config.json may state. Far above
+// any model this toolkit runs, low enough that every size derived from them fits
+// an int64 and a wrong file is refused before anything proportional is allocated.
+inline constexpr int64_t kMaxDimension = int64_t{1} << 24;  // hidden, ffn, vocab, max_context, launch params
+inline constexpr int64_t kMaxLayers = 4096;                 // n_layers
+inline constexpr int64_t kMaxHeads = 4096;                  // n_heads, n_kv_heads
+inline constexpr int64_t kMaxHeadDim = 4096;                // head_dim
+inline constexpr int64_t kMaxBytes = int64_t{1} << 40;      // one BO, host value or KV cache
+
+// Checks a model shape: every size positive and within the limits above, the KV
+// cache (n_layers x n_kv_heads x max_context x head_dim) within kMaxBytes, n_heads a
+// multiple of n_kv_heads, head_dim even, rms_eps and rope_theta positive, a known
+// rope scaling. Errors name the field, e.g. "model \"m\": vocab 2147483647 exceeds ...".
+absl::Status ValidateModelShape(const ModelShape& model);
+
+// Parses a model config (a dk.elf.ModelShape text proto, e.g. config.textproto) and
+// validates it (ValidateModelShape). A syntax error names `file`, line and column;
+// nothing is logged (libprotobuf's own log line is not printed).
+absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::string_view file);
+
+// Checks a Program on its own, once, so that no later code needs to re-check it:
+// schema version, the model shape (ValidateModelShape), unique BO and group names,
+// every binding names an existing BO, every kernel symbol is in the kernel registry
+// and its integer parameters are present and within kMaxDimension, BO sizes match
+// shape x dtype for their layout (products overflow-checked, at most kMaxBytes),
+// categories are set, layers lie in [-1, n_layers), weight row ranges are
+// non-negative and match the BO's rows, and a BO mirroring a host value has its
+// dtype and lies inside it at host_offset >= 0. Errors name the field and the BO.
 absl::Status ValidateProgram(const Program& program);
 
 // Serializes a valid program to ELF bytes (validates first).
 absl::StatusOr<std::string> WriteElf(const Program& program);
+// Tests and fuzzer seeds only: the ELF bytes of `program` without validating it, to
+// make the invalid files every reader must refuse. Never for real ELFs.
+absl::StatusOr<std::string> WriteElfUnvalidatedForTesting(const Program& program);
+
+// InvalidArgument for an invalid program (nothing written), Unavailable (with the
+// system's reason) when the file cannot be written.
 absl::Status WriteElfFile(const Program& program, const std::string& path);
 
 // Parses and validates ELF bytes; `name` is used in error messages.
 absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name = "<memory>");
+// NotFound when `path` does not exist, InvalidArgument when it is a directory.
+// Nothing is logged: the returned error is the only message (libprotobuf's own log
+// lines are silenced while parsing).
 absl::StatusOr<Program> ReadElfFile(const std::string& path);
 
 // Bytes a BO of this shape, dtype and layout occupies ("" = row_major).

@@ -1,11 +1,18 @@
 #include "elf/elf.h"
 
+#include <elf.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 namespace dk::elf {
@@ -40,7 +47,8 @@ Program ToyProgram() {
     steps { group { name: "lm_head" entry_symbol: "lm_head" layer: -1
       launches { kernel_symbol: "dk_gemv_bf16_packed"
                  bindings { param: "w" bo: "head.w" } bindings { param: "x" bo: "xn" }
-                 bindings { param: "y" bo: "logits" } } } }
+                 bindings { param: "y" bo: "logits" }
+                 params { key: "rows" value: 100 } params { key: "cols" value: 64 } } } }
     lineage { pass: "baseline" target: "cpu" applied: true reason: "straight port" }
   )pb", &p);
   EXPECT_TRUE(ok);
@@ -54,7 +62,9 @@ TEST(Elf, RoundTrip) {
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   auto back = ReadElf(*bytes, "toy.elf");
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->SerializeAsString(), p.SerializeAsString());
+  // (Not SerializeAsString: without deterministic serialization, map entries may come
+  // out in either order.)
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*back, p));
 }
 
 // The same program gives the same bytes whatever order its map fields were filled
@@ -67,6 +77,7 @@ TEST(Elf, BytesDoNotDependOnMapInsertionOrder) {
   pb->clear();
   for (int i = 0; i < 64; ++i) (*pa)["p" + std::to_string(i)] = i;
   for (int i = 63; i >= 0; --i) (*pb)["p" + std::to_string(i)] = i;
+  (*pa)["n"] = (*pb)["n"] = 64;  // the kernel's own parameter
   auto bytes_a = WriteElf(a), bytes_b = WriteElf(b);
   ASSERT_TRUE(bytes_a.ok()) << bytes_a.status();
   ASSERT_TRUE(bytes_b.ok()) << bytes_b.status();
@@ -90,6 +101,23 @@ TEST(Elf, ReadelfAcceptsItAndListsTheSymbols) {
   EXPECT_NE(text.find("UND dk_rmsnorm_bf16"), std::string::npos) << text;
   EXPECT_EQ(text.find("Warning"), std::string::npos) << text;
   ASSERT_TRUE(ReadElfFile(path).ok());
+}
+
+// The program's bytes as WriteElf stores them (map fields in key order).
+std::string Serialized(const Program& p) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    p.SerializeToCodedStream(&coded);
+  }  // the streams flush into `out` here
+  return out;
+}
+
+void ExpectShapeError(const absl::StatusOr<ModelShape>& r, const std::string& needle) {
+  ASSERT_FALSE(r.ok()) << "expected an error containing: " << needle;
+  EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status();
 }
 
 void ExpectError(absl::StatusOr<Program> r, const std::string& needle) {
@@ -118,10 +146,10 @@ TEST(Elf, BadHeaders) {
 
 TEST(Elf, SchemaVersionMismatch) {
   Program p = ToyProgram();
-  const std::string payload = p.SerializeAsString();
+  const std::string payload = Serialized(p);
   std::string bytes = *WriteElf(p);
   p.set_schema_version(2);  // same varint length, so the section size is unchanged
-  const std::string v2 = p.SerializeAsString();
+  const std::string v2 = Serialized(p);
   ASSERT_EQ(v2.size(), payload.size());
   const size_t at = bytes.find(payload);
   ASSERT_NE(at, std::string::npos);
@@ -169,6 +197,123 @@ TEST(Elf, DanglingReferencesAndSizeMismatches) {
   EXPECT_NE(s.message().find("duplicate BO name \"x\""), std::string::npos) << s;
 }
 
+void ExpectInvalid(const Program& p, const std::string& needle) {
+  const absl::Status s = ValidateProgram(p);
+  ASSERT_FALSE(s.ok()) << "expected an error containing: " << needle;
+  EXPECT_NE(s.message().find(needle), std::string::npos) << s;
+  // Every reader refuses it too (WriteElf validates; ReadElf of such bytes is tested
+  // through the tools' sh_tests).
+  EXPECT_FALSE(WriteElf(p).ok());
+}
+
+// Issue 15: integer fields out of range reached memory in the decoder.
+TEST(Elf, NegativeHostOffsetIsRefused) {
+  Program p = ToyProgram();
+  p.mutable_bos(0)->set_host_offset(-1000000);
+  ExpectInvalid(p, "BO \"x\" (64 elements) at host_offset -1000000 does not lie inside host value \"h\"");
+  p.mutable_bos(0)->set_host_offset(1);  // 64 elements from 1 run past the 64 of "h"
+  ExpectInvalid(p, "at host_offset 1 does not lie inside");
+  p = ToyProgram();
+  p.mutable_bos(3)->set_host_offset(4);  // no host value to be an offset into
+  ExpectInvalid(p, "BO \"q.w\" has host_offset 4 but no host_value");
+}
+
+TEST(Elf, HostValueDtypeMustMatchItsBo) {
+  Program p = ToyProgram();
+  p.mutable_values(0)->set_dtype(F32);
+  ExpectInvalid(p, "BO \"x\" is BF16 but mirrors host value \"h\" of dtype F32");
+}
+
+TEST(Elf, WeightRowRangesMustBeNonNegative) {
+  Program p = ToyProgram();
+  // A negative start with end 0 ("all rows") was not checked at all.
+  p.mutable_bos(1)->set_weight_row_begin(-64);
+  ExpectInvalid(p, "BO \"norm.w\" has an empty or negative weight row range [weight_row_begin -64");
+  p.mutable_bos(1)->set_weight_row_begin(-64);
+  p.mutable_bos(1)->set_weight_row_end(-1);
+  ExpectInvalid(p, "negative weight row range");
+  p = ToyProgram();
+  p.mutable_bos(1)->set_weight_row_begin(10);
+  p.mutable_bos(1)->set_weight_row_end(20);  // 10 rows, the BO has 64
+  ExpectInvalid(p, "BO \"norm.w\" weight rows [10, 20) are 10 rows but the BO has 64");
+  p.mutable_bos(1)->set_weight_row_end(74);
+  EXPECT_TRUE(ValidateProgram(p).ok()) << ValidateProgram(p);
+  p = ToyProgram();
+  p.mutable_bos(3)->set_weight_row_end(64);  // rows of no tensor
+  ExpectInvalid(p, "BO \"q.w\" has a weight row range [0, 64) but no weight_tensor");
+}
+
+TEST(Elf, ModelDimensionsHaveLimits) {
+  for (const char* field : {"vocab", "n_layers", "hidden", "ffn", "max_context", "n_heads"}) {
+    Program p = ToyProgram();
+    const auto* f = p.model().GetDescriptor()->FindFieldByName(field);
+    ASSERT_NE(f, nullptr) << field;
+    p.mutable_model()->GetReflection()->SetInt32(p.mutable_model(), f, 2147483647);
+    ExpectInvalid(p, absl::StrCat("model \"toy\": ", field, " 2147483647 exceeds the limit"));
+    p.mutable_model()->GetReflection()->SetInt32(p.mutable_model(), f, -1);
+    ExpectInvalid(p, absl::StrCat(field, " is -1, must be positive"));
+  }
+  Program p = ToyProgram();
+  p.mutable_model()->set_n_layers(4000);
+  p.mutable_model()->set_n_kv_heads(2);
+  p.mutable_model()->set_n_heads(4000);
+  p.mutable_model()->set_head_dim(4000);
+  p.mutable_model()->set_max_context(1 << 24);
+  ExpectInvalid(p, "the KV cache (n_layers 4000 x n_kv_heads 2");
+}
+
+TEST(Elf, LayersMustBeOfTheModel) {
+  Program p = ToyProgram();
+  p.mutable_bos(1)->set_layer(1);  // the toy has one layer
+  ExpectInvalid(p, "BO \"norm.w\" has layer 1, outside [-1, 1)");
+  p = ToyProgram();
+  p.mutable_steps(1)->mutable_host()->set_layer(-2);
+  ExpectInvalid(p, "host step 1 (attention) has layer -2");
+  p = ToyProgram();
+  p.mutable_steps(0)->mutable_group()->set_layer(7);
+  ExpectInvalid(p, "group \"layer0.norm\" has layer 7");
+}
+
+TEST(Elf, ParametersAreRangeChecked) {
+  Program p = ToyProgram();
+  auto* params = p.mutable_steps(2)->mutable_group()->mutable_launches(0)->mutable_params();
+  (*params)["rows"] = -3;
+  ExpectInvalid(p, "group \"lm_head\" launch 0 (dk_gemv_bf16_packed): parameter \"rows\" = -3 is outside");
+  (*params)["rows"] = int64_t{1} << 40;
+  ExpectInvalid(p, "parameter \"rows\" = 1099511627776 is outside");
+  params->erase("rows");
+  ExpectInvalid(p, "integer parameter \"rows\" is missing or not positive");
+  p = ToyProgram();
+  HostStep* topk = p.add_steps()->mutable_host();
+  topk->set_kind("topk");
+  topk->set_layer(-1);
+  (*topk->mutable_params())["k"] = -1;
+  ExpectInvalid(p, "host step 3 (topk): parameter \"k\" = -1 is outside");
+  (*topk->mutable_params())["k"] = 101;
+  ExpectInvalid(p, "parameter \"k\" = 101 is outside [1, vocab 100]");
+  (*topk->mutable_params())["k"] = 5;
+  EXPECT_TRUE(ValidateProgram(p).ok()) << ValidateProgram(p);
+}
+
+TEST(Elf, ShapesAreOverflowChecked) {
+  Program p = ToyProgram();
+  BufferObject* bo = p.mutable_bos(3);
+  bo->clear_shape();
+  bo->add_shape(int64_t{1} << 32);
+  bo->add_shape(int64_t{1} << 32);  // 2^64 elements: wrapped to 0 before
+  bo->set_size_bytes(0);
+  ExpectInvalid(p, "BO \"q.w\" has a shape of more than");
+  p = ToyProgram();
+  p.mutable_values(0)->add_shape(int64_t{1} << 62);
+  ExpectInvalid(p, "host value \"h\" has a shape of more than");
+  p = ToyProgram();
+  p.mutable_values(0)->set_shape(0, -64);
+  ExpectInvalid(p, "host value \"h\" has a non-positive dimension -64");
+  p = ToyProgram();
+  p.mutable_values(0)->set_dtype(DTYPE_UNSPECIFIED);
+  ExpectInvalid(p, "host value \"h\" has no dtype");
+}
+
 TEST(Elf, SymbolTableMustMatchTheProgram) {
   std::string bytes = *WriteElf(ToyProgram());
   // Rename the entry symbol in .strtab ("layer0_norm" -> "layer0_norX").
@@ -180,13 +325,91 @@ TEST(Elf, SymbolTableMustMatchTheProgram) {
 
 TEST(Elf, CorruptProgramSection) {
   Program p = ToyProgram();
-  const std::string payload = p.SerializeAsString();
+  const std::string payload = Serialized(p);
   std::string bytes = *WriteElf(p);
   const size_t at = bytes.find(payload);
   ASSERT_NE(at, std::string::npos);
   for (size_t i = 0; i < 16; ++i) bytes[at + i] = '\xff';
   EXPECT_FALSE(ReadElf(bytes).ok());
   ExpectError(ReadElfFile("/nonexistent/x.elf"), "cannot open decode ELF");
+}
+
+// Found by //elf:elf_fuzzer: a .dk.program section typed NULL (or NOBITS) skipped
+// the bounds check, and an offset near 2^64 had the parser read before the buffer.
+TEST(Elf, ProgramSectionMustBeProgbitsInsideTheFile) {
+  const std::string good = *WriteElf(ToyProgram());
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, good.data(), sizeof(eh));
+  auto with_program_section = [&](uint32_t type, uint64_t offset) {
+    std::string bytes = good;
+    Elf64_Shdr sh;
+    const size_t at = eh.e_shoff + 1 * sizeof(Elf64_Shdr);  // section 1 is .dk.program
+    std::memcpy(&sh, bytes.data() + at, sizeof(sh));
+    sh.sh_type = type;
+    sh.sh_offset = offset;
+    std::memcpy(&bytes[at], &sh, sizeof(sh));
+    return bytes;
+  };
+  const uint64_t wrap = ~uint64_t{0} - 207;  // 208 bytes before the buffer
+  ExpectError(ReadElf(with_program_section(SHT_NULL, wrap)), "extends past the end of the file");
+  ExpectError(ReadElf(with_program_section(SHT_NOBITS, wrap)), ".dk.program has section type 8, not PROGBITS");
+  std::memcpy(&eh, good.data(), sizeof(eh));
+  Elf64_Shdr sh;
+  std::memcpy(&sh, good.data() + eh.e_shoff + sizeof(Elf64_Shdr), sizeof(sh));
+  ExpectError(ReadElf(with_program_section(SHT_NOTE, sh.sh_offset)), "not PROGBITS");
+  EXPECT_TRUE(ReadElf(with_program_section(SHT_PROGBITS, sh.sh_offset)).ok());
+}
+
+// Issue 15: a directory was read as a 0-byte file ("truncated?").
+TEST(Elf, ADirectoryIsSaidToBeADirectory) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  ExpectError(ReadElfFile(dir), "decode ELF " + dir + " is a directory, not a file");
+  ExpectError(ReadElfFile(dir + "/none.elf"), "No such file or directory");
+}
+
+// Issue 15: libprotobuf printed its own "[libprotobuf ERROR ...]" line in front of
+// our error for a program message with invalid UTF-8 in a string field.
+TEST(Elf, CorruptStringsGiveOneMessageAndNoLibraryLogLine) {
+  Program p = ToyProgram();
+  p.mutable_model()->set_name("TOYTOY");
+  std::string bytes = *WriteElf(p);
+  const size_t at = bytes.find("TOYTOY");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 6, "\xff\xfe\xfd\xfc\xfb\xfa");  // not UTF-8, same length
+  ::testing::internal::CaptureStderr();
+  auto r = ReadElf(bytes, "utf8.elf");
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  ExpectError(r, "decode ELF utf8.elf: .dk.program does not hold a valid program message");
+  EXPECT_EQ(logged, "");
+}
+
+// Model configs (elfc, synthetic_weights): a syntax error names the place and is
+// the only message; sizes go through ValidateModelShape.
+TEST(Elf, ModelConfigsAreParsedWithoutLogLinesAndValidated) {
+  ::testing::internal::CaptureStderr();
+  auto bad = ParseModelShapeText("name: \"m\"\nn_layers: banana\n", "m.textproto");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ExpectShapeError(bad, "m.textproto:2:");
+  ExpectShapeError(bad, "not a valid dk.elf.ModelShape text proto");
+  const std::string ok = "name: \"m\" n_layers: 1 hidden: 64 n_heads: 2 n_kv_heads: 1 head_dim: 32 "
+                         "ffn: 128 vocab: 100 rms_eps: 1e-5 rope_theta: 10000 max_context: 16";
+  EXPECT_TRUE(ParseModelShapeText(ok, "m.textproto").ok());
+  std::string huge = ok;
+  huge.replace(huge.find("n_layers: 1"), 11, "n_layers: 2147483647");
+  ExpectShapeError(ParseModelShapeText(huge, "m.textproto"),
+                   "m.textproto: model \"m\": n_layers 2147483647 exceeds the limit 4096");
+}
+
+// elf_opt tells a failed write from an invalid program by the code.
+TEST(Elf, WriteFailureIsUnavailable) {
+  const absl::Status s = WriteElfFile(ToyProgram(), "/nonexistent/dir/x.elf");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("cannot write decode ELF /nonexistent/dir/x.elf: No such file"),
+            std::string::npos)
+      << s;
+  Program bad = ToyProgram();
+  bad.mutable_bos(0)->set_host_offset(-1);
+  EXPECT_EQ(WriteElfFile(bad, "/nonexistent/dir/x.elf").code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

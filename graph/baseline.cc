@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "elf/elf.h"
 #include "graph/builder.h"
 #include "registry/registry.h"
 #include "util/status.h"
@@ -123,29 +124,10 @@ void LmHead(ProgramBuilder& b, const elf::ModelShape& m, const std::string& h) {
 
 }  // namespace
 
-absl::Status ValidateModelShape(const elf::ModelShape& m) {
-  auto bad = [&](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat("model \"", m.name(), "\": ", parts...));
-  };
-  if (m.n_layers() <= 0 || m.hidden() <= 0 || m.n_heads() <= 0 || m.n_kv_heads() <= 0 ||
-      m.head_dim() <= 0 || m.ffn() <= 0 || m.vocab() <= 0 || m.max_context() <= 0) {
-    return bad("every size (n_layers, hidden, n_heads, n_kv_heads, head_dim, ffn, vocab, "
-               "max_context) must be positive");
-  }
-  if (m.n_heads() % m.n_kv_heads() != 0) {
-    return bad("n_heads ", m.n_heads(), " is not a multiple of n_kv_heads ", m.n_kv_heads());
-  }
-  if (m.head_dim() % 2 != 0) return bad("head_dim ", m.head_dim(), " must be even for RoPE");
-  if (!(m.rms_eps() > 0)) return bad("rms_eps must be > 0");
-  if (!(m.rope_theta() > 0)) return bad("rope_theta must be > 0");
-  if (!m.rope_scaling().type().empty() && m.rope_scaling().type() != "llama3") {
-    return bad("unsupported rope_scaling type \"", m.rope_scaling().type(), "\"");
-  }
-  return absl::OkStatus();
-}
+absl::Status ValidateModelShape(const elf::ModelShape& m) { return elf::ValidateModelShape(m); }
 
 absl::StatusOr<elf::Program> BuildBaseline(const elf::ModelShape& m) {
-  DK_RETURN_IF_ERROR(ValidateModelShape(m));
+  DK_RETURN_IF_ERROR(elf::ValidateModelShape(m));
   ProgramBuilder b(m);
   std::string h = Embedding(b, m);
   for (int i = 0; i < m.n_layers(); ++i) h = DecoderLayer(b, m, i, h);

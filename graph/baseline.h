@@ -26,10 +26,10 @@ namespace dk::graph {
 // InvalidArgument for a shape that is not a valid model (ValidateModelShape).
 absl::StatusOr<elf::Program> BuildBaseline(const elf::ModelShape& model);
 
-// InvalidArgument naming the model and the field for zero sizes, heads not
-// dividing, an odd head_dim, a non-positive eps or RoPE theta, or an unknown RoPE
-// scaling. BuildBaseline calls it; the runtime does not (it runs whatever program
-// an ELF carries, and ELFs are built by BuildBaseline).
+// elf::ValidateModelShape: InvalidArgument naming the model and the field for
+// sizes that are zero or above the limits in elf/elf.h, heads not dividing, an odd
+// head_dim, a non-positive eps or RoPE theta, or an unknown RoPE scaling.
+// BuildBaseline calls it; ValidateProgram calls it on every ELF read.
 absl::Status ValidateModelShape(const elf::ModelShape& model);
 
 }  // namespace dk::graph

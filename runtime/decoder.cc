@@ -68,7 +68,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& pro
 }
 
 absl::Status Decoder::Plan(const weights::Weights& weights) {
-  PlanValues();
+  DK_RETURN_IF_ERROR(PlanValues());
   std::vector<uint8_t*> weight_src;
   DK_RETURN_IF_ERROR(AllocateBos(weights, &weight_src));
   std::vector<BufferObject*> raw;
@@ -90,14 +90,22 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   return absl::OkStatus();
 }
 
-void Decoder::PlanValues() {
+absl::Status Decoder::PlanValues() {
   for (int i = 0; i < program_.values_size(); ++i) {
     const auto& v = program_.values(i);
     value_index_[v.name()] = i;
-    values_.emplace_back(Numel(v.shape()) * elf::DTypeBytes(v.dtype()));
+    // Sizes are ValidateProgram's (positive, at most elf::kMaxBytes), but even
+    // those may not fit in memory: an error, not a null buffer written later.
+    const int64_t bytes = Numel(v.shape()) * elf::DTypeBytes(v.dtype());
+    values_.emplace_back(static_cast<size_t>(bytes));
+    if (values_.back().size() != static_cast<size_t>(bytes)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(elf_name_, ": cannot allocate ", bytes, " bytes for host value '", v.name(), "'"));
+    }
     values_.back().Zero();
     if (v.name() == "logits" && v.dtype() == elf::F32) logits_value_ = i;
   }
+  return absl::OkStatus();
 }
 
 absl::Status Decoder::AllocateBos(const weights::Weights& weights, std::vector<uint8_t*>* weight_src) {

@@ -87,7 +87,7 @@ class Decoder {
   // Create's plan, in steps: host values; BOs, with the weights placed in them;
   // the program loaded on the device; then each step's copies.
   absl::Status Plan(const weights::Weights& weights);
-  void PlanValues();
+  absl::Status PlanValues();
   // Allocates every BO; (*weight_src)[i]: the host bytes WRITE weight BO i is
   // rewritten from on every run (nullptr for the others).
   absl::Status AllocateBos(const weights::Weights& weights, std::vector<uint8_t*>* weight_src);

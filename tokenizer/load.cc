@@ -238,6 +238,13 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromGguf(const weights::GgufFile& g
     }
     for (size_t id = 0; id < types->size(); ++id) {
       const int64_t t = (*types)[id];
+      // llama.cpp's token types: 0 undefined, 1 normal, 2 unknown, 3 control,
+      // 4 user-defined, 5 unused, 6 byte.
+      if (t < 0 || t > 6) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, "tokenizer.ggml.token_type[", id, "] = ", t,
+            " is not a token type (0 undefined .. 6 byte)"));
+      }
       if (t == 3 || t == 4) {  // CONTROL (special) / USER_DEFINED (plain added token)
         spec.added_tokens.push_back(
             TokenizerSpec::AddedToken{static_cast<int32_t>(id), spec.tokens[id], t == 3});
@@ -340,7 +347,18 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
   TokenizerSpec spec;
   spec.ignore_merges = BoolField(*model, "ignore_merges", false);
   std::vector<bool> filled;
+  // Ids must be 0..n-1 without gaps (checked below), n at most the entries of
+  // model.vocab and added_tokens: bound each id by that before sizing by it (one
+  // id of 2^24 - 1 allocated 16M token strings before failing).
+  const Json* added_list = Field(root, "added_tokens");
+  const size_t max_tokens =
+      vocab->size() + (added_list != nullptr && added_list->is_array() ? added_list->size() : 0);
   auto place = [&](int32_t id, const std::string& token, absl::string_view what) -> absl::Status {
+    if (static_cast<size_t>(id) >= max_tokens) {
+      return JsonError(absl::StrCat(what, " '", token, "' has id ", id, ", but there are only ",
+                                    max_tokens, " tokens (ids must be 0..", max_tokens - 1,
+                                    " without gaps)"));
+    }
     if (static_cast<size_t>(id) >= spec.tokens.size()) {
       spec.tokens.resize(id + 1);
       filled.resize(id + 1, false);
@@ -457,13 +475,22 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
                                               " has no tokenizer.json"));
     }
   } else {
+    // The format by content, not by name: GGUF starts with its magic, a
+    // tokenizer.json with '{' (after whitespace).
     std::ifstream in(path, std::ios::binary);
-    char magic[4] = {0, 0, 0, 0};
-    in.read(magic, 4);
-    if (in.gcount() == 4 && absl::string_view(magic, 4) == "GGUF") {
+    char head[64] = {0};
+    in.read(head, sizeof(head));
+    const absl::string_view start(head, static_cast<size_t>(in.gcount()));
+    if (absl::StartsWith(start, "GGUF")) {
       absl::StatusOr<std::unique_ptr<weights::GgufFile>> gguf = weights::GgufFile::Open(path);
       if (!gguf.ok()) return gguf.status();
       return FromGguf(**gguf);
+    }
+    const size_t first = start.find_first_not_of(" \t\r\n");
+    if (first == absl::string_view::npos || start[first] != '{') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tokenizer ", path, " is neither a GGUF file (no GGUF magic) nor a tokenizer.json ",
+          "(does not start with '{')", absl::EndsWith(path, ".gguf") ? "; a corrupt .gguf?" : ""));
     }
   }
   absl::StatusOr<std::string> text = ReadFile(json_path);

@@ -1,6 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 std::string Cp(uint32_t cp) {
   std::string s;
@@ -297,10 +300,18 @@ TEST(TokenizerJsonTest, Errors) {
   EXPECT_EQ(code("{not json"), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(message("{not json"), HasSubstr("not valid JSON"));
   EXPECT_THAT(message("{}"), HasSubstr("missing 'model'"));
+  // Issue 15: one large id sized the vocabulary before the gap check refused it.
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0,"b":16777215},"merges":[]}})"),
+              HasSubstr("vocabulary token 'b' has id 16777215, but there are only 2 tokens"));
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},)"
+                      R"("added_tokens":[{"id":5,"content":"<s>"}]})"),
+              HasSubstr("added token '<s>' has id 5, but there are only 2 tokens"));
   EXPECT_THAT(message(R"({"model":{"type":"BPE","merges":[]}})"), HasSubstr("model.vocab"));
   EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0}}})"), HasSubstr("model.merges"));
   EXPECT_EQ(code(R"({"model":{"type":"Unigram","vocab":[]}})"), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0,"b":2},"merges":[]},"decoder":{"type":"ByteLevel"}})"),
+  // (An added token repeating "a" makes room for 3 ids, so the gap at 1 is what fails.)
+  EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":0,"b":2},"merges":[]},"decoder":{"type":"ByteLevel"},)"
+                      R"("added_tokens":[{"id":0,"content":"a"}]})"),
               HasSubstr("no token has id 1"));
   EXPECT_THAT(message(R"({"model":{"type":"BPE","vocab":{"a":-4},"merges":[]}})"),
               HasSubstr("out of range"));
@@ -441,6 +452,54 @@ TEST(TokenizerGgufTest, Errors) {
                           .Strs("tokenizer.ggml.tokens", {"a", "b", "ab"})
                           .Strs("tokenizer.ggml.merges", {"ab"})),
               HasSubstr("tokenizer.ggml.merges[0] = 'ab'"));
+}
+
+// Issue 15: a broken .gguf (its magic gone) was parsed as JSON and reported as
+// "not valid JSON"; the format is now told by content.
+TEST(TokenizerLoadTest, FormatIsToldByContentNotByName) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  };
+  const std::string broken = write("broken.gguf", std::string("GGUX\3\0\0\0", 8) + std::string(64, '\0'));
+  absl::Status s = Tokenizer::Load(broken).status();
+  EXPECT_THAT(s.message(), HasSubstr("tokenizer " + broken + " is neither a GGUF file (no GGUF magic)"));
+  EXPECT_THAT(s.message(), HasSubstr("a corrupt .gguf?"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("JSON")));
+  // A truncated GGUF is reported by the GGUF reader, whatever the file is called.
+  s = Tokenizer::Load(write("tok.bin", std::string("GGUF\3\0\0\0", 8))).status();
+  EXPECT_THAT(s.message(), HasSubstr("GGUF"));
+  EXPECT_THAT(s.message(), HasSubstr("truncated"));
+  // JSON is JSON under any name; a JSON error names the file.
+  s = Tokenizer::Load(write("tok.gguf", "  {\"model\": ")).status();
+  EXPECT_THAT(s.message(), HasSubstr("tok.gguf: "));
+  EXPECT_THAT(s.message(), HasSubstr("not valid JSON"));
+  EXPECT_EQ(Tokenizer::Load(dir + "/none.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Issue 15: token types outside llama.cpp's enum were silently taken as normal.
+TEST(TokenizerGgufTest, TokenTypeOutsideTheEnumIsRefused) {
+  const TokenizerSpec spec = TinySpec();
+  std::vector<std::string> merges;
+  for (const auto& [a, b] : spec.merges) merges.push_back(a + " " + b);
+  for (int32_t bad : {7, -1, 1 << 30}) {
+    std::vector<int32_t> types(spec.tokens.size(), 1);
+    types[5] = bad;
+    auto gguf = MiniGguf()
+                    .Str("tokenizer.ggml.model", "gpt2")
+                    .Str("tokenizer.ggml.pre", "smollm")
+                    .Strs("tokenizer.ggml.tokens", spec.tokens)
+                    .Strs("tokenizer.ggml.merges", merges)
+                    .I32s("tokenizer.ggml.token_type", types)
+                    .Build();
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    const absl::Status s = Tokenizer::FromGguf(**gguf).status();
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("tokenizer.ggml.token_type[5] = ", bad,
+                                                    " is not a token type")))
+        << s;
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "elf/elf.h"
 #include "util/status.h"
 #include "weights/common.h"
 #include "weights/dequant.h"
@@ -48,16 +49,26 @@ std::string GgufNameToHf(absl::string_view name) {
   return "";
 }
 
+// A positive metadata integer of at most `max` (elf/elf.h's limits), checked before
+// anything is sized by it.
 absl::StatusOr<int32_t> GgufPositiveInt(const GgufFile& f, const std::string& key,
-                                        int64_t default_value) {
+                                        int64_t default_value, int64_t max) {
   if (f.Find(key) == nullptr) {
-    if (default_value > 0) return static_cast<int32_t>(default_value);
+    if (default_value > 0 && default_value <= max) return static_cast<int32_t>(default_value);
+    if (default_value > max) {
+      return absl::InvalidArgumentError(absl::StrCat(f.name(), ": metadata ", key, " (default ",
+                                                     default_value, ") exceeds the limit ", max));
+    }
     return absl::NotFoundError(absl::StrCat(f.name(), ": missing metadata key ", key));
   }
   DK_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
   if (v <= 0 || v > std::numeric_limits<int32_t>::max()) {
     return absl::InvalidArgumentError(
         absl::StrCat(f.name(), ": metadata ", key, " = ", v, " is not a positive int32"));
+  }
+  if (v > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(f.name(), ": metadata ", key, " = ", v, " exceeds the limit ", max));
   }
   return static_cast<int32_t>(v);
 }
@@ -89,25 +100,36 @@ absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::stri
         path, ": GGUF architecture \"", arch, "\" is not supported (only llama)"));
   }
   elf::ModelShape s;
-  DK_ASSIGN_OR_RETURN(int32_t layers, GgufPositiveInt(f, "llama.block_count", 0));
-  DK_ASSIGN_OR_RETURN(int32_t hidden, GgufPositiveInt(f, "llama.embedding_length", 0));
-  DK_ASSIGN_OR_RETURN(int32_t ffn, GgufPositiveInt(f, "llama.feed_forward_length", 0));
-  DK_ASSIGN_OR_RETURN(int32_t heads, GgufPositiveInt(f, "llama.attention.head_count", 0));
+  DK_ASSIGN_OR_RETURN(int32_t layers, GgufPositiveInt(f, "llama.block_count", 0, elf::kMaxLayers));
+  DK_ASSIGN_OR_RETURN(int32_t hidden,
+                      GgufPositiveInt(f, "llama.embedding_length", 0, elf::kMaxDimension));
+  DK_ASSIGN_OR_RETURN(int32_t ffn,
+                      GgufPositiveInt(f, "llama.feed_forward_length", 0, elf::kMaxDimension));
+  DK_ASSIGN_OR_RETURN(int32_t heads,
+                      GgufPositiveInt(f, "llama.attention.head_count", 0, elf::kMaxHeads));
   DK_ASSIGN_OR_RETURN(int32_t kv_heads,
-                      GgufPositiveInt(f, "llama.attention.head_count_kv", heads));
-  DK_ASSIGN_OR_RETURN(int32_t head_dim,
-                      GgufPositiveInt(f, "llama.rope.dimension_count", hidden / heads));
+                      GgufPositiveInt(f, "llama.attention.head_count_kv", heads, elf::kMaxHeads));
+  DK_ASSIGN_OR_RETURN(int32_t head_dim, GgufPositiveInt(f, "llama.rope.dimension_count",
+                                                        hidden / heads, elf::kMaxHeadDim));
   if (f.Find("llama.attention.key_length") != nullptr) {
-    DK_ASSIGN_OR_RETURN(head_dim, GgufPositiveInt(f, "llama.attention.key_length", 0));
+    DK_ASSIGN_OR_RETURN(head_dim,
+                        GgufPositiveInt(f, "llama.attention.key_length", 0, elf::kMaxHeadDim));
   }
-  DK_ASSIGN_OR_RETURN(int32_t context, GgufPositiveInt(f, "llama.context_length", 2048));
+  DK_ASSIGN_OR_RETURN(int32_t context,
+                      GgufPositiveInt(f, "llama.context_length", 2048, elf::kMaxDimension));
   int32_t vocab = 0;
   if (f.Find("tokenizer.ggml.tokens") != nullptr) {
     DK_ASSIGN_OR_RETURN(const GgufArray* tokens,
                         f.Find("tokenizer.ggml.tokens")->AsArray());
+    if (tokens->elements.size() > static_cast<uint64_t>(elf::kMaxDimension)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": tokenizer.ggml.tokens has ",
+                                                     tokens->elements.size(),
+                                                     " entries, more than the vocabulary limit ",
+                                                     elf::kMaxDimension));
+    }
     vocab = static_cast<int32_t>(tokens->elements.size());
   } else {
-    DK_ASSIGN_OR_RETURN(vocab, GgufPositiveInt(f, "llama.vocab_size", 0));
+    DK_ASSIGN_OR_RETURN(vocab, GgufPositiveInt(f, "llama.vocab_size", 0, elf::kMaxDimension));
   }
   DK_ASSIGN_OR_RETURN(double theta, GgufNumber(f, "llama.rope.freq_base", 10000.0));
   DK_ASSIGN_OR_RETURN(double eps,
@@ -143,6 +165,10 @@ absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::stri
   s.set_rope_theta(static_cast<float>(theta));
   s.set_tied_embeddings(f.FindTensor("output.weight") == nullptr);
   s.set_max_context(context);
+  // What the sizes imply together (heads dividing, the KV cache's size, ...).
+  if (absl::Status st = elf::ValidateModelShape(s); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": metadata: ", st.message()));
+  }
   return s;
 }
 

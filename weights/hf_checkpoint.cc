@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "elf/elf.h"
 #include "util/status.h"
 #include "weights/common.h"
 #include "weights/safetensors.h"
@@ -37,17 +38,31 @@ double ShortestDouble(float f) {
   return std::strtod(buf, nullptr);
 }
 
+// A positive integer of at most `max` (elf/elf.h's limits), checked before anything
+// is sized by it.
 absl::StatusOr<int32_t> JsonPositiveInt(const json& cfg, const char* key,
-                                        const std::string& file, int64_t default_value) {
+                                        const std::string& file, int64_t default_value,
+                                        int64_t max) {
   const auto it = cfg.find(key);
   if (it == cfg.end() || it->is_null()) {
+    if (default_value > max) {
+      return absl::InvalidArgumentError(absl::StrCat(file, ": \"", key, "\" (default ",
+                                                     default_value, ") exceeds the limit ", max));
+    }
     if (default_value > 0) return static_cast<int32_t>(default_value);
     return absl::InvalidArgumentError(absl::StrCat(file, ": missing \"", key, "\""));
   }
-  if (!it->is_number_integer() || it->get<int64_t>() <= 0 ||
-      it->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+  // nlohmann keeps non-negative integers as uint64 (get<int64_t>() of one above
+  // INT64_MAX would wrap negative), negative ones as int64.
+  const bool positive = it->is_number_unsigned() ? it->get<uint64_t>() > 0
+                                                 : it->is_number_integer() && it->get<int64_t>() > 0;
+  if (!positive) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": \"", key, "\" must be a positive integer, got ", it->dump()));
+  }
+  if (it->get<uint64_t>() > static_cast<uint64_t>(max)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": \"", key, "\" = ", it->dump(), " exceeds the limit ", max));
   }
   return static_cast<int32_t>(it->get<int64_t>());
 }
@@ -115,17 +130,22 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   }
   elf::ModelShape s;
   s.set_name(name);
-  DK_ASSIGN_OR_RETURN(int32_t hidden, JsonPositiveInt(cfg, "hidden_size", file, 0));
-  DK_ASSIGN_OR_RETURN(int32_t ffn, JsonPositiveInt(cfg, "intermediate_size", file, 0));
-  DK_ASSIGN_OR_RETURN(int32_t heads, JsonPositiveInt(cfg, "num_attention_heads", file, 0));
-  DK_ASSIGN_OR_RETURN(int32_t layers, JsonPositiveInt(cfg, "num_hidden_layers", file, 0));
+  DK_ASSIGN_OR_RETURN(int32_t hidden,
+                      JsonPositiveInt(cfg, "hidden_size", file, 0, elf::kMaxDimension));
+  DK_ASSIGN_OR_RETURN(int32_t ffn,
+                      JsonPositiveInt(cfg, "intermediate_size", file, 0, elf::kMaxDimension));
+  DK_ASSIGN_OR_RETURN(int32_t heads,
+                      JsonPositiveInt(cfg, "num_attention_heads", file, 0, elf::kMaxHeads));
+  DK_ASSIGN_OR_RETURN(int32_t layers,
+                      JsonPositiveInt(cfg, "num_hidden_layers", file, 0, elf::kMaxLayers));
   DK_ASSIGN_OR_RETURN(int32_t kv_heads,
-                      JsonPositiveInt(cfg, "num_key_value_heads", file, heads));
-  DK_ASSIGN_OR_RETURN(int32_t head_dim, JsonPositiveInt(cfg, "head_dim", file,
-                                                        hidden / heads));
-  DK_ASSIGN_OR_RETURN(int32_t vocab, JsonPositiveInt(cfg, "vocab_size", file, 0));
-  DK_ASSIGN_OR_RETURN(int32_t max_pos,
-                      JsonPositiveInt(cfg, "max_position_embeddings", file, 2048));
+                      JsonPositiveInt(cfg, "num_key_value_heads", file, heads, elf::kMaxHeads));
+  DK_ASSIGN_OR_RETURN(int32_t head_dim,
+                      JsonPositiveInt(cfg, "head_dim", file, hidden / heads, elf::kMaxHeadDim));
+  DK_ASSIGN_OR_RETURN(int32_t vocab,
+                      JsonPositiveInt(cfg, "vocab_size", file, 0, elf::kMaxDimension));
+  DK_ASSIGN_OR_RETURN(int32_t max_pos, JsonPositiveInt(cfg, "max_position_embeddings", file,
+                                                       2048, elf::kMaxDimension));
   DK_ASSIGN_OR_RETURN(double eps, JsonNumber(cfg, "rms_norm_eps", file, 1e-6));
   double theta = 10000.0;
   // transformers >= 5 writes rope_theta and the scaling inside rope_parameters.
@@ -157,6 +177,10 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   s.set_rope_theta(static_cast<float>(theta));
   s.set_tied_embeddings(tied);
   s.set_max_context(max_pos);
+  // What the sizes imply together (heads dividing, the KV cache's size, ...).
+  if (absl::Status st = elf::ValidateModelShape(s); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", st.message()));
+  }
   return s;
 }
 

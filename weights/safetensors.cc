@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -173,6 +174,25 @@ absl::Status SafetensorsFile::ParseHeader() {
                               *end - *begin));
     }
     tensors_.push_back(std::move(info));
+  }
+  // Tensors must not share bytes (the reference library refuses overlaps too): in
+  // offset order, each non-empty tensor starts at or after the end of the one before.
+  std::vector<const SafetensorsTensorInfo*> by_offset;
+  for (const SafetensorsTensorInfo& t : tensors_) {
+    if (t.end > t.begin) by_offset.push_back(&t);
+  }
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const SafetensorsTensorInfo* a, const SafetensorsTensorInfo* b) {
+              return a->begin != b->begin ? a->begin < b->begin : a->name < b->name;
+            });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const SafetensorsTensorInfo& a = *by_offset[i - 1];
+    const SafetensorsTensorInfo& b = *by_offset[i];
+    if (b.begin < a.end) {
+      return bad(absl::StrCat("tensors \"", a.name, "\" (data_offsets [", a.begin, ", ", a.end,
+                              "]) and \"", b.name, "\" ([", b.begin, ", ", b.end,
+                              "]) overlap in the data section"));
+    }
   }
   std::sort(tensors_.begin(), tensors_.end(),
             [](const SafetensorsTensorInfo& a, const SafetensorsTensorInfo& b) {

@@ -89,6 +89,17 @@ TEST(SafetensorsTest, RefusesBadFiles) {
       {"reversed_offsets",
        SafetensorsImage({}, R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})"),
        "end before begin"},
+      // Issue 15: two tensors sharing bytes loaded without complaint.
+      {"overlap",
+       SafetensorsImage({}, R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                            R"("y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})") +
+           std::string(12, '\0'),
+       "tensors \"x\" (data_offsets [0, 8]) and \"y\" ([4, 12]) overlap in the data section"},
+      {"same_bytes",
+       SafetensorsImage({}, R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                            R"("y":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})") +
+           std::string(8, '\0'),
+       "overlap in the data section"},
   };
   for (const Case& c : cases) {
     const std::string path = WriteSt(absl::StrCat(c.name, ".safetensors"), c.bytes);
@@ -111,7 +122,7 @@ TEST(SafetensorsTest, RefusesBadFiles) {
 
 TEST(HfCheckpointTest, SyntheticRoundTripKeepsTheDigest) {
   for (bool tied : {true, false}) {
-    const Weights w = MakeSyntheticWeights(TinyShape(tied), 3);
+    const Weights w = MakeSyntheticWeights(TinyShape(tied), 3).value();
     const std::string dir = TempDir(absl::StrCat("roundtrip_", tied)) + "/nested/ckpt";
     ASSERT_TRUE(WriteHfCheckpoint(w, dir).ok());
     auto loaded = LoadHfCheckpoint(dir);
@@ -127,6 +138,36 @@ TEST(HfCheckpointTest, SyntheticRoundTripKeepsTheDigest) {
     ASSERT_TRUE(via_dispatch.ok());
     EXPECT_EQ(via_dispatch->Digest(), w.Digest());
   }
+}
+
+// Issue 15: a config.json dimension near 2^31 ended in std::bad_alloc.
+TEST(HfCheckpointTest, HugeConfigDimensionsAreRefused) {
+  const std::string base =
+      R"("hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, )";
+  struct Case {
+    std::string json;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"("num_hidden_layers": 2147483647, "vocab_size": 16)",
+       "\"num_hidden_layers\" = 2147483647 exceeds the limit 4096"},
+      {R"("num_hidden_layers": 2, "vocab_size": 2147483647)",
+       "\"vocab_size\" = 2147483647 exceeds the limit 16777216"},
+      {R"("num_hidden_layers": 2, "vocab_size": 18446744073709551615)",
+       "\"vocab_size\" = 18446744073709551615 exceeds the limit"},
+      {R"("num_hidden_layers": 2, "vocab_size": -16)", "must be a positive integer"},
+      {R"("num_hidden_layers": 4096, "vocab_size": 16, "max_position_embeddings": 16777216)",
+       "the KV cache"},
+  };
+  for (const Case& c : cases) {
+    auto s = ShapeFromHfConfig("{" + base + c.json + "}", "m", "dir/config.json");
+    ASSERT_FALSE(s.ok()) << c.json;
+    EXPECT_THAT(s.status().message(), HasSubstr("dir/config.json")) << c.json;
+    EXPECT_THAT(s.status().message(), HasSubstr(c.message)) << c.json;
+  }
+  EXPECT_TRUE(ShapeFromHfConfig("{" + base + R"("num_hidden_layers": 2, "vocab_size": 16})", "m",
+                                "config.json")
+                  .ok());
 }
 
 TEST(HfCheckpointTest, ConfigRoundTripsLlama3RopeScaling) {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "util/check.h"
 #include "util/thread_pool.h"
+#include "weights/common.h"
 #include "weights/weights.h"
 
 namespace dk::weights {
@@ -45,7 +45,7 @@ bf16 SyntheticElement(uint64_t key, uint64_t i) {
 
 }  // namespace
 
-Weights MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed) {
+absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed) {
   Weights w;
   w.set_source(absl::StrCat("synthetic(seed=", seed, ")"));
   w.set_shape(shape);
@@ -61,7 +61,11 @@ Weights MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed) {
     Tensor t;
     t.shape = dims;
     t.data = AlignedBuffer<bf16>(static_cast<size_t>(t.numel()));
-    DK_CHECK(t.numel() == 0 || !t.data.empty());  // out of memory
+    if (t.numel() > 0 && t.data.empty()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot allocate ", t.numel(), " elements for synthetic tensor \"", name, "\" ",
+          ShapeStr(dims), " of model \"", shape.name(), "\""));
+    }
     w.Add(name, std::move(t));
   }
   for (const auto& [name, dims] : expected) {

@@ -2,6 +2,10 @@
 // are in hf_checkpoint.cc, gguf_weights.cc and synthetic.cc, the digest in digest.cc.
 #include "weights/weights.h"
 
+#include <sys/stat.h>
+
+#include <fstream>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "util/status.h"
@@ -85,11 +89,20 @@ absl::Status CheckWeights(const Weights& w, const elf::ModelShape& shape) {
 }
 
 absl::StatusOr<Weights> LoadWeights(const std::string& path) {
-  if (IsDirectory(path)) return LoadHfCheckpoint(path);
-  if (absl::EndsWith(path, ".gguf")) return LoadGguf(path);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "weights ", path, " do not exist (expected an HF checkpoint directory or a .gguf file)"));
+  }
+  if (S_ISDIR(st.st_mode)) return LoadHfCheckpoint(path);
+  // By content, not by name: a GGUF file starts with its magic.
+  char magic[4] = {0, 0, 0, 0};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, 4);
+  if (in.gcount() == 4 && absl::string_view(magic, 4) == "GGUF") return LoadGguf(path);
   return absl::InvalidArgumentError(absl::StrCat(
-      "cannot tell the format of ", path,
-      ": expected an HF checkpoint directory or a .gguf file"));
+      "weights ", path, " are not a GGUF file (", in.gcount() < 4 ? "shorter than" : "no",
+      " GGUF magic) and not an HF checkpoint directory"));
 }
 
 }  // namespace dk::weights

@@ -105,15 +105,17 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
 
-// A directory is an HF checkpoint, a file ending in .gguf is GGUF.
+// A directory is an HF checkpoint, a file starting with the GGUF magic is GGUF
+// (whatever its name); NotFound when `path` does not exist, InvalidArgument otherwise.
 absl::StatusOr<Weights> LoadWeights(const std::string& path);
 
 // Deterministic synthetic weights for `shape`: the same seed gives the same bytes on
 // every machine. Linear and embedding weights ~ uniform with std 0.02 (HF's
 // initializer_range), norm weights 1.0. Element i of tensor `name` is a pure
 // function of (seed, FNV-1a-64(name), i) (splitmix64 mixing), so any slice can be
-// generated independently and in parallel.
-Weights MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed = 1);
+// generated independently and in parallel. ResourceExhausted when a tensor cannot
+// be allocated (a valid but huge shape), never an abort.
+absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed = 1);
 
 // Writes `w` as an HF checkpoint directory (config.json for LlamaForCausalLM in
 // bfloat16, model.safetensors) that transformers loads. Writes the tensors

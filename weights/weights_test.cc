@@ -314,6 +314,60 @@ TEST(GgufLoadTest, Errors) {
   }
 }
 
+// Issue 15: a model dimension near 2^31 in the metadata ended in std::bad_alloc
+// (ExpectedTensors over 2^31 layers) instead of an error naming the key.
+TEST(GgufLoadTest, HugeDimensionsAreRefusedBeforeAllocating) {
+  struct Case {
+    const char* key;
+    uint32_t value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"llama.block_count", 2147483647u, "llama.block_count = 2147483647 exceeds the limit 4096"},
+      {"llama.vocab_size", 2147483647u, "llama.vocab_size = 2147483647 exceeds the limit 16777216"},
+      {"llama.embedding_length", 1u << 30, "llama.embedding_length = 1073741824 exceeds the limit"},
+      {"llama.context_length", 1u << 24, "the KV cache"},  // within limits alone, not together
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, uint32_t> kv = {
+        {"llama.block_count", 1},          {"llama.embedding_length", 32},
+        {"llama.feed_forward_length", 64}, {"llama.attention.head_count", 4},
+        {"llama.vocab_size", 16},          {"llama.context_length", 128}};
+    kv[c.key] = c.value;
+    if (std::string(c.key) == "llama.context_length") kv["llama.block_count"] = 4096;
+    GgufWriter w;
+    w.KvString("general.architecture", "llama");
+    for (const auto& [k, v] : kv) w.KvU32(k, v);
+    const std::string path = TempDir("gguf") + "/huge.gguf";
+    WriteFile(path, w.Bytes());
+    auto loaded = LoadGguf(path);
+    ASSERT_FALSE(loaded.ok()) << c.key;
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument) << loaded.status();
+    EXPECT_THAT(loaded.status().message(), HasSubstr(c.message));
+    EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+  }
+}
+
+// Issue 15: a missing --weights directory was "cannot tell the format"; a GGUF is
+// told by its magic, not its name.
+TEST(LoadWeightsTest, MissingPathsAndFormatByContent) {
+  const std::string dir = TempDir("load_weights");
+  auto missing = LoadWeights(dir + "/no_such_checkpoint");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr(dir + "/no_such_checkpoint do not exist"));
+  const elf::ModelShape s = TinyShape();
+  const TinyGguf g = WriteTinyGguf("renamed.gguf", s, TinyLayout(s));
+  const std::string renamed = dir + "/model.bin";
+  ASSERT_EQ(std::rename(g.path.c_str(), renamed.c_str()), 0);
+  auto loaded = LoadWeights(renamed);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  const std::string fake = dir + "/fake.gguf";
+  WriteFile(fake, "not a gguf at all");
+  auto bad = LoadWeights(fake);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("are not a GGUF file (no GGUF magic)"));
+}
+
 TEST(GgufLoadTest, TensorShapeMismatchNamesTheTensor) {
   // Metadata says ffn 64; the gate tensor is [96, 32].
   GgufWriter w;
@@ -391,9 +445,9 @@ TEST(GgufLoadTest, RealSmolLm2) {
 
 TEST(SyntheticTest, DeterministicAndSeedDependent) {
   const elf::ModelShape s = TinyShape();
-  const Weights a = MakeSyntheticWeights(s, 1);
-  const Weights b = MakeSyntheticWeights(s, 1);
-  const Weights c = MakeSyntheticWeights(s, 2);
+  const Weights a = MakeSyntheticWeights(s, 1).value();
+  const Weights b = MakeSyntheticWeights(s, 1).value();
+  const Weights c = MakeSyntheticWeights(s, 2).value();
   EXPECT_EQ(a.Digest(), b.Digest());
   EXPECT_NE(a.Digest(), c.Digest());
   EXPECT_EQ(a.source(), "synthetic(seed=1)");
@@ -411,8 +465,8 @@ TEST(SyntheticTest, ElementsDependOnlyOnSeedNameAndIndex) {
   elf::ModelShape big = TinyShape();
   big.set_vocab(4096);  // the embedding spans many parallel chunks
   big.set_n_layers(3);
-  const Weights a = MakeSyntheticWeights(small, 9);
-  const Weights b = MakeSyntheticWeights(big, 9);
+  const Weights a = MakeSyntheticWeights(small, 9).value();
+  const Weights b = MakeSyntheticWeights(big, 9).value();
   for (const std::string& name : a.Names()) {
     const Tensor* ta = a.Find(name);
     const Tensor* tb = b.Find(name);
@@ -430,7 +484,7 @@ TEST(SyntheticTest, Statistics) {
   s.set_vocab(1000);
   s.set_n_heads(8);
   s.set_head_dim(32);
-  const Weights w = MakeSyntheticWeights(s, 5);
+  const Weights w = MakeSyntheticWeights(s, 5).value();
   for (const std::string& name : w.Names()) {
     const Tensor* t = w.Find(name);
     if (name.find("norm") != std::string::npos) {

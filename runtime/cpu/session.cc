@@ -17,7 +17,8 @@ absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
     if (spec.size() > 10 && !absl::SimpleAtoi(spec.substr(10), &seed)) {
       return absl::InvalidArgumentError(absl::StrCat("bad seed in weights spec '", spec, "'"));
     }
-    return std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(model, seed));
+    DK_ASSIGN_OR_RETURN(weights::Weights w, weights::MakeSyntheticWeights(model, seed));
+    return std::make_shared<const weights::Weights>(std::move(w));
   }
   DK_ASSIGN_OR_RETURN(weights::Weights w, weights::LoadWeights(spec));
   return std::make_shared<const weights::Weights>(std::move(w));

@@ -2,8 +2,10 @@
 // validation) against an independent scalar reference forward pass.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <vector>
 
+#include "elf/elf.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
@@ -41,7 +43,7 @@ elf::ModelShape Tiny(bool llama3_rope) {
 // Synthetic weights scaled up so that logits spread out (std 0.02 weights give
 // near-uniform logits, where any rounding flips the argmax).
 std::shared_ptr<const weights::Weights> Scaled(const elf::ModelShape& m, float scale) {
-  weights::Weights w = weights::MakeSyntheticWeights(m, 7);
+  weights::Weights w = weights::MakeSyntheticWeights(m, 7).value();
   weights::Weights out;
   out.set_source("synthetic(seed=7) x" + std::to_string(scale));
   out.set_shape(m);
@@ -100,7 +102,7 @@ TEST(Decoder, BaselineMatchesScalarReferenceWithLlama3Rope) { CheckAgainstRefere
 TEST(Decoder, KvCacheOverflowIsAClearError) {
   const elf::ModelShape m = Tiny(false);
   auto program = graph::BuildBaseline(m);
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1).value());
   runtime::SessionOptions options;
   options.max_context = 3;
   auto session = runtime::CpuSession::Open(*program, "tiny.elf", w, options);
@@ -117,7 +119,7 @@ TEST(Decoder, KvCacheOverflowIsAClearError) {
 TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
   const elf::ModelShape m = Tiny(false);
   auto program = graph::BuildBaseline(m);
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1).value());
   auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
   ASSERT_TRUE(session.ok());
   auto bad = (*session)->decoder().Step(300);
@@ -125,10 +127,41 @@ TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
 
   elf::ModelShape other = m;
   other.set_ffn(128);
-  auto wrong = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(other, 1));
+  auto wrong = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(other, 1).value());
   auto s = runtime::CpuSession::Open(*program, "tiny.elf", wrong).status();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("gate_proj"), std::string::npos) << s;
+}
+
+// Issue 15: sizes that pass validation can still not fit in memory. Synthetic
+// weights ended in a DK_CHECK abort; a host value that failed to allocate was a
+// null buffer the host steps wrote to.
+TEST(Decoder, SizesThatDoNotFitInMemoryAreErrors) {
+  elf::ModelShape huge = Tiny(false);
+  huge.set_vocab(1 << 24);
+  huge.set_hidden(1 << 24);  // the embedding alone: 2^48 elements
+  auto synthetic = weights::MakeSyntheticWeights(huge, 1);
+  EXPECT_EQ(synthetic.status().code(), absl::StatusCode::kResourceExhausted) << synthetic.status();
+  EXPECT_NE(synthetic.status().message().find("model.embed_tokens.weight"), std::string::npos)
+      << synthetic.status();
+
+  std::ifstream overcommit("/proc/sys/vm/overcommit_memory");
+  int mode = -1;
+  overcommit >> mode;
+  if (mode == 1) GTEST_SKIP() << "vm.overcommit_memory=1: a 1 TiB allocation would succeed";
+  const elf::ModelShape m = Tiny(false);
+  auto program = graph::BuildBaseline(m);
+  ASSERT_TRUE(program.ok());
+  elf::HostValue* v = program->add_values();
+  v->set_name("scratch");
+  v->add_shape(int64_t{1} << 39);  // 1 TiB of bf16: valid (elf::kMaxBytes), not allocatable
+  v->set_dtype(elf::BF16);
+  ASSERT_TRUE(elf::ValidateProgram(*program).ok()) << elf::ValidateProgram(*program);
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1).value());
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kResourceExhausted) << session.status();
+  EXPECT_NE(session.status().message().find("host value 'scratch'"), std::string::npos)
+      << session.status();
 }
 
 TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
@@ -143,7 +176,7 @@ TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
     }
   }
   ASSERT_TRUE(found);
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1));
+  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1).value());
   runtime::SessionOptions options;
   options.validate = true;
   auto session = runtime::CpuSession::Open(*program, "tiny.elf", w, options);

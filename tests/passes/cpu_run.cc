@@ -7,7 +7,8 @@ namespace dk::passes_test {
 
 absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenValidating(const elf::Program& program,
                                                                    const std::string& elf_name) {
-  auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(program.model(), 1));
+  DK_ASSIGN_OR_RETURN(weights::Weights synthetic, weights::MakeSyntheticWeights(program.model(), 1));
+  auto w = std::make_shared<const weights::Weights>(std::move(synthetic));
   runtime::SessionOptions options;
   options.validate = true;
   return runtime::CpuSession::Open(program, elf_name, w, options);

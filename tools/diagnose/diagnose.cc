@@ -40,6 +40,7 @@
 #include "runtime/greedy.h"
 #include "tools/diagnose/metrics.h"
 #include "util/bf16.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
 #include "util/user_path.h"
@@ -318,8 +319,14 @@ int main(int argc, char** argv) {
   in.elf_path = UserPath(absl::GetFlag(FLAGS_elf));
   in.weights_spec = UserPath(absl::GetFlag(FLAGS_weights));
   in.hf_path = UserPath(absl::GetFlag(FLAGS_hf));
-  if (in.elf_path.empty() || in.weights_spec.empty() || in.hf_path.empty()) {
-    return Fail(absl::InvalidArgumentError("--elf, --weights and --hf are required"), dk::kExitUsage);
+  for (const absl::Status& s : {dk::cli::RequireFlag("elf", in.elf_path),
+                                dk::cli::RequireFlag("weights", in.weights_spec),
+                                dk::cli::RequireFlag("hf", in.hf_path)}) {
+    if (!s.ok()) return Fail(s, dk::kExitUsage);
+  }
+  for (const absl::Status& s : {dk::cli::RequireFile("elf", in.elf_path),
+                                dk::cli::RequireFile("hf", in.hf_path)}) {
+    if (!s.ok()) return Fail(s);
   }
   if (absl::Status s = LoadReference(in); !s.ok()) return Fail(s);
   if (absl::Status s = RunPrompt(in); !s.ok()) return Fail(s);

@@ -16,6 +16,7 @@
 #include "elf/elf.h"
 #include "optimizations/passes.h"
 #include "registry/registry.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, pass, "", "the pass to run (one of the table below)");
@@ -45,7 +46,12 @@ int main(int argc, char** argv) {
   const std::vector<std::string> options(positional.begin() + 1, positional.end());
   const std::string name = absl::GetFlag(FLAGS_pass);
   const std::string in = absl::GetFlag(FLAGS_in), out = absl::GetFlag(FLAGS_out);
-  if (name.empty() || in.empty() || out.empty()) return Fail(Usage(), dk::kExitUsage);
+  if (name.empty() && in.empty() && out.empty()) return Fail(Usage(), dk::kExitUsage);
+  for (const absl::Status& s : {dk::cli::RequireFlag("pass", name), dk::cli::RequireFlag("in", in),
+                                dk::cli::RequireFlag("out", out)}) {
+    if (!s.ok()) return Fail(std::string(s.message()), dk::kExitUsage);
+  }
+  if (auto s = dk::cli::RequireFile("in", in); !s.ok()) return Fail(std::string(s.message()));
 
   auto pass = dk::opt::FindPass(name);
   if (!pass.ok()) return Fail(std::string(pass.status().message()), dk::kExitUsage);
@@ -66,8 +72,10 @@ int main(int argc, char** argv) {
                              "). An inert stage must not hide in the chain: remove it from BUILD, "
                              "or set allow_noop = True"));
   }
-  if (auto s = dk::elf::WriteElfFile(*program, out); !s.ok()) {
+  // A pass bug and a failed write are different failures: say which.
+  if (auto s = dk::elf::ValidateProgram(*program); !s.ok()) {
     return Fail(absl::StrCat(name, " produced an invalid program: ", s.message()));
   }
+  if (auto s = dk::elf::WriteElfFile(*program, out); !s.ok()) return Fail(std::string(s.message()));
   return dk::kExitOk;
 }

@@ -10,7 +10,6 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
-#include "google/protobuf/text_format.h"
 #include "graph/baseline.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
@@ -25,11 +24,7 @@ absl::StatusOr<dk::elf::ModelShape> ReadConfig(const std::string& path) {
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::stringstream text;
   text << in.rdbuf();
-  dk::elf::ModelShape model;
-  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &model)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a valid dk.elf.ModelShape text proto"));
-  }
-  return model;
+  return dk::elf::ParseModelShapeText(text.str(), path);
 }
 
 absl::Status Run(const std::string& config, const std::string& out) {

@@ -9,7 +9,9 @@
 // Exit status (util/exit_codes.h): 0 generated, 1 bad input, 2 usage error.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,12 +24,13 @@
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
 #include "tokenizer/tokenizer.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
 #include "util/user_path.h"
 
 ABSL_FLAG(std::string, prompt, "The capital of France is", "text to continue");
-ABSL_FLAG(int, max_new_tokens, 32, "tokens to generate");
+ABSL_FLAG(int, max_new_tokens, 32, "tokens to generate (>= 0)");
 ABSL_FLAG(std::string, elf, "", "the decode ELF (the BUILD target passes the model's)");
 ABSL_FLAG(std::string, weights, "synthetic",
           "weights: an HF checkpoint directory, a .gguf file, or synthetic[:SEED] "
@@ -35,7 +38,7 @@ ABSL_FLAG(std::string, weights, "synthetic",
 ABSL_FLAG(std::string, tokenizer, "",
           "a .gguf, a tokenizer.json or a checkpoint directory with one "
           "(the BUILD target passes the model's own)");
-ABSL_FLAG(int, max_context, 0, "KV-cache positions (0: the model's max_context)");
+ABSL_FLAG(int, max_context, 0, "KV-cache positions, 0 to 2^24 (0: the model's max_context)");
 ABSL_FLAG(bool, validate, false, "check the BO protocol while running");
 ABSL_FLAG(bool, stop_at_eos, true, "stop when the model emits its end-of-sequence token");
 
@@ -76,7 +79,8 @@ absl::Status Load(Loaded& m) {
 absl::StatusOr<std::vector<uint32_t>> EncodePrompt(const Loaded& m, int new_tokens) {
   DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, m.tokenizer->Encode(absl::GetFlag(FLAGS_prompt)));
   if (ids.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
-  if (static_cast<int>(ids.size()) + new_tokens > m.max_context) {
+  // In int64: --max_new_tokens may be up to INT_MAX (an int sum wrapped negative).
+  if (static_cast<int64_t>(ids.size()) + new_tokens > m.max_context) {
     return absl::OutOfRangeError(absl::StrCat("prompt (", ids.size(), " tokens) + --max_new_tokens (", new_tokens,
                                               ") exceeds the KV cache of ", m.max_context,
                                               " positions (--max_context)"));
@@ -149,8 +153,24 @@ int main(int argc, char** argv) {
       "generate --elf DECODE.elf --tokenizer FILE [--prompt TEXT] [--max_new_tokens N] "
       "[--weights DIR|FILE.gguf|synthetic]");
   absl::ParseCommandLine(argc, argv);
-  if (absl::GetFlag(FLAGS_elf).empty() || absl::GetFlag(FLAGS_tokenizer).empty()) {
-    return Fail(absl::InvalidArgumentError("--elf and --tokenizer are required"), dk::kExitUsage);
+  for (const absl::Status& s :
+       {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
+        dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)),
+        dk::cli::RequireRange("max_new_tokens", absl::GetFlag(FLAGS_max_new_tokens), 0,
+                              std::numeric_limits<int>::max()),
+        dk::cli::RequireRange("max_context", absl::GetFlag(FLAGS_max_context), 0,
+                              dk::elf::kMaxDimension)}) {
+    if (!s.ok()) return Fail(s, dk::kExitUsage);
+  }
+  const std::string weights = UserPath(absl::GetFlag(FLAGS_weights));
+  for (const absl::Status& s :
+       {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
+        dk::cli::RequirePath("tokenizer", UserPath(absl::GetFlag(FLAGS_tokenizer)),
+                             dk::cli::PathKind::kFileOrDirectory),
+        weights.rfind("synthetic", 0) == 0
+            ? absl::OkStatus()
+            : dk::cli::RequirePath("weights", weights, dk::cli::PathKind::kFileOrDirectory)}) {
+    if (!s.ok()) return Fail(s);
   }
   Loaded m;
   if (absl::Status s = Load(m); !s.ok()) return Fail(s);

@@ -39,6 +39,7 @@
 #include "tools/profile/io.h"
 #include "tools/profile/record.h"
 #include "tools/profile/render.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -101,9 +102,8 @@ struct Profile {
 
 // The flags that need no input file to be checked.
 absl::Status CheckFlags(Profile& p) {
-  if (absl::GetFlag(FLAGS_manifest).empty() || absl::GetFlag(FLAGS_tokenizer).empty()) {
-    return absl::InvalidArgumentError("--manifest and --tokenizer are required");
-  }
+  DK_RETURN_IF_ERROR(dk::cli::RequireFlag("manifest", absl::GetFlag(FLAGS_manifest)));
+  DK_RETURN_IF_ERROR(dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)));
   if (absl::GetFlag(FLAGS_gate_prompts) > 0 && absl::GetFlag(FLAGS_goldens).empty()) {
     return absl::InvalidArgumentError("--goldens is required unless --gate_prompts=0");
   }

@@ -16,8 +16,7 @@
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "elf/program.pb.h"
-#include "google/protobuf/text_format.h"
+#include "elf/elf.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
 #include "util/user_path.h"
@@ -40,14 +39,11 @@ absl::Status Run() {
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", config_path));
   std::stringstream text;
   text << in.rdbuf();
-  dk::elf::ModelShape shape;
-  if (!google::protobuf::TextFormat::ParseFromString(text.str(), &shape)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(config_path, ": not a valid dk.elf.ModelShape text proto"));
-  }
+  DK_ASSIGN_OR_RETURN(const dk::elf::ModelShape shape,
+                      dk::elf::ParseModelShapeText(text.str(), config_path));
   auto t0 = std::chrono::steady_clock::now();
-  const dk::weights::Weights w =
-      dk::weights::MakeSyntheticWeights(shape, absl::GetFlag(FLAGS_seed));
+  DK_ASSIGN_OR_RETURN(const dk::weights::Weights w,
+                      dk::weights::MakeSyntheticWeights(shape, absl::GetFlag(FLAGS_seed)));
   const double make_s = Since(t0);
   t0 = std::chrono::steady_clock::now();
   const std::string digest = w.Digest();

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, tokenizer, "",
@@ -111,15 +112,18 @@ int main(int argc, char** argv) {
   const std::string path =
       absl::GetFlag(FLAGS_tokenizer).empty() ? absl::GetFlag(FLAGS_model) : absl::GetFlag(FLAGS_tokenizer);
   if (path.empty() || args.size() < 2) {
+    if (path.empty()) std::cerr << "tokenize: --tokenizer is required\n";
     std::cerr << "usage: tokenize --tokenizer <model.gguf | tokenizer.json | checkpoint dir> "
                  "\"text\" [\"more text\" ...]\n"
                  "       tokenize --tokenizer <...> --decode ID [ID ...]\n";
     return dk::kExitUsage;
   }
-  auto tok = dk::tokenizer::Tokenizer::Load(dk::UserPath(path));
-  if (!tok.ok()) {
-    std::cerr << "error: " << tok.status() << "\n";
-    return dk::kExitFailure;
+  const std::string flag = absl::GetFlag(FLAGS_tokenizer).empty() ? "model" : "tokenizer";
+  if (absl::Status s = dk::cli::RequirePath(flag, dk::UserPath(path), dk::cli::PathKind::kFileOrDirectory);
+      !s.ok()) {
+    return dk::ExitWithError("tokenize", s);
   }
+  auto tok = dk::tokenizer::Tokenizer::Load(dk::UserPath(path));
+  if (!tok.ok()) return dk::ExitWithError("tokenize", tok.status());
   return absl::GetFlag(FLAGS_decode) ? Decode(**tok, args) : Encode(**tok, args);
 }

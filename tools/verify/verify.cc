@@ -22,6 +22,7 @@
 #include "elf/elf.h"
 #include "runtime/cpu/session.h"
 #include "tokenizer/tokenizer.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
 #include "verify/gate.h"
@@ -132,8 +133,14 @@ int main(int argc, char** argv) {
       "verify --elf DECODE.elf --goldens GOLDENS.json [--weights DIR|FILE.gguf|synthetic] "
       "[--parent_elf PARENT.elf] [--tokenizer FILE] [--prompts N]");
   absl::ParseCommandLine(argc, argv);
-  if (absl::GetFlag(FLAGS_elf).empty() || absl::GetFlag(FLAGS_goldens).empty()) {
-    return Fail(absl::InvalidArgumentError("--elf and --goldens are required"), dk::kExitUsage);
+  for (const absl::Status& s : {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
+                                dk::cli::RequireFlag("goldens", absl::GetFlag(FLAGS_goldens)),
+                                dk::cli::RequireRange("prompts", absl::GetFlag(FLAGS_prompts), 1, 1 << 20)}) {
+    if (!s.ok()) return Fail(s, dk::kExitUsage);
+  }
+  for (const absl::Status& s : {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
+                                dk::cli::RequireFile("goldens", absl::GetFlag(FLAGS_goldens))}) {
+    if (!s.ok()) return Fail(s);
   }
   Inputs in;
   if (absl::Status s = Load(in); !s.ok()) return Fail(s);

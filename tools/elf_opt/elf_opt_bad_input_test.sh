@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# elf_opt on bad input (issue 15): each missing flag named (exit 2), an invalid input
+# ELF refused before the pass runs (exit 1, nothing written), a failed write
+# reported as a write failure, not as "produced an invalid program".
+#   elf_opt_bad_input_test.sh ELF_OPT GOOD BAD_HOST_OFFSET BAD_ROW_BEGIN
+set -uo pipefail
+elf_opt="$1" good="$2"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+expect_exit() {  # expect_exit NAME CODE MESSAGE ARGS...
+  local name="$1" code="$2" message="$3"
+  shift 3
+  local out rc
+  out="$("$elf_opt" "$@" 2>&1)"
+  rc=$?
+  [[ $rc == "$code" ]] || fail "$name: exit $rc, expected $code; output:"$'\n'"$out"
+  grep -qF -- "$message" <<<"$out" || fail "$name: no '$message' in:"$'\n'"$out"
+}
+pass=(--pass=layout_alignment --allow_noop)
+out="$TEST_TMPDIR/out.elf"
+
+"$elf_opt" "${pass[@]}" --in "$good" --out "$out" 2>/dev/null || fail "the valid ELF is refused"
+expect_exit "no --pass" 2 "--pass is required" --in "$good" --out "$out"
+expect_exit "no --in" 2 "--in is required" "${pass[@]}" --out "$out"
+expect_exit "no --out" 2 "--out is required" "${pass[@]}" --in "$good"
+expect_exit "--in a directory" 1 "--in: $TEST_TMPDIR is a directory, not a file" \
+  "${pass[@]}" --in "$TEST_TMPDIR" --out "$out"
+rm -f "$out"
+expect_exit "host_offset" 1 "at host_offset -4096 does not lie inside host value" \
+  "${pass[@]}" --in "$3" --out "$out"
+expect_exit "row_begin" 1 "negative weight row range [weight_row_begin -8" \
+  "${pass[@]}" --in "$4" --out "$out"
+[[ ! -e "$out" ]] || fail "an output was written for an invalid input"
+expect_exit "unwritable --out" 1 "cannot write decode ELF /nonexistent/dir/out.elf: No such file or directory" \
+  "${pass[@]}" --in "$good" --out /nonexistent/dir/out.elf
+o="$("$elf_opt" "${pass[@]}" --in "$good" --out /nonexistent/dir/out.elf 2>&1)"
+grep -qF "produced an invalid program" <<<"$o" && fail "a failed write was called an invalid program: $o"
+
+if ((failures)); then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo PASS

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# generate's answers to bad command lines (issue 15): each names the flag, exits 2
+# for a bad flag and 1 for a bad path, and the valid command line still works.
+#   generate_cli_test.sh GENERATE TINY.elf TOKENIZER.json
+set -uo pipefail
+generate="$1" elf="$2" tok="$3"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# expect_exit NAME CODE MESSAGE ARGS...: generate ARGS exits CODE and prints MESSAGE.
+expect_exit() {
+  local name="$1" code="$2" message="$3"
+  shift 3
+  local out rc
+  out="$("$generate" "$@" 2>&1)"
+  rc=$?
+  [[ $rc == "$code" ]] || fail "$name: exit $rc, expected $code; output:"$'\n'"$out"
+  grep -qF -- "$message" <<<"$out" || fail "$name: no '$message' in:"$'\n'"$out"
+}
+
+ok=(--elf "$elf" --tokenizer "$tok" --weights synthetic --prompt "a b")
+expect_exit "no --elf" 2 "generate: --elf is required" --tokenizer "$tok"
+expect_exit "no --tokenizer" 2 "generate: --tokenizer is required" --elf "$elf"
+expect_exit "negative --max_new_tokens" 2 "--max_new_tokens -1 is outside" "${ok[@]}" --max_new_tokens -1
+expect_exit "negative --max_context" 2 "--max_context -5 is outside" "${ok[@]}" --max_context -5
+expect_exit "--elf a directory" 1 "--elf: $TEST_TMPDIR is a directory, not a file" \
+  "${ok[@]}" --elf "$TEST_TMPDIR"
+expect_exit "missing --weights" 1 "--weights: $TEST_TMPDIR/no_such_checkpoint does not exist" \
+  "${ok[@]}" --weights "$TEST_TMPDIR/no_such_checkpoint"
+expect_exit "missing --tokenizer" 1 "--tokenizer: /nonexistent/tok.json does not exist" \
+  "${ok[@]}" --tokenizer /nonexistent/tok.json
+# The up-front context check: an int sum wrapped negative and let it through.
+expect_exit "INT_MAX --max_new_tokens" 1 "+ --max_new_tokens (2147483647) exceeds the KV cache of 16" \
+  "${ok[@]}" --max_new_tokens 2147483647
+expect_exit "valid" 0 "new tokens" "${ok[@]}" --max_new_tokens 2
+
+if ((failures)); then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo PASS

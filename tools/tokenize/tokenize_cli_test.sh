@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# tokenize on bad input (issue 15): --tokenizer named when missing, a missing path
+# said not to exist, a broken .gguf told by its content (not "not valid JSON").
+#   tokenize_cli_test.sh TOKENIZE TOKENIZER.json
+set -uo pipefail
+tokenize="$1" tok="$2"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+expect_exit() {  # expect_exit NAME CODE MESSAGE ARGS...
+  local name="$1" code="$2" message="$3"
+  shift 3
+  local out rc
+  out="$("$tokenize" "$@" 2>&1)"
+  rc=$?
+  [[ $rc == "$code" ]] || fail "$name: exit $rc, expected $code; output:"$'\n'"$out"
+  grep -qF -- "$message" <<<"$out" || fail "$name: no '$message' in:"$'\n'"$out"
+}
+expect_exit "valid" 0 "ids:" --tokenizer "$tok" "hello"
+expect_exit "no --tokenizer" 2 "tokenize: --tokenizer is required" "hello"
+expect_exit "missing path" 1 "tokenize: --tokenizer: /nonexistent/t.gguf does not exist" \
+  --tokenizer /nonexistent/t.gguf "hello"
+printf 'GGUX\003\000\000\000garbage that is no GGUF and no JSON' >"$TEST_TMPDIR/broken.gguf"
+expect_exit "broken gguf" 1 "is neither a GGUF file (no GGUF magic) nor a tokenizer.json" \
+  --tokenizer "$TEST_TMPDIR/broken.gguf" "hello"
+out="$("$tokenize" --tokenizer "$TEST_TMPDIR/broken.gguf" hello 2>&1)"
+grep -qF "JSON" <<<"${out/tokenizer.json/}" && fail "broken gguf reported as JSON: $out"
+head -c 20 "$tok" >"$TEST_TMPDIR/cut.json"
+expect_exit "truncated json" 1 "cut.json: " --tokenizer "$TEST_TMPDIR/cut.json" "hello"
+if ((failures)); then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo PASS
