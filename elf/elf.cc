@@ -13,6 +13,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "registry/registry.h"
+#include "util/ggml_blocks.h"
 
 namespace dk::elf {
 namespace {
@@ -39,6 +40,24 @@ int64_t DTypeBytes(DType t) {
   }
 }
 
+std::string BlockFormatName(BlockFormat format) {
+  switch (format) {
+    case Q8_0: return "q8_0";
+    case Q4_0: return "q4_0";
+    case Q4_1: return "q4_1";
+    default: return "";
+  }
+}
+
+int64_t BlockBytes(BlockFormat format) {
+  switch (format) {
+    case Q8_0: return sizeof(ggml::BlockQ8_0);
+    case Q4_0: return sizeof(ggml::BlockQ4_0);
+    case Q4_1: return sizeof(ggml::BlockQ4_1);
+    default: return 0;
+  }
+}
+
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   const int64_t elem = DTypeBytes(bo.dtype());
   if (elem == 0) {
@@ -56,6 +75,24 @@ absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
     n *= d;
   }
   const std::string& layout = bo.layout();
+  if (bo.block_format() != BLOCK_FORMAT_NONE) {
+    const std::string format = BlockFormatName(bo.block_format());
+    if (format.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has unknown block format ",
+                                                     static_cast<int>(bo.block_format())));
+    }
+    if (bo.weight_tensor().empty() || bo.dtype() != BF16 || bo.shape_size() != 2 ||
+        !(layout.empty() || layout == registry::kRowMajor)) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
+                                                     " needs a 2-D row_major BF16 weight"));
+    }
+    if (bo.shape(1) % kBlockElems != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
+                                                     " needs cols % ", kBlockElems, " == 0, cols is ",
+                                                     bo.shape(1)));
+    }
+    return bo.shape(0) * (bo.shape(1) / kBlockElems) * BlockBytes(bo.block_format());
+  }
   if (layout.empty() || layout == registry::kRowMajor) return n * elem;
   if (layout == registry::kPackedPanelV1) {
     // Panels of 8 rows x 32-column chunks, zero-padded (kernels/gemv/gemv.h).
@@ -83,8 +120,10 @@ absl::Status ValidateProgram(const Program& p) {
     }
   }
   std::set<std::string> bos;
+  std::map<std::string, BlockFormat> block_format;  // per BO
   for (const BufferObject& bo : p.bos()) {
     if (bo.name().empty()) return absl::InvalidArgumentError("a BO has no name");
+    block_format[bo.name()] = bo.block_format();
     if (!bos.insert(bo.name()).second) {
       return absl::InvalidArgumentError(absl::StrCat("duplicate BO name \"", bo.name(), "\""));
     }
@@ -126,13 +165,27 @@ absl::Status ValidateProgram(const Program& p) {
       for (int j = 0; j < g.launches_size(); ++j) {
         const Launch& l = g.launches(j);
         const std::string lwhere = absl::StrCat(where, " launch ", j, " (", l.kernel_symbol(), ")");
-        if (!registry::FindSymbol(l.kernel_symbol()).ok()) {
+        const registry::Kernel* kernel = nullptr;
+        auto variant = registry::FindSymbol(l.kernel_symbol(), &kernel);
+        if (!variant.ok()) {
           return absl::InvalidArgumentError(
               absl::StrCat(lwhere, ": unknown kernel symbol \"", l.kernel_symbol(), "\""));
         }
         for (const Binding& b : l.bindings()) {
           auto s = CheckBinding(b, bos, lwhere);
           if (!s.ok()) return s;
+          // A weight's blocks are read only by a variant of that block format
+          // (and a block-format variant reads only such a weight).
+          if (b.param() != "w" || kernel->id() != "gemv") continue;
+          const std::string format = BlockFormatName(block_format.at(b.bo()));
+          if (format != (*variant)->block_format()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                lwhere, ": weight BO \"", b.bo(), "\" is ",
+                format.empty() ? "plain bf16" : absl::StrCat("in block format ", format),
+                " but the kernel reads ",
+                (*variant)->block_format().empty() ? "plain bf16"
+                                                   : absl::StrCat("block format ", (*variant)->block_format())));
+          }
         }
       }
     } else if (step.has_host()) {

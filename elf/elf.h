@@ -28,7 +28,9 @@ inline constexpr char kEntriesSection[] = ".dk.entries";
 
 // Checks a Program on its own: schema version, unique BO and group names, every
 // binding names an existing BO, every kernel symbol is in the kernel registry,
-// BO sizes match shape x dtype for their layout, categories are set.
+// BO sizes match shape x dtype for their layout (or their block format), categories
+// are set, a block-format BO is a 2-D row-major BF16 weight with cols % 32 == 0,
+// and a GEMV reads its weight through a variant of the weight's block format.
 absl::Status ValidateProgram(const Program& program);
 
 // Serializes a valid program to ELF bytes (validates first).
@@ -44,6 +46,13 @@ absl::StatusOr<int64_t> BoBytes(const BufferObject& bo);
 
 // Bytes of one element of `dtype`; 0 for DTYPE_UNSPECIFIED.
 int64_t DTypeBytes(DType dtype);
+
+// "" for BLOCK_FORMAT_NONE, else "q8_0", "q4_0", "q4_1" (the registry's
+// KernelVariant.block_format of the kernels that read it).
+std::string BlockFormatName(BlockFormat format);
+// Bytes of one 32-element block (0 for BLOCK_FORMAT_NONE).
+int64_t BlockBytes(BlockFormat format);
+inline constexpr int64_t kBlockElems = 32;
 
 }  // namespace dk::elf
 
