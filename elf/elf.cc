@@ -21,6 +21,7 @@
 #include "google/protobuf/text_format.h"
 #include "registry/registry.h"
 #include "util/status.h"
+#include "util/ggml_blocks.h"
 
 namespace dk::elf {
 namespace {
@@ -92,6 +93,24 @@ int64_t DTypeBytes(DType t) {
   }
 }
 
+std::string BlockFormatName(BlockFormat format) {
+  switch (format) {
+    case Q8_0: return "q8_0";
+    case Q4_0: return "q4_0";
+    case Q4_1: return "q4_1";
+    default: return "";
+  }
+}
+
+int64_t BlockBytes(BlockFormat format) {
+  switch (format) {
+    case Q8_0: return sizeof(ggml::BlockQ8_0);
+    case Q4_0: return sizeof(ggml::BlockQ4_0);
+    case Q4_1: return sizeof(ggml::BlockQ4_1);
+    default: return 0;
+  }
+}
+
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   const int64_t elem = DTypeBytes(bo.dtype());
   if (elem == 0) {
@@ -104,6 +123,24 @@ absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   auto n = CheckedNumel(bo.shape(), what);
   if (!n.ok()) return n.status();
   const std::string& layout = bo.layout();
+  if (bo.block_format() != BLOCK_FORMAT_NONE) {
+    const std::string format = BlockFormatName(bo.block_format());
+    if (format.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has unknown block format ",
+                                                     static_cast<int>(bo.block_format())));
+    }
+    if (bo.weight_tensor().empty() || bo.dtype() != BF16 || bo.shape_size() != 2 ||
+        !(layout.empty() || layout == registry::kRowMajor)) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
+                                                     " needs a 2-D row_major BF16 weight"));
+    }
+    if (bo.shape(1) % kBlockElems != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
+                                                     " needs cols % ", kBlockElems, " == 0, cols is ",
+                                                     bo.shape(1)));
+    }
+    return bo.shape(0) * (bo.shape(1) / kBlockElems) * BlockBytes(bo.block_format());
+  }
   int64_t bytes = 0;
   if (layout.empty() || layout == registry::kRowMajor) {
     if (MulWithinLimit(*n, elem, &bytes)) return bytes;
@@ -292,13 +329,26 @@ absl::Status ValidateProgram(const Program& p) {
         const Launch& l = g.launches(j);
         const std::string lwhere = absl::StrCat(where, " launch ", j, " (", l.kernel_symbol(), ")");
         const registry::Kernel* kernel = nullptr;
-        if (!registry::FindSymbol(l.kernel_symbol(), &kernel).ok()) {
+        auto variant = registry::FindSymbol(l.kernel_symbol(), &kernel);
+        if (!variant.ok()) {
           return absl::InvalidArgumentError(
               absl::StrCat(lwhere, ": unknown kernel symbol \"", l.kernel_symbol(), "\""));
         }
         for (const Binding& b : l.bindings()) {
           auto s = CheckBinding(b, bos, lwhere);
           if (!s.ok()) return s;
+          // A weight's blocks are read only by a variant of that block format
+          // (and a block-format variant reads only such a weight).
+          if (b.param() != "w" || kernel->id() != "gemv") continue;
+          const std::string format = BlockFormatName(bos.at(b.bo())->block_format());
+          if (format != (*variant)->block_format()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                lwhere, ": weight BO \"", b.bo(), "\" is ",
+                format.empty() ? "plain bf16" : absl::StrCat("in block format ", format),
+                " but the kernel reads ",
+                (*variant)->block_format().empty() ? "plain bf16"
+                                                   : absl::StrCat("block format ", (*variant)->block_format())));
+          }
         }
         DK_RETURN_IF_ERROR(CheckParams(l.params(), lwhere));
         for (const std::string& param : kernel->int_params()) {

@@ -53,7 +53,9 @@ absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::str
 // shape x dtype for their layout (products overflow-checked, at most kMaxBytes),
 // categories are set, layers lie in [-1, n_layers), weight row ranges are
 // non-negative and match the BO's rows, and a BO mirroring a host value has its
-// dtype and lies inside it at host_offset >= 0. Errors name the field and the BO.
+// dtype and lies inside it at host_offset >= 0, a block-format BO (Q8_0, Q4_0, Q4_1) is a
+// 2-D row-major BF16 weight with cols % 32 == 0, and a GEMV reads its weight through a
+// variant of the weight's block format. Errors name the field and the BO.
 absl::Status ValidateProgram(const Program& program);
 
 // Serializes a valid program to ELF bytes (validates first).
@@ -78,6 +80,13 @@ absl::StatusOr<int64_t> BoBytes(const BufferObject& bo);
 
 // Bytes of one element of `dtype`; 0 for DTYPE_UNSPECIFIED.
 int64_t DTypeBytes(DType dtype);
+
+// "" for BLOCK_FORMAT_NONE, else "q8_0", "q4_0", "q4_1" (the registry's
+// KernelVariant.block_format of the kernels that read it).
+std::string BlockFormatName(BlockFormat format);
+// Bytes of one 32-element block (0 for BLOCK_FORMAT_NONE).
+int64_t BlockBytes(BlockFormat format);
+inline constexpr int64_t kBlockElems = 32;
 
 }  // namespace dk::elf
 

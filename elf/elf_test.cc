@@ -314,6 +314,76 @@ TEST(Elf, ShapesAreOverflowChecked) {
   ExpectInvalid(p, "host value \"h\" has no dtype");
 }
 
+// ToyProgram with its LM head in Q8_0 blocks, read by the Q8_0 GEMV.
+Program QuantizedToy() {
+  Program p = ToyProgram();
+  BufferObject* w = p.mutable_bos(4);
+  w->set_layout("row_major");
+  w->set_weight_tensor("model.embed_tokens.weight");
+  w->set_block_format(Q8_0);
+  w->set_size_bytes(100 * (64 / 32) * 34);  // rows x blocks per row x 34 bytes
+  p.mutable_steps(2)->mutable_group()->mutable_launches(0)->set_kernel_symbol("dk_gemv_q8_0_rowmajor");
+  return p;
+}
+
+TEST(Elf, BlockFormatsRoundTripAndOldProgramsReadAsBf16) {
+  auto bytes = WriteElf(ToyProgram());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto plain = ReadElf(*bytes);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const auto& bo : plain->bos()) EXPECT_EQ(bo.block_format(), BLOCK_FORMAT_NONE) << bo.name();
+
+  const Program q = QuantizedToy();
+  EXPECT_EQ(*BoBytes(q.bos(4)), 6800);
+  bytes = WriteElf(q);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto back = ReadElf(*bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->bos(4).block_format(), Q8_0);
+  EXPECT_EQ(*WriteElf(*back), *bytes);  // deterministic with the new field set
+  EXPECT_EQ(BlockFormatName(Q4_0), "q4_0");
+  EXPECT_EQ(BlockBytes(Q4_0), 18);
+  EXPECT_EQ(BlockBytes(Q4_1), 20);
+}
+
+TEST(Elf, BlockFormatsAreValidated) {
+  Program p = QuantizedToy();
+  p.mutable_steps(2)->mutable_group()->mutable_launches(0)->set_kernel_symbol("dk_gemv_bf16_rowmajor");
+  auto s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("weight BO \"head.w\" is in block format q8_0 but the kernel reads plain bf16"),
+            std::string::npos) << s;
+
+  p = QuantizedToy();
+  p.mutable_steps(2)->mutable_group()->mutable_launches(0)->set_kernel_symbol("dk_gemv_q4_0_rowmajor");
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("but the kernel reads block format q4_0"), std::string::npos) << s;
+
+  p = ToyProgram();  // a plain weight read by a block-format variant
+  p.mutable_steps(2)->mutable_group()->mutable_launches(0)->set_kernel_symbol("dk_gemv_q8_0_rowmajor");
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("is plain bf16 but the kernel reads block format q8_0"), std::string::npos) << s;
+
+  p = QuantizedToy();
+  p.mutable_bos(4)->set_shape(1, 48);  // 48 % 32 != 0
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("needs cols % 32 == 0, cols is 48"), std::string::npos) << s;
+
+  p = QuantizedToy();
+  p.mutable_bos(4)->set_layout("packed_panel_v1");
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("block format q8_0 needs a 2-D row_major BF16 weight"), std::string::npos) << s;
+
+  p = QuantizedToy();
+  p.mutable_bos(4)->set_size_bytes(100 * 2 * 18);  // Q4_0's size for a Q8_0 BO
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("\"head.w\" size_bytes 3600 does not match"), std::string::npos) << s;
+
+  p = QuantizedToy();
+  p.mutable_bos(4)->set_block_format(static_cast<BlockFormat>(9));
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("unknown block format 9"), std::string::npos) << s;
+}
+
 TEST(Elf, SymbolTableMustMatchTheProgram) {
   std::string bytes = *WriteElf(ToyProgram());
   // Rename the entry symbol in .strtab ("layer0_norm" -> "layer0_norX").

@@ -54,14 +54,16 @@ def _option_args(ctx, options):
     """elf_opt's pass options: `name=value` for each attribute in `options`.
 
     The attributes carry the names of the pass's options in the pass table
-    (optimizations/passes.cc). An int is written in decimal; a string list
-    comma-joined, and left out when empty (the pass's default).
+    (optimizations/passes.cc). An int is written in decimal, a string as it is;
+    a string list comma-joined, and left out when empty (the pass's default).
     """
     args = []
     for name in options:
         value = getattr(ctx.attr, name)
         if type(value) == "int":
             args.append("%s=%d" % (name, value))
+        elif type(value) == "string":
+            args.append("%s=%s" % (name, value))
         elif type(value) == "list":
             if value:
                 args.append("%s=%s" % (name, ",".join(value)))
@@ -69,7 +71,7 @@ def _option_args(ctx, options):
             fail("option attribute %s: no key=value form for a %s" % (name, type(value)))
     return args
 
-def _run_pass(ctx, pass_name, extra_args):
+def _run_pass(ctx, pass_name, extra_args, changes_numerics = False):
     """The one action every optimization rule runs; returns its providers."""
     src = ctx.attr.src[DecodeElfInfo]
     out = ctx.actions.declare_file(ctx.label.name + ".elf")
@@ -92,7 +94,7 @@ def _run_pass(ctx, pass_name, extra_args):
     return [
         DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
         # Lineage and stages grow by this rule (its kind is its pass's name).
-        derived_decode_elf_info(ctx, kind = pass_name, elf = out),
+        derived_decode_elf_info(ctx, kind = pass_name, elf = out, changes_numerics = changes_numerics),
     ]
 
 def _buffer_object_reuse_impl(ctx):
@@ -129,4 +131,32 @@ layout_alignment = rule(
         doc = "Rows per LM-head partition (0: do not split).",
         default = 16384,
     )),
+)
+
+def _quantize_weights_impl(ctx):
+    # keep is given even when empty: an empty list means "keep nothing", not the
+    # pass's default (lm_head), which this attribute's default already is.
+    args = _option_args(ctx, ["scheme"]) + ["keep=" + ",".join(ctx.attr.keep)]
+    return _run_pass(ctx, "quantize_weights", args, changes_numerics = True)
+
+quantize_weights = rule(
+    implementation = _quantize_weights_impl,
+    doc = "GEMV weights are quantized once at load into GGUF 32-element blocks (Q8_0 or " +
+          "Q4_0) and their launches switch to the quantized GEMV. Changes numerics: " +
+          "verify_chain gates this stage against the HF bf16 goldens and only reports " +
+          "its agreement with the parent's tokens.",
+    attrs = dict(
+        _COMMON_ATTRS,
+        scheme = attr.string(
+            doc = "The block format: q8_0 (default) or q4_0.",
+            default = "q8_0",
+            values = ["q8_0", "q4_0"],
+        ),
+        keep = attr.string_list(
+            doc = "GEMV weight classes that stay bf16 (q_proj, k_proj, v_proj, o_proj, " +
+                  "gate_proj, up_proj, down_proj, lm_head); [] quantizes them all. The " +
+                  "embedding table and the norm weights are never quantized.",
+            default = ["lm_head"],
+        ),
+    ),
 )

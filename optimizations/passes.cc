@@ -10,6 +10,7 @@
 #include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
 #include "optimizations/layout_alignment/layout_alignment.h"
 #include "optimizations/merge_multi_launch/merge_multi_launch.h"
+#include "optimizations/quantize_weights/quantize_weights.h"
 #include "util/check.h"
 #include "util/status.h"
 
@@ -52,6 +53,22 @@ const std::vector<Pass>& Passes() {
             return merge_multi_launch::Run(p, target, options);
           },
       },
+      {
+          quantize_weights::kName,
+          "GEMV weights quantized at load into GGUF blocks (Q8_0 or Q4_0), launches on the "
+          "quantized kernel; changes numerics (gated against the bf16 goldens)",
+          {{"scheme", OptionKind::kString, quantize_weights::Options{}.scheme,
+            "the block format of the quantized weights", quantize_weights::Schemes()},
+           {"keep", OptionKind::kStringList, "lm_head",
+            "the GEMV weight classes that stay bf16 (empty: none)", quantize_weights::WeightClasses()}},
+          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+            quantize_weights::Options options;
+            options.scheme = o.String("scheme");
+            const std::vector<std::string>& keep = o.StringList("keep");
+            options.keep = std::set<std::string>(keep.begin(), keep.end());
+            return quantize_weights::Run(p, target, options);
+          },
+      },
   };
   return *passes;
 }
@@ -65,6 +82,12 @@ int64_t PassOptions::Int(const std::string& name) const {
 const std::vector<std::string>& PassOptions::StringList(const std::string& name) const {
   const auto it = string_lists_.find(name);
   DK_CHECK(it != string_lists_.end());
+  return it->second;
+}
+
+const std::string& PassOptions::String(const std::string& name) const {
+  const auto it = strings_.find(name);
+  DK_CHECK(it != strings_.end());
   return it->second;
 }
 
@@ -84,6 +107,7 @@ const char* KindName(OptionKind kind) {
   switch (kind) {
     case OptionKind::kInt: return "int";
     case OptionKind::kStringList: return "string list";
+    case OptionKind::kString: return "string";
   }
   return "?";
 }
@@ -91,7 +115,8 @@ const char* KindName(OptionKind kind) {
 // Parses `text` as option `spec`'s value into `options`.
 absl::Status SetOption(const Pass& pass, const OptionSpec& spec, absl::string_view text,
                        std::map<std::string, int64_t>& ints,
-                       std::map<std::string, std::vector<std::string>>& string_lists) {
+                       std::map<std::string, std::vector<std::string>>& string_lists,
+                       std::map<std::string, std::string>& strings) {
   const std::string what = absl::StrCat(pass.name, " option ", spec.name);
   switch (spec.kind) {
     case OptionKind::kInt: {
@@ -112,6 +137,15 @@ absl::Status SetOption(const Pass& pass, const OptionSpec& spec, absl::string_vi
         }
       }
       string_lists[spec.name] = std::move(items);
+      return absl::OkStatus();
+    }
+    case OptionKind::kString: {
+      if (!spec.choices.empty() &&
+          std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": '", text, "' is not one of ",
+                                                       absl::StrJoin(spec.choices, ", ")));
+      }
+      strings[spec.name] = std::string(text);
       return absl::OkStatus();
     }
   }
@@ -138,7 +172,8 @@ absl::Status UnknownOption(const Pass& pass, absl::string_view key) {
 absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std::string> args) {
   PassOptions options;
   for (const OptionSpec& spec : pass.options) {
-    DK_RETURN_IF_ERROR(SetOption(pass, spec, spec.default_value, options.ints_, options.string_lists_));
+    DK_RETURN_IF_ERROR(SetOption(pass, spec, spec.default_value, options.ints_, options.string_lists_,
+                                 options.strings_));
   }
   std::set<std::string> given;
   for (const std::string& arg : args) {
@@ -154,7 +189,8 @@ absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std:
       return absl::InvalidArgumentError(absl::StrCat(pass.name, " option ", key, " given twice"));
     }
     DK_RETURN_IF_ERROR(
-        SetOption(pass, *spec, absl::string_view(arg).substr(eq + 1), options.ints_, options.string_lists_));
+        SetOption(pass, *spec, absl::string_view(arg).substr(eq + 1), options.ints_, options.string_lists_,
+                  options.strings_));
   }
   return options;
 }

@@ -27,6 +27,7 @@ namespace dk::opt {
 enum class OptionKind {
   kInt,         // a decimal integer: "128"
   kStringList,  // comma-separated items, empty ones dropped: "rms_gemv_rope,lm_head"
+  kString,      // one word: "q8_0"
 };
 
 struct OptionSpec {
@@ -34,7 +35,7 @@ struct OptionSpec {
   OptionKind kind;
   std::string default_value;  // as text, like a value given on the command line
   std::string doc;
-  std::vector<std::string> choices;  // kStringList: the allowed items (empty: any)
+  std::vector<std::string> choices;  // kStringList, kString: the allowed items (empty: any)
 };
 
 struct Pass;
@@ -48,11 +49,13 @@ class PassOptions {
   // that kind (a bug in the table, which the pass table test catches).
   int64_t Int(const std::string& name) const;
   const std::vector<std::string>& StringList(const std::string& name) const;
+  const std::string& String(const std::string& name) const;
 
  private:
   friend absl::StatusOr<PassOptions> ParseOptions(const Pass&, absl::Span<const std::string>);
   std::map<std::string, int64_t> ints_;
   std::map<std::string, std::vector<std::string>> string_lists_;
+  std::map<std::string, std::string> strings_;
 };
 
 // Runs the pass: returns whether the program changed; the pass appends its

@@ -37,6 +37,11 @@ absl::StatusOr<Registry> Parse(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat("kernel registry: kernel ", k.id(), " has no variants"));
     }
     for (const KernelVariant& v : k.variants()) {
+      if (!v.block_format().empty() && v.block_format() != "q8_0" && v.block_format() != "q4_0" &&
+          v.block_format() != "q4_1") {
+        return absl::InvalidArgumentError(absl::StrCat("kernel registry: symbol ", v.symbol(),
+                                                       " has unknown block format ", v.block_format()));
+      }
       if (!symbols.insert(v.symbol()).second) {
         return absl::InvalidArgumentError(absl::StrCat("kernel registry: duplicate symbol ", v.symbol()));
       }
@@ -94,18 +99,20 @@ absl::StatusOr<const KernelVariant*> FindSymbol(absl::string_view symbol,
 }
 
 absl::StatusOr<const KernelVariant*> SelectVariant(absl::string_view kernel_id,
-                                                   absl::string_view layout, int64_t k) {
+                                                   absl::string_view layout, int64_t k,
+                                                   absl::string_view block_format) {
   auto kernel = FindKernel(kernel_id);
   if (!kernel.ok()) return kernel.status();
   const KernelVariant* generic = nullptr;
   for (const KernelVariant& v : (*kernel)->variants()) {
-    if (v.layout() != layout) continue;
+    if (v.layout() != layout || v.block_format() != block_format) continue;
     if (v.k() == k && k != 0) return &v;
     if (v.k() == 0) generic = &v;
   }
   if (generic) return generic;
   return absl::NotFoundError(absl::StrCat("kernel ", kernel_id, " has no variant for layout \"",
-                                          layout, "\" and K=", k));
+                                          layout, "\"", block_format.empty() ? "" : " in block format ",
+                                          block_format, " and K=", k));
 }
 
 absl::StatusOr<GemvPlan> CheckGemv(const TargetConstraints& target, int64_t rows,

@@ -32,10 +32,12 @@ absl::StatusOr<const TargetConstraints*> FindTarget(absl::string_view name);
 absl::StatusOr<const KernelVariant*> FindSymbol(absl::string_view symbol,
                                                 const Kernel** kernel = nullptr);
 
-// The variant of `kernel_id` for `layout` ("" for kernels without weights),
-// specialized for reduction length k when one exists, else the generic (k = 0) one.
+// The variant of `kernel_id` for `layout` ("" for kernels without weights) and
+// weight block format `block_format` ("" = plain bf16, "q8_0", ...), specialized
+// for reduction length k when one exists, else the generic (k = 0) one.
 absl::StatusOr<const KernelVariant*> SelectVariant(absl::string_view kernel_id,
-                                                   absl::string_view layout, int64_t k);
+                                                   absl::string_view layout, int64_t k,
+                                                   absl::string_view block_format = "");
 
 // A GEMV launch shape accepted by a target.
 struct GemvPlan {

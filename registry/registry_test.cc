@@ -1,5 +1,6 @@
 #include "registry/registry.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace dk::registry {
@@ -30,6 +31,20 @@ TEST(Registry, TwoKSpecializationsAreDistinctSymbols) {
   EXPECT_EQ(kernel->id(), "gemv");
   EXPECT_EQ(FindSymbol("dk_gemv_bf16_k3").status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(SelectVariant("nope", "", 0).ok());
+}
+
+TEST(Registry, BlockFormatVariantsAreSelectedOnlyByTheirFormat) {
+  for (const char* format : {"q8_0", "q4_0", "q4_1"}) {
+    SCOPED_TRACE(format);
+    auto v = SelectVariant("gemv", kRowMajor, 576, format);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ((*v)->block_format(), format);
+    EXPECT_EQ((*v)->symbol(), absl::StrCat("dk_gemv_", format, "_rowmajor"));
+  }
+  // No packed block-format variant; the plain bf16 choice never lands on a block one.
+  EXPECT_FALSE(SelectVariant("gemv", kPackedPanelV1, 576, "q8_0").ok());
+  EXPECT_EQ((*SelectVariant("gemv", kRowMajor, 1000, ""))->block_format(), "");
+  EXPECT_FALSE(Parse(R"pb(kernels { id: "g" variants { symbol: "s" block_format: "q5_k" } })pb").ok());
 }
 
 TEST(Registry, CpuTargetHasNoLimits) {

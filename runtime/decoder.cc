@@ -143,20 +143,21 @@ absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& wei
   }
   const bf16* src = t->data.data() + begin * cols;
   const std::string layout = b.layout().empty() ? std::string(registry::kRowMajor) : b.layout();
-  DK_ASSIGN_OR_RETURN(const size_t need, device_->LayoutBytes(layout, rows, cols));
+  DK_ASSIGN_OR_RETURN(const size_t need, device_->LayoutBytes(layout, b.block_format(), rows, cols));
   if (static_cast<int64_t>(need) != b.size_bytes()) {
     return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' is ", b.size_bytes(),
-                                                   " bytes but layout ", layout, " needs ", need));
+                                                   " bytes but layout ", layout, " ",
+                                                   elf::BlockFormatName(b.block_format()), " needs ", need));
   }
   uint8_t* host = reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
   AlignedBuffer<uint8_t> packed;
-  if (layout != registry::kRowMajor) {
-    // Packed once, here, into the layout the kernel reads.
+  if (layout != registry::kRowMajor || b.block_format() != elf::BLOCK_FORMAT_NONE) {
+    // Packed (or quantized into blocks) once, here, into what the kernel reads.
     packed = AlignedBuffer<uint8_t>(need, PageMode::kHugePages);
     if (packed.size() != need) {
       return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", need, " bytes to pack ", b.name()));
     }
-    DK_RETURN_IF_ERROR(device_->PackWeight(layout, src, rows, cols, packed.data()));
+    DK_RETURN_IF_ERROR(device_->PackWeight(layout, b.block_format(), src, rows, cols, packed.data()));
     host = packed.data();
   }
   if (b.category() == elf::STATIC) {

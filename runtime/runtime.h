@@ -72,11 +72,14 @@ class Device {
   virtual absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group) = 0;
 
   // Weight layouts the device's kernels read: the bytes a [rows, cols] bf16 matrix
-  // takes in `layout`, and the host-side packer from row-major (used once, at load).
-  virtual absl::StatusOr<size_t> LayoutBytes(const std::string& layout, size_t rows,
-                                             size_t cols) const = 0;
-  virtual absl::Status PackWeight(const std::string& layout, const void* row_major_bf16,
-                                  size_t rows, size_t cols, void* out) const = 0;
+  // takes in `layout` and block format `format` (BLOCK_FORMAT_NONE: bf16
+  // elements), and the host-side packer from row-major bf16 (used once, at load;
+  // for a block format it quantizes).
+  virtual absl::StatusOr<size_t> LayoutBytes(const std::string& layout, elf::BlockFormat format,
+                                             size_t rows, size_t cols) const = 0;
+  virtual absl::Status PackWeight(const std::string& layout, elf::BlockFormat format,
+                                  const void* row_major_bf16, size_t rows, size_t cols,
+                                  void* out) const = 0;
 };
 
 // Host-side work between runs (embedding, RoPE lookup, KV cache, attention,

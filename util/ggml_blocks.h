@@ -77,6 +77,41 @@ inline float F16ToF32(uint16_t h) {
 
 inline float F16FieldToF32(const uint8_t* p) { return F16ToF32(F16Bits(p)); }
 
+// f32 -> IEEE binary16 bits, rounded to nearest even; overflow goes to inf,
+// tiny values to subnormals or zero, NaN stays a (quiet) NaN.
+inline uint16_t F32ToF16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u) {  // inf / NaN
+    return static_cast<uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u));
+  }
+  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds past 65504
+  if (abs < 0x38800000u) {  // below the smallest normal f16 (2^-14): a subnormal or 0
+    if (abs < 0x33000000u) return sign;  // at most half the smallest subnormal (2^-25): 0
+    const uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
+    const uint32_t half = 1u << (shift - 1);
+    uint32_t q = mant >> shift;
+    const uint32_t rest = mant & ((1u << shift) - 1);
+    if (rest > half || (rest == half && (q & 1u))) ++q;
+    return static_cast<uint16_t>(sign | q);
+  }
+  // Normal: rebias the exponent, round the 13 dropped mantissa bits to nearest even
+  // (a carry into the exponent is the correct result).
+  uint32_t h = ((abs - 0x38000000u) >> 13);
+  const uint32_t rest = abs & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+inline void StoreF16Field(float f, uint8_t* p) {
+  const uint16_t h = F32ToF16(f);
+  p[0] = static_cast<uint8_t>(h & 0xFF);
+  p[1] = static_cast<uint8_t>(h >> 8);
+}
+
 }  // namespace dk::ggml
 
 #endif  // DK_UTIL_GGML_BLOCKS_H_

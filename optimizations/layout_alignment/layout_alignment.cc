@@ -186,7 +186,8 @@ absl::StatusOr<Packing> PackGemvWeights(elf::Program& p) {
       const std::string* w_name = Bound(l, "w");
       if (!w_name) continue;
       elf::BufferObject* w = bos.at(*w_name);
-      if (w->weight_tensor().empty()) continue;
+      // Weights in GGUF blocks (quantize_weights) are read row-major by their kernel.
+      if (w->weight_tensor().empty() || w->block_format() != elf::BLOCK_FORMAT_NONE) continue;
       DK_ASSIGN_OR_RETURN(const registry::KernelVariant* variant,
                           registry::SelectVariant("gemv", registry::kPackedPanelV1, l.params().at("cols")));
       if (l.kernel_symbol() != variant->symbol()) {

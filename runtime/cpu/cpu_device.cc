@@ -9,13 +9,17 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "elf/elf.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/quantize.h"
 #include "kernels/norm/rmsnorm.h"
 #include "registry/registry.h"
 #include "kernels/rope/rope.h"
 #include "util/aligned_buffer.h"
 #include "util/bf16.h"
+#include "util/status.h"
 
 namespace dk::runtime {
 namespace {
@@ -197,6 +201,8 @@ struct LaunchOp {
   int64_t p[2] = {0, 0};
   float eps = 0;
   bool packed = false, x_f32 = false, y_f32 = false;
+  bool quantized = false;  // GEMV weight in GGUF blocks of `quant_format`
+  kernels::QuantFormat quant_format = kernels::QuantFormat::kQ8_0;
   std::string where;  // "ELF 'x', group 'g', launch i (symbol)"
   std::vector<CpuBo*> inputs, outputs;
 };
@@ -210,7 +216,12 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
   const bf16* w = As<bf16>(op.bo[0]);
   const size_t rows = op.p[0], cols = op.p[1];
   auto call = [&](const auto* x, auto* y) {
-    if (op.packed) {
+    if (op.quantized) {
+      // int8 activations (vpdpbusd where present): the faster strategy measured
+      // for every format (kernels/gemv/gemv_quant.h).
+      kernels::QuantGemv(op.quant_format, kernels::QuantActivations::kInt8, As<uint8_t>(op.bo[0]), rows,
+                         cols, x, y, pool);
+    } else if (op.packed) {
       kernels::PackedGemv(w, rows, cols, x, y, pool);
     } else {
       kernels::Gemv(w, rows, cols, x, y, pool);
@@ -398,14 +409,23 @@ class CpuDevice final : public Device {
     return run_status_;
   }
 
-  absl::StatusOr<size_t> LayoutBytes(const std::string& layout, size_t rows,
+  absl::StatusOr<size_t> LayoutBytes(const std::string& layout, elf::BlockFormat format, size_t rows,
                                      size_t cols) const override {
+    if (format != elf::BLOCK_FORMAT_NONE) {
+      DK_ASSIGN_OR_RETURN(const kernels::QuantFormat q, QuantFormatOf(layout, format, cols));
+      return rows * kernels::QuantRowBytes(q, cols);
+    }
     if (layout.empty() || layout == registry::kRowMajor) return rows * cols * sizeof(bf16);
     if (layout == registry::kPackedPanelV1) return kernels::PackedGemvElements(rows, cols) * sizeof(bf16);
     return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
   }
-  absl::Status PackWeight(const std::string& layout, const void* src, size_t rows, size_t cols,
-                          void* out) const override {
+  absl::Status PackWeight(const std::string& layout, elf::BlockFormat format, const void* src, size_t rows,
+                          size_t cols, void* out) const override {
+    if (format != elf::BLOCK_FORMAT_NONE) {
+      DK_ASSIGN_OR_RETURN(const kernels::QuantFormat q, QuantFormatOf(layout, format, cols));
+      kernels::QuantizeWeights(q, static_cast<const bf16*>(src), rows, cols, static_cast<uint8_t*>(out));
+      return absl::OkStatus();
+    }
     if (layout.empty() || layout == registry::kRowMajor) {
       std::memcpy(out, src, rows * cols * sizeof(bf16));
       return absl::OkStatus();
@@ -418,6 +438,23 @@ class CpuDevice final : public Device {
   }
 
  private:
+  // The kernels' format for a weight in block format `format` (row-major blocks only).
+  static absl::StatusOr<kernels::QuantFormat> QuantFormatOf(const std::string& layout, elf::BlockFormat format,
+                                                            size_t cols) {
+    if (!(layout.empty() || layout == registry::kRowMajor) || cols % 32 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("the cpu device reads ", elf::BlockFormatName(format),
+                                                     " blocks only row_major with cols % 32 == 0 (layout ",
+                                                     layout, ", cols ", cols, ")"));
+    }
+    switch (format) {
+      case elf::Q8_0: return kernels::QuantFormat::kQ8_0;
+      case elf::Q4_0: return kernels::QuantFormat::kQ4_0;
+      case elf::Q4_1: return kernels::QuantFormat::kQ4_1;
+      default: break;
+    }
+    return absl::InvalidArgumentError(absl::StrCat("the cpu device has no block format ", static_cast<int>(format)));
+  }
+
   // Sizes of the bound BOs against the launch's parameters.
   absl::Status CheckSizes(const std::string& id, const registry::KernelVariant& variant,
                           const elf::Program& program, const std::map<std::string, std::string>& bound,
@@ -454,7 +491,18 @@ class CpuDevice final : public Device {
         return absl::InvalidArgumentError(absl::StrCat(op->where, ": weight BO '", w.name(), "' has layout ",
                                                        w_layout, " but the kernel reads ", variant.layout()));
       }
-      auto need = LayoutBytes(w_layout, rows, cols);
+      if (elf::BlockFormatName(w.block_format()) != variant.block_format()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            op->where, ": weight BO '", w.name(), "' has block format '", elf::BlockFormatName(w.block_format()),
+            "' but the kernel reads '", variant.block_format(), "'"));
+      }
+      if (w.block_format() != elf::BLOCK_FORMAT_NONE) {
+        auto q = QuantFormatOf(w_layout, w.block_format(), cols);
+        if (!q.ok()) return absl::InvalidArgumentError(absl::StrCat(op->where, ": ", q.status().message()));
+        op->quantized = true;
+        op->quant_format = *q;
+      }
+      auto need = LayoutBytes(w_layout, w.block_format(), rows, cols);
       if (!need.ok()) return need.status();
       if (w.dtype() != elf::BF16 || w.size_bytes() < static_cast<int64_t>(*need)) {
         return absl::InvalidArgumentError(absl::StrCat(op->where, ": weight BO '", w.name(),

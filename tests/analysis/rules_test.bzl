@@ -86,6 +86,9 @@ def _stage_test_impl(ctx):
         asserts.equals(env, ["baseline"], info.lineage)
         asserts.equals(env, info.config.path, _arg_after(env, argv, "--config"))
         asserts.true(env, argv[0].endswith("elfc"), "the tool %s is not elfc" % argv[0])
+    # Only a stage that changes the arithmetic says so (verify_test then reports,
+    # not gates, its agreement with the parent).
+    asserts.equals(env, ctx.attr.changes_numerics, info.stages[-1].changes_numerics, "changes_numerics")
     for arg in ctx.attr.expected_args:
         asserts.true(env, arg in argv, "argv %s lacks %s" % (argv, arg))
     for arg in ctx.attr.unexpected_args:
@@ -98,6 +101,7 @@ decode_elf_stage_test = _analysis_test(
         "src": attr.label(providers = [DecodeElfInfo], doc = "The stage's src (none: a decode_elf)."),
         "pass_name": attr.string(doc = "The pass the lineage gains and --pass names."),
         "mnemonic": attr.string(default = "DecodeElfOpt"),
+        "changes_numerics": attr.bool(doc = "What the stage's DecodeElfInfo.stages entry must say."),
         "model": attr.string(default = "tiny"),
         "expected_args": attr.string_list(doc = "Arguments argv must contain."),
         "unexpected_args": attr.string_list(doc = "Arguments argv must not contain."),

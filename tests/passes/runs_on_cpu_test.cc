@@ -1,13 +1,21 @@
 // Each pass's output runs on the CPU device with BO validation and gives exactly
 // the baseline's logits (the GEMV kernels are bit-identical between layouts by
-// design); the validator names a BO a pass (or an edit) mis-categorized.
+// design), except quantize_weights, which must stay within its formats' rounding
+// bound of them; the validator names a BO a pass (or an edit) mis-categorized.
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "elf/elf.h"
 #include "elf/stats.h"
 #include "gtest/gtest.h"
+#include "optimizations/passes.h"
 #include "optimizations/testing/tiny.h"
+#include "registry/registry.h"
 #include "tests/passes/cpu_run.h"
 
 namespace dk::passes_test {
@@ -136,6 +144,67 @@ TEST(MergeMultiLaunch, Npu2ProgramRunsOnTheCpuDeviceWithTheBaselineLogits) {
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, *want);
+}
+
+// --- quantize_weights --------------------------------------------------------
+
+// max |a - b| / max |b| and whether any element differs, over every token's logits.
+struct LogitError {
+  double relative = 0;
+  bool differs = false;
+};
+LogitError Compare(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want) {
+  double max_diff = 0, max_ref = 0;
+  bool differs = false;
+  for (size_t t = 0; t < want.size(); ++t) {
+    for (size_t i = 0; i < want[t].size(); ++i) {
+      max_diff = std::max(max_diff, std::fabs(double(got[t][i]) - want[t][i]));
+      max_ref = std::max(max_ref, std::fabs(double(want[t][i])));
+      differs |= got[t][i] != want[t][i];
+    }
+  }
+  return {max_diff / max_ref, differs};
+}
+
+// The quantized stage runs on the CPU device (weights quantized at load, the
+// quantized GEMV dispatched) and its logits stay near the bf16 stage's. The bound
+// is derived from the formats' rounding: a Q8_0 weight moves by at most half a
+// step of its block's max|w| / 127, i.e. 1/254 of the block's largest weight, and
+// the int8 activations the kernel quantizes per block by as much again; Q4_0 by
+// up to a full step of max|w| / 8 (its clamped top level), 1/8. Each GEMV's output
+// thus moves by at most (e_w + e_x) of its sum |w| |x|; a token's logits pass
+// through at most 4 GEMVs of the layer in sequence (v, o, then gate/up, down), so
+// we allow 4 (e_w + e_x) of the largest logit. (The LM head stays bf16.) A stage
+// whose weights were not quantized at load (the bf16 bytes read as blocks) is far
+// outside that; one whose pass did nothing gives exactly the bf16 logits, which
+// this test refuses too.
+TEST(QuantizeWeights, RunsOnTheCpuDeviceWithinTheQuantizationBoundOfTheBf16Logits) {
+  const std::vector<uint32_t> tokens = {17, 250, 3, 99};
+  for (int layers : {1, 2}) {
+    const std::vector<std::string> opt = {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"};
+    auto bf16 = BuildChain(TinyShape(layers), opt);
+    ASSERT_TRUE(bf16.ok()) << bf16.status();
+    auto want = CpuLogits(*bf16, tokens);
+    ASSERT_TRUE(want.ok()) << want.status();
+    std::map<std::string, double> error;
+    for (const char* scheme : {"q8_0", "q4_0"}) {
+      SCOPED_TRACE(absl::StrCat(scheme, ", ", layers, " layers"));
+      elf::Program p = *bf16;
+      auto changed = opt::RunPass("quantize_weights", p, **registry::FindTarget("cpu"),
+                                  {absl::StrCat("scheme=", scheme)});
+      ASSERT_TRUE(changed.ok() && *changed) << changed.status();
+      ASSERT_TRUE(elf::ValidateProgram(p).ok());
+      auto got = CpuLogits(p, tokens);
+      ASSERT_TRUE(got.ok()) << got.status();
+      const double e_w = std::string(scheme) == "q8_0" ? 1.0 / 254 : 1.0 / 8, e_x = 1.0 / 254;
+      const LogitError e = Compare(*got, *want);
+      EXPECT_TRUE(e.differs) << "the quantized stage gave exactly the bf16 logits";
+      EXPECT_LE(e.relative, 4 * (e_w + e_x));
+      error[scheme] = e.relative;
+    }
+    // Coarser blocks, larger error.
+    EXPECT_LT(error["q8_0"], error["q4_0"]) << layers << " layers";
+  }
 }
 
 }  // namespace

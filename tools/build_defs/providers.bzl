@@ -10,7 +10,7 @@ DecodeElfInfo = provider(
                    "(e.g. [\"baseline\", \"buffer_object_reuse\"])",
         "stages": "list of struct: the chain that produced it, baseline first, this " +
                   "target last; each made by decode_elf_stage() (label, name, kind, src, " +
-                  "src_label, elf, lineage). decode_elf starts it and every rule that " +
+                  "src_label, elf, lineage, changes_numerics). decode_elf starts it and every rule that " +
                   "transforms a decode ELF appends itself (derived_decode_elf_info), so " +
                   "decode_profile and verify_test read the chain from the final stage.",
     },
@@ -22,7 +22,7 @@ def _spell(label, package_label):
         return ":" + label.name
     return str(label)
 
-def decode_elf_stage(ctx, kind, elf, lineage):
+def decode_elf_stage(ctx, kind, elf, lineage, changes_numerics = False):
     """One entry of DecodeElfInfo.stages: the target `ctx` is analyzing.
 
     Args:
@@ -31,9 +31,11 @@ def decode_elf_stage(ctx, kind, elf, lineage):
         its own kind; each optimization rule is named after its pass).
       elf: File, the stage's decode ELF.
       lineage: the stage's lineage (DecodeElfInfo.lineage).
+      changes_numerics: bool, whether the stage changes the arithmetic (e.g.
+        quantize_weights), so it cannot generate exactly its parent's tokens.
 
     Returns:
-      struct(label, name, kind, src, src_label, elf, lineage): `src` is how the
+      struct(label, name, kind, src, src_label, elf, lineage, changes_numerics): `src` is how the
       stage's BUILD file spells its `src` attribute ("" for a baseline) and
       `src_label` that Label (None for a baseline).
     """
@@ -46,13 +48,15 @@ def decode_elf_stage(ctx, kind, elf, lineage):
         src_label = src.label if src else None,
         elf = elf,
         lineage = lineage,
+        changes_numerics = changes_numerics,
     )
 
-def derived_decode_elf_info(ctx, kind, elf, lineage_entry = None):
+def derived_decode_elf_info(ctx, kind, elf, lineage_entry = None, changes_numerics = False):
     """The DecodeElfInfo of a rule that transforms ctx.attr.src into `elf`.
 
     Model and config are carried over, the lineage grows by lineage_entry
-    (default: kind) and the stages by this target.
+    (default: kind) and the stages by this target (changes_numerics: see
+    decode_elf_stage).
     """
     src = ctx.attr.src[DecodeElfInfo]
     lineage = src.lineage + [lineage_entry or kind]
@@ -61,5 +65,5 @@ def derived_decode_elf_info(ctx, kind, elf, lineage_entry = None):
         model = src.model,
         config = src.config,
         lineage = lineage,
-        stages = src.stages + [decode_elf_stage(ctx, kind, elf, lineage)],
+        stages = src.stages + [decode_elf_stage(ctx, kind, elf, lineage, changes_numerics)],
     )

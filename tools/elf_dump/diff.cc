@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "registry/registry.h"
+#include "elf/elf.h"
 #include "elf/stats.h"
 
 namespace dk::elf_dump {
@@ -112,8 +113,11 @@ std::string LineageLine(const elf::LineageEntry& l) {
                       l.reason());
 }
 
+// The layout, and the block format when the weight is in blocks: "row_major q8_0".
 std::string Layout(const elf::BufferObject& b) {
-  return b.layout().empty() ? std::string(registry::kRowMajor) : b.layout();
+  const std::string format = elf::BlockFormatName(b.block_format());
+  return absl::StrCat(b.layout().empty() ? registry::kRowMajor : b.layout(), format.empty() ? "" : " ",
+                      format);
 }
 
 // `names` in the order they appear in `order`.

@@ -7,12 +7,14 @@
 // Exit status (util/exit_codes.h): 0 printed, 1 an ELF cannot be read, 2 usage error.
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "google/protobuf/text_format.h"
 #include "tools/elf_dump/diff.h"
@@ -43,6 +45,20 @@ void PrintSummary(const dk::elf::Program& p) {
               groups, launches, host);
   std::printf("BOs: %d WRITE, %d STATIC, %d INTERMEDIATE, %d OUTPUT\n", by_category[1],
               by_category[2], by_category[3], by_category[4]);
+  // Weight BOs per storage: "bf16" or the block format (elf BlockFormat).
+  std::map<std::string, std::pair<int, int64_t>> weights;  // format -> count, bytes
+  for (const auto& bo : p.bos()) {
+    if (bo.weight_tensor().empty()) continue;
+    const std::string format = dk::elf::BlockFormatName(bo.block_format());
+    auto& [count, bytes] = weights[format.empty() ? "bf16" : format];
+    ++count;
+    bytes += bo.size_bytes();
+  }
+  std::string line;
+  for (const auto& [format, cb] : weights) {
+    line += absl::StrCat(line.empty() ? "" : ", ", cb.first, " ", format, " (", cb.second, " bytes)");
+  }
+  std::printf("weight BOs: %s\n", line.empty() ? "none" : line.c_str());
   for (const auto& l : p.lineage()) {
     std::printf("lineage: %s [%s] %s: %s\n", l.pass().c_str(), l.target().c_str(),
                 l.applied() ? "applied" : "skipped", l.reason().c_str());

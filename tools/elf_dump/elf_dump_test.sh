@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # elf_dump on real ELFs of a tiny chain: the text dump, --summary, --diff of two
 # stages, and usage errors.
-#   elf_dump_test.sh ELF_DUMP DECODE ALIGNED BO OPT
+#   elf_dump_test.sh ELF_DUMP DECODE ALIGNED BO OPT Q8
 set -uo pipefail
-elf_dump="$1" decode="$2" aligned="$3" bo="$4" opt="$5"
+elf_dump="$1" decode="$2" aligned="$3" bo="$4" opt="$5" q8="$6"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 expect() {  # expect NAME OUTPUT LINE: OUTPUT contains LINE (a fixed string)
@@ -32,6 +32,17 @@ expect diff "$out" "L0.q_proj.y: OUTPUT -> INTERMEDIATE"
 out="$("$elf_dump" --diff "$decode" "$aligned")" || fail "--diff exited $?"
 expect diff "$out" "L0.down_proj.w: row_major -> packed_panel_v1"
 expect diff "$out" "dk_gemv_bf16_rowmajor -> dk_gemv_bf16_packed: 10 launches"
+
+# The quantized stage: block formats in the summary and the diff.
+out="$("$elf_dump" --summary "$opt")" || fail "--summary exited $?"
+expect summary "$out" "weight BOs: 13 bf16 ("  # 10 GEMV weights + 3 norms
+out="$("$elf_dump" --summary "$q8")" || fail "--summary exited $?"
+expect summary "$out" "weight BOs: 6 bf16 ("  # 3 LM-head partitions + 3 norms
+expect summary "$out" ", 7 q8_0 ("
+out="$("$elf_dump" --diff "$opt" "$q8")" || fail "--diff exited $?"
+expect diff "$out" "L0.down_proj.w: packed_panel_v1 -> row_major q8_0"
+expect diff "$out" "dk_gemv_bf16_packed -> dk_gemv_q8_0_rowmajor: 7 launches"
+expect diff "$out" "lineage added: quantize_weights [cpu] applied: 7 GEMV weights quantized to q8_0"
 
 out="$("$elf_dump" --diff "$opt" "$opt")" || fail "--diff exited $?"
 expect "diff of itself" "$out" "no differences"

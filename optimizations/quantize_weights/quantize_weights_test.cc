@@ -1,0 +1,160 @@
+#include "optimizations/quantize_weights/quantize_weights.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "elf/elf.h"
+#include "gtest/gtest.h"
+#include "optimizations/common/program_util.h"
+#include "optimizations/passes.h"
+#include "optimizations/testing/tiny.h"
+#include "registry/registry.h"
+
+namespace dk::opt::quantize_weights {
+namespace {
+
+using testing::BuildChain;
+using testing::TinyShape;
+
+const elf::LineageEntry& Last(const elf::Program& p) { return p.lineage(p.lineage_size() - 1); }
+
+// Runs the pass through the table with `args` ("scheme=q4_0", "keep=...").
+absl::StatusOr<bool> RunWith(elf::Program& p, std::vector<std::string> args) {
+  return RunPass(kName, p, **registry::FindTarget("cpu"), args);
+}
+
+// Per GEMV launch of `p`: weight tensor -> (block format, kernel symbol); norm
+// weights (rmsnorm's w) are not GEMV weights.
+std::map<std::string, std::pair<elf::BlockFormat, std::string>> Gemvs(const elf::Program& p) {
+  std::map<std::string, const elf::BufferObject*> bos;
+  for (const auto& b : p.bos()) bos[b.name()] = &b;
+  std::map<std::string, std::pair<elf::BlockFormat, std::string>> out;
+  for (const auto& s : p.steps()) {
+    if (!s.has_group()) continue;
+    for (const auto& l : s.group().launches()) {
+      const registry::Kernel* kernel = nullptr;
+      if (!registry::FindSymbol(l.kernel_symbol(), &kernel).ok() || kernel->id() != "gemv") continue;
+      for (const auto& b : l.bindings()) {
+        const elf::BufferObject& bo = *bos.at(b.bo());
+        if (b.param() == "w" && !bo.weight_tensor().empty()) {
+          out[bo.weight_tensor()] = {bo.block_format(), l.kernel_symbol()};
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(QuantizeWeights, MatchesGoldens) {
+  const auto cases = testing::GoldenCasesOf(kName);
+  ASSERT_EQ(cases.size(), 2u);
+  for (const auto& c : cases) EXPECT_TRUE(testing::CheckGolden(c).ok()) << testing::CheckGolden(c);
+}
+
+TEST(QuantizeWeights, DefaultQuantizesTheLayerProjectionsAndKeepsTheLmHead) {
+  auto base = BuildChain(TinyShape(2), {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"});
+  ASSERT_TRUE(base.ok()) << base.status();
+  elf::Program p = *base;
+  auto changed = RunWith(p, {});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(elf::ValidateProgram(p).ok()) << elf::ValidateProgram(p);
+  int quantized = 0;
+  for (const auto& [tensor, fs] : Gemvs(p)) {
+    if (tensor == "model.embed_tokens.weight") {
+      EXPECT_EQ(fs.first, elf::BLOCK_FORMAT_NONE);
+      EXPECT_EQ(fs.second.rfind("dk_gemv_bf16_packed", 0), 0u) << fs.second;
+    } else {
+      ++quantized;
+      EXPECT_EQ(fs.first, elf::Q8_0) << tensor;
+      EXPECT_EQ(fs.second, "dk_gemv_q8_0_rowmajor") << tensor;
+    }
+  }
+  EXPECT_EQ(quantized, 2 * 7);
+  // Each quantized BO: row_major, rows x cols/32 blocks of 34 bytes.
+  for (const auto& b : p.bos()) {
+    if (b.block_format() == elf::BLOCK_FORMAT_NONE) continue;
+    EXPECT_EQ(b.layout(), registry::kRowMajor);
+    EXPECT_EQ(b.size_bytes(), b.shape(0) * b.shape(1) / 32 * 34) << b.name();
+  }
+  // Norm weights and everything that is no GEMV weight are untouched.
+  std::map<std::string, const elf::BufferObject*> before;
+  for (const auto& b : base->bos()) before[b.name()] = &b;
+  for (const auto& b : p.bos()) {
+    if (b.block_format() != elf::BLOCK_FORMAT_NONE) continue;
+    EXPECT_EQ(b.SerializeAsString(), before.at(b.name())->SerializeAsString()) << b.name();
+  }
+  // Bytes per token: per layer q, k, v read hidden columns into q_dim + 2 kv_dim
+  // rows, o q_dim columns into hidden rows, gate and up hidden columns into ffn
+  // rows, down ffn columns into hidden rows: 2 bytes per element in bf16, 34 per
+  // 32 in Q8_0. The LM head (3 packed partitions) stays.
+  const elf::ModelShape m = TinyShape(2);
+  const int64_t q_dim = m.n_heads() * m.head_dim(), kv_dim = m.n_kv_heads() * m.head_dim();
+  const int64_t elements = m.hidden() * (q_dim + 2 * kv_dim) + q_dim * m.hidden() + 3 * m.ffn() * m.hidden();
+  const int64_t saved = m.n_layers() * (elements * 2 - elements / 32 * 34);
+  EXPECT_EQ(WeightBytesPerToken(*base) - WeightBytesPerToken(p), saved);
+  EXPECT_TRUE(Last(p).applied());
+  const std::string& r = Last(p).reason();
+  EXPECT_NE(r.find("14 GEMV weights quantized to q8_0 at load (q_proj x2, k_proj x2, v_proj x2, o_proj x2, "
+                   "gate_proj x2, up_proj x2, down_proj x2)"),
+            std::string::npos) << r;
+  EXPECT_NE(r.find("kept bf16: lm_head"), std::string::npos) << r;
+  EXPECT_NE(r.find(absl::StrCat("(", WeightBytesPerToken(*base), " -> ", WeightBytesPerToken(p), ")")),
+            std::string::npos) << r;
+}
+
+TEST(QuantizeWeights, Q4_0AndKeepSelectWhatIsQuantized) {
+  auto p = BuildChain(TinyShape(), {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto changed = RunWith(*p, {"scheme=q4_0", "keep=down_proj,v_proj"});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(elf::ValidateProgram(*p).ok());
+  const auto g = Gemvs(*p);
+  const std::string L = "model.layers.0.";
+  EXPECT_EQ(g.at(L + "mlp.down_proj.weight").first, elf::BLOCK_FORMAT_NONE);
+  EXPECT_EQ(g.at(L + "self_attn.v_proj.weight").first, elf::BLOCK_FORMAT_NONE);
+  EXPECT_EQ(g.at(L + "self_attn.q_proj.weight").first, elf::Q4_0);
+  EXPECT_EQ(g.at(L + "self_attn.q_proj.weight").second, "dk_gemv_q4_0_rowmajor");
+  // keep no longer names lm_head: the LM head is quantized too.
+  EXPECT_EQ(g.at("model.embed_tokens.weight").first, elf::Q4_0);
+  EXPECT_NE(Last(*p).reason().find("kept bf16: down_proj, v_proj"), std::string::npos) << Last(*p).reason();
+
+  // An empty keep quantizes every GEMV weight.
+  p = BuildChain(TinyShape(), {});
+  ASSERT_TRUE(RunWith(*p, {"keep="}).ok());
+  for (const auto& [tensor, fs] : Gemvs(*p)) EXPECT_EQ(fs.first, elf::Q8_0) << tensor;
+
+  // Bad options are refused by the table, naming the choices.
+  for (const char* bad : {"scheme=q5_k", "keep=embedding"}) {
+    auto s = RunWith(*p, {bad});
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().message().find("is not one of"), std::string::npos) << s.status();
+  }
+}
+
+TEST(QuantizeWeights, SecondRunChangesNothingAndSaysSo) {
+  auto p = BuildChain(TinyShape(), {kName});
+  ASSERT_TRUE(p.ok()) << p.status();
+  const elf::Program once = *p;
+  auto changed = RunWith(*p, {});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_FALSE(*changed);
+  EXPECT_FALSE(Last(*p).applied());
+  EXPECT_NE(Last(*p).reason().find("nothing to do"), std::string::npos) << Last(*p).reason();
+  EXPECT_NE(Last(*p).reason().find("(7 already are)"), std::string::npos) << Last(*p).reason();
+  p->mutable_lineage()->RemoveLast();
+  EXPECT_EQ(testing::ProgramDiff(once, *p), "");
+  // A later layout_alignment leaves the blocks alone.
+  auto packed = BuildChain(TinyShape(), {kName, "layout_alignment"});
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  for (const auto& [tensor, fs] : Gemvs(*packed)) {
+    if (tensor != "model.embed_tokens.weight") EXPECT_EQ(fs.second, "dk_gemv_q8_0_rowmajor") << tensor;
+  }
+}
+
+// Runs on the CPU device against the bf16 logits: //tests/passes:runs_on_cpu_test.
+
+}  // namespace
+}  // namespace dk::opt::quantize_weights
