@@ -5,17 +5,8 @@
 #   elf_opt_bad_input_test.sh ELF_OPT GOOD BAD_HOST_OFFSET BAD_ROW_BEGIN
 set -uo pipefail
 elf_opt="$1" good="$2"
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-expect_exit() {  # expect_exit NAME CODE MESSAGE ARGS...
-  local name="$1" code="$2" message="$3"
-  shift 3
-  local out rc
-  out="$("$elf_opt" "$@" 2>&1)"
-  rc=$?
-  [[ $rc == "$code" ]] || fail "$name: exit $rc, expected $code; output:"$'\n'"$out"
-  grep -qF -- "$message" <<<"$out" || fail "$name: no '$message' in:"$'\n'"$out"
-}
+source tools/testing/cli_expect.sh
+tool="$elf_opt"
 pass=(--pass=layout_alignment --allow_noop)
 out="$TEST_TMPDIR/out.elf"
 
@@ -36,8 +27,4 @@ expect_exit "unwritable --out" 1 "cannot write decode ELF /nonexistent/dir/out.e
 o="$("$elf_opt" "${pass[@]}" --in "$good" --out /nonexistent/dir/out.elf 2>&1)"
 grep -qF "produced an invalid program" <<<"$o" && fail "a failed write was called an invalid program: $o"
 
-if ((failures)); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo PASS
+finish

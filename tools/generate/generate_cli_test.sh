@@ -4,18 +4,8 @@
 #   generate_cli_test.sh GENERATE TINY.elf TOKENIZER.json
 set -uo pipefail
 generate="$1" elf="$2" tok="$3"
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# expect_exit NAME CODE MESSAGE ARGS...: generate ARGS exits CODE and prints MESSAGE.
-expect_exit() {
-  local name="$1" code="$2" message="$3"
-  shift 3
-  local out rc
-  out="$("$generate" "$@" 2>&1)"
-  rc=$?
-  [[ $rc == "$code" ]] || fail "$name: exit $rc, expected $code; output:"$'\n'"$out"
-  grep -qF -- "$message" <<<"$out" || fail "$name: no '$message' in:"$'\n'"$out"
-}
+source tools/testing/cli_expect.sh
+tool="$generate"
 
 ok=(--elf "$elf" --tokenizer "$tok" --weights synthetic --prompt "a b")
 expect_exit "no --elf" 2 "generate: --elf is required" --tokenizer "$tok"
@@ -33,8 +23,4 @@ expect_exit "INT_MAX --max_new_tokens" 1 "+ --max_new_tokens (2147483647) exceed
   "${ok[@]}" --max_new_tokens 2147483647
 expect_exit "valid" 0 "new tokens" "${ok[@]}" --max_new_tokens 2
 
-if ((failures)); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo PASS
+finish

@@ -4,17 +4,8 @@
 #   tokenize_cli_test.sh TOKENIZE TOKENIZER.json
 set -uo pipefail
 tokenize="$1" tok="$2"
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-expect_exit() {  # expect_exit NAME CODE MESSAGE ARGS...
-  local name="$1" code="$2" message="$3"
-  shift 3
-  local out rc
-  out="$("$tokenize" "$@" 2>&1)"
-  rc=$?
-  [[ $rc == "$code" ]] || fail "$name: exit $rc, expected $code; output:"$'\n'"$out"
-  grep -qF -- "$message" <<<"$out" || fail "$name: no '$message' in:"$'\n'"$out"
-}
+source tools/testing/cli_expect.sh
+tool="$tokenize"
 expect_exit "valid" 0 "ids:" --tokenizer "$tok" "hello"
 expect_exit "no --tokenizer" 2 "tokenize: --tokenizer is required" "hello"
 expect_exit "missing path" 1 "tokenize: --tokenizer: /nonexistent/t.gguf does not exist" \
@@ -26,8 +17,4 @@ out="$("$tokenize" --tokenizer "$TEST_TMPDIR/broken.gguf" hello 2>&1)"
 grep -qF "JSON" <<<"${out/tokenizer.json/}" && fail "broken gguf reported as JSON: $out"
 head -c 20 "$tok" >"$TEST_TMPDIR/cut.json"
 expect_exit "truncated json" 1 "cut.json: " --tokenizer "$TEST_TMPDIR/cut.json" "hello"
-if ((failures)); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo PASS
+finish
