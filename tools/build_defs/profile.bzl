@@ -62,6 +62,7 @@ def _decode_profile_impl(ctx):
             "src": _ref(stage.src_label, ctx.label) if stage.src_label else "",
             "elf": stage.elf.short_path,
             "lineage": stage.lineage,
+            "changes_numerics": stage.changes_numerics,
         })
         files.append(stage.elf)
     model = ctx.attr.model or ctx.attr.final[DecodeElfInfo].model

@@ -143,6 +143,7 @@ absl::Status LoadChain(Profile& p) {
     s.kind = st.value("kind", "");
     s.src = st.value("src", "");
     s.lineage = st.value("lineage", std::vector<std::string>{});
+    s.changes_numerics = st.value("changes_numerics", false);
     p.elfs.push_back(st.value("elf", ""));
     record.stages.push_back(std::move(s));
   }
@@ -314,7 +315,9 @@ void Gate(Profile& p, size_t i, const std::string& head, std::vector<std::option
   }
   p.progress.Line(absl::StrFormat("%s: verify gate %s%s, numeric %s (%.1f s)", head,
                                   s.gate_passed ? "PASS" : "FAIL",
-                                  s.same_as_parent ? "" : ", tokens differ from the parent",
+                                  s.same_as_parent     ? ""
+                                  : s.changes_numerics ? ", tokens differ from the parent (reported: the stage changes numerics)"
+                                                       : ", tokens differ from the parent",
                                   !gate->numeric ? "-" : dk::verify::NumericSummary(*gate->numeric), Since(t)));
   gates[i] = *std::move(gate);
 }

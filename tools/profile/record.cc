@@ -151,18 +151,32 @@ std::string BuildEdit(const ProfileRecord& record, int stage, const std::string&
   if (build_text.empty()) return words;
 
   std::vector<std::string> lines = absl::StrSplit(build_text, '\n');
-  // The rule's block: "kind(" ... 'name = "N",' ... ")".
+  // The rule's block: from a line starting "kind(" to the line that closes its
+  // parenthesis (one line for `kind(name = "N", ...)  # comment`), holding
+  // 'name = "N"'. Parentheses in strings and comments do not count.
   int begin = -1, end = -1;
   for (int i = 0; i < static_cast<int>(lines.size()) && begin < 0; ++i) {
     if (!absl::StartsWith(lines[i], absl::StrCat(s.kind, "("))) continue;
-    for (int j = i; j < static_cast<int>(lines.size()); ++j) {
-      if (absl::StrContains(lines[j], absl::StrCat("name = \"", s.name, "\""))) begin = i;
-      if (lines[j] == ")" || (j == i && absl::EndsWith(lines[j], ")"))) {
-        end = j;
-        break;
+    int depth = 0, close = -1;
+    bool named = false;
+    for (int j = i; j < static_cast<int>(lines.size()) && close < 0; ++j) {
+      named = named || absl::StrContains(lines[j], absl::StrCat("name = \"", s.name, "\""));
+      bool in_string = false;
+      for (char c : lines[j]) {
+        if (c == '"') in_string = !in_string;
+        if (in_string) continue;
+        if (c == '#') break;
+        if (c == '(') ++depth;
+        if (c == ')' && --depth == 0) {
+          close = j;
+          break;
+        }
       }
     }
-    if (begin < 0) end = -1;
+    if (named && close >= 0) {
+      begin = i;
+      end = close;
+    }
   }
   if (begin < 0 || end < 0) return words;
   std::string diff = absl::StrCat(words, "\n--- a/", build, "\n+++ b/", build, "\n");
@@ -323,6 +337,7 @@ std::string ToJson(const ProfileRecord& r) {
         {"split_ms", {{"bo_write", s.write_ms}, {"device_run", s.run_ms}, {"bo_read", s.read_ms},
                       {"host", s.host_ms}, {"lm_head", s.lm_head_ms}}},
         {"components", c},
+        {"changes_numerics", s.changes_numerics},
         {"gate", {{"ran", s.gate_ran}, {"passed", s.gate_passed}, {"same_as_parent", s.same_as_parent},
                   {"report", s.gate_report}, {"error", s.error}}},
         {"numeric", {{"ran", s.numeric_ran}, {"passed", s.numeric_passed},

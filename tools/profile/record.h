@@ -72,6 +72,9 @@ struct StageRecord {
   std::string kind;    // the rule: "merge_multi_launch", "decode_elf"
   std::string src;     // the parent stage as the BUILD names it (":decode_bo"); "" for the baseline
   std::vector<std::string> lineage;  // passes, baseline first
+  // The stage changes the arithmetic (quantize_weights): its tokens may differ from
+  // the parent's; the gate against the goldens alone decides, as in verify_chain.
+  bool changes_numerics = false;
   // From the ELF's last lineage record.
   std::string pass;
   std::string target;
@@ -91,7 +94,8 @@ struct StageRecord {
   // The gate (validation on).
   bool gate_ran = false;
   bool gate_passed = false;
-  bool same_as_parent = true;  // generated exactly the parent's tokens (when compared)
+  bool same_as_parent = true;  // generated exactly the parent's tokens (when compared;
+                               // reported only when changes_numerics)
   std::string gate_report;     // FormatGateReport (+ FormatNumericReport, FormatExactReport) lines
   // The numeric check (verify/numeric.h), shown beside the gate; the revert decision
   // (passed()) stays on the gate and the parent's tokens alone.
@@ -113,7 +117,9 @@ struct StageRecord {
   std::string build_edit;  // reverted stages: the BUILD edit that removes the stage
 
   std::vector<double> steady_ms() const;
-  bool passed() const { return gate_ran && gate_passed && same_as_parent && error.empty(); }
+  bool passed() const {
+    return gate_ran && gate_passed && (same_as_parent || changes_numerics) && error.empty();
+  }
 };
 
 // Decode at a longer context (--context): the final stage, tokens measured at

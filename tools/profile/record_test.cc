@@ -195,6 +195,57 @@ TEST(FinalizeTest, RevertedMiddleStage) {
   EXPECT_THAT(edit, Not(HasSubstr("+        \":decode_bo\"")));
 }
 
+// Tokens that differ from the parent revert a stage, unless the stage changes the
+// arithmetic (quantize_weights): then the gate alone decides, as in verify_chain.
+TEST(FinalizeTest, ChangesNumericsStageIsGatedOnTheGoldensOnly) {
+  ProfileRecord r = Chain(false);
+  r.stages[3].same_as_parent = false;
+  Finalize(r, "");
+  EXPECT_EQ(r.stages[3].status, "reverted");
+  EXPECT_THAT(r.stages[3].reason, HasSubstr("tokens differ from the parent stage"));
+
+  r.stages[3].changes_numerics = true;
+  Finalize(r, "");
+  EXPECT_EQ(r.stages[3].status, "applied");
+  EXPECT_TRUE(r.reverted.empty());
+  EXPECT_EQ(r.final_stage, 3);
+
+  r.stages[3].gate_passed = false;  // the gate still decides
+  Finalize(r, "");
+  EXPECT_EQ(r.stages[3].status, "reverted");
+  EXPECT_EQ(r.final_stage, 2);
+}
+
+// One-line rules of the same kind, each with a trailing comment (the models' chains):
+// the edit deletes exactly the failing stage's line and repoints what named it.
+TEST(FinalizeTest, RevertedOneLineRuleAmongRulesOfItsKind) {
+  ProfileRecord r = Chain(false);
+  r.stages[3].kind = "quantize_weights";
+  r.stages[3].name = "decode_q4";
+  r.stages[3].src = ":decode_bo";
+  r.stages[3].gate_passed = false;
+  r.stages[2].kind = "quantize_weights";
+  const std::string build =
+      "quantize_weights(name = \"decode_bo\", src = \":decode_aligned\")  # comment (with parens) here\n"
+      "quantize_weights(name = \"decode_q4\", src = \":decode_bo\", scheme = \"q4_0\")  # Q4_0 (x) here\n"
+      "\n"
+      "decode_generate(\n"
+      "    name = \"generate\",\n"
+      "    elf = \":decode_opt\",\n"
+      ")\n"
+      "verify_chain(\n"
+      "    final = \":decode_q4\",\n"
+      ")\n";
+  Finalize(r, build);
+  ASSERT_EQ(r.stages[3].status, "reverted");
+  const std::string& edit = r.stages[3].build_edit;
+  EXPECT_THAT(edit, HasSubstr("@@ -2,2 +1,0 @@\n-quantize_weights(name = \"decode_q4\", src = \":decode_bo\", "
+                              "scheme = \"q4_0\")  # Q4_0 (x) here\n-\n"));
+  EXPECT_THAT(edit, Not(HasSubstr("-quantize_weights(name = \"decode_bo\"")));
+  EXPECT_THAT(edit, Not(HasSubstr("-decode_generate(")));
+  EXPECT_THAT(edit, HasSubstr("-    final = \":decode_q4\",\n+    final = \":decode_bo\",\n"));
+}
+
 TEST(FinalizeTest, RevertedLastStageFallsBackToParent) {
   ProfileRecord r = Chain(false);
   r.stages[3].gate_passed = false;
