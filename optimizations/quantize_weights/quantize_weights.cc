@@ -45,7 +45,7 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   for (auto& b : *p.mutable_bos()) bos[b.name()] = &b;
   const int64_t bytes_before = WeightBytesPerToken(p);
   std::map<std::string, int> quantized;  // class -> weight BOs this run quantized
-  std::set<std::string> symbols, kept, unfit;
+  std::set<std::string> symbols, kept, unfit, requantized;
   int already = 0;
   for (auto& step : *p.mutable_steps()) {
     if (!step.has_group()) continue;
@@ -66,9 +66,11 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
         ++already;
         continue;
       }
+      // Already in another block format (an earlier quantize_weights stage): the
+      // runtime quantizes from the bf16 weights at load, so this stage's scheme
+      // simply replaces that one.
       if (w->block_format() != elf::BLOCK_FORMAT_NONE) {
-        kept.insert(absl::StrCat(cls, " (already ", elf::BlockFormatName(w->block_format()), ")"));
-        continue;
+        requantized.insert(absl::StrCat(elf::BlockFormatName(w->block_format())));
       }
       const int64_t cols = l.params().at("cols");
       if (cols % elf::kBlockElems != 0) {
@@ -88,6 +90,10 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   }
   const std::string kept_note =
       kept.empty() ? "" : absl::StrCat("; kept bf16: ", absl::StrJoin(kept, ", "));
+  const std::string requantized_note =
+      requantized.empty() ? ""
+                          : absl::StrCat("; replaces the earlier ", absl::StrJoin(requantized, ", "),
+                                         " (quantized from the bf16 weights, not re-quantized)");
   const std::string unfit_note =
       unfit.empty() ? "" : absl::StrCat("; not a multiple of 32 columns: ", absl::StrJoin(unfit, ", "));
   if (quantized.empty()) {
@@ -108,7 +114,7 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   Record(p, kName, target.name(), true,
          absl::StrCat(total, " GEMV weights quantized to ", options.scheme, " at load (",
                       absl::StrJoin(parts, ", "), "); launches use ", absl::StrJoin(symbols, ", "),
-                      kept_note, unfit_note, "; weight bytes/token ", HumanBytes(bytes_before), " -> ",
+                      requantized_note, kept_note, unfit_note, "; weight bytes/token ", HumanBytes(bytes_before), " -> ",
                       HumanBytes(bytes_after), " (", bytes_before, " -> ", bytes_after, ")"));
   return true;
 }

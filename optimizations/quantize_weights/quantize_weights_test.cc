@@ -154,6 +154,28 @@ TEST(QuantizeWeights, SecondRunChangesNothingAndSaysSo) {
   }
 }
 
+// A q4_0 stage after a q8_0 one replaces the scheme: the runtime quantizes every
+// block-format weight from the bf16 weights at load, never from the other blocks.
+TEST(QuantizeWeights, LaterSchemeReplacesTheEarlierOne) {
+  auto p = BuildChain(TinyShape(), {kName});
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto changed = RunWith(*p, {"scheme=q4_0"});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(elf::ValidateProgram(*p).ok());
+  for (const auto& [tensor, fs] : Gemvs(*p)) {
+    if (tensor == "model.embed_tokens.weight") {
+      EXPECT_EQ(fs.first, elf::BLOCK_FORMAT_NONE);  // kept by both stages
+    } else {
+      EXPECT_EQ(fs.first, elf::Q4_0) << tensor;
+      EXPECT_EQ(fs.second, "dk_gemv_q4_0_rowmajor") << tensor;
+    }
+  }
+  const std::string& r = Last(*p).reason();
+  EXPECT_NE(r.find("7 GEMV weights quantized to q4_0"), std::string::npos) << r;
+  EXPECT_NE(r.find("replaces the earlier q8_0 (quantized from the bf16 weights"), std::string::npos) << r;
+}
+
 // Runs on the CPU device against the bf16 logits: //tests/passes:runs_on_cpu_test.
 
 }  // namespace
