@@ -48,7 +48,8 @@ struct Shape {
 // Odd row counts around the 4-row task split, K of 1, 2 and 3 blocks and a
 // decode-sized K with an odd block count.
 const Shape kShapes[] = {{1, 32},  {3, 64},   {5, 96},  {7, 32},   {13, 64},
-                         {17, 96}, {33, 160}, {1, 2080}, {9, 2080}, {65, 2080}};
+                         {17, 96}, {33, 160}, {1, 2080}, {9, 2080}, {65, 2080},
+                         {3, 1088}, {4, 512}};
 
 const QuantFormat kFormats[] = {QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ4_1};
 
