@@ -2,7 +2,8 @@
 """cache_misses.py EXEC_LOG [SKIP_MNEMONIC_REGEX]: the actions of a Bazel run that did
 not come from the remote cache, from its --execution_log_json_file (a stream of
 SpawnExec JSON objects). Prints a count per mnemonic and up to 40 of the actions
-(mnemonic, first output, why it could not hit when the log says so). Used by .ci/run
+(mnemonic, first output, the runner that ran it, and why it could not hit when the
+log says so). Used by .ci/run
 to name run 2's misses; exits 0 unless the log cannot be read."""
 import collections
 import json
@@ -45,6 +46,7 @@ def main(argv):
             why.append("not cacheable")
         if s.get("exitCode", 0) != 0:
             why.append(f"exit {s['exitCode']}")
+        why.append(f"runner {s.get('runner') or '(none)'}")
         misses.append((mnemonic, outputs[0], ", ".join(why)))
     counts = collections.Counter(m for m, _, _ in misses)
     print(f"cache misses: {len(misses)} of {len(log)} spawns"

@@ -4,6 +4,7 @@
   tools/peer/install.sh                                  # once: the venv and llama.cpp
   tools/peer/.venv/bin/python tools/peer/ab.py           # 6 pairs x {smollm2, llama32_1b} x {1, 2} threads
   tools/peer/.venv/bin/python tools/peer/ab.py --models smollm2_135m --threads 2 --pairs 3
+  tools/peer/.venv/bin/python tools/peer/ab.py --stage q8_0   # decode_q8 vs llama.cpp Q8_0
 
 Prepare (idempotent, files under --workdir):
   - builds //tools/bench:decode_bench_<model> (--config=opt) as a `bazel run` script, and
@@ -12,7 +13,12 @@ Prepare (idempotent, files under --workdir):
     GGUF llama.cpp requantizes from it; llama32_1b: the synthetic checkpoint (seed 1)
     and its BF16 GGUF (convert_synthetic.py);
   - checks with decodekit's weights digest that the BF16 GGUF each llama.cpp run reads
-    holds exactly the bf16 weights decodekit runs (stops otherwise).
+    holds exactly the bf16 weights decodekit runs (stops otherwise);
+  - --stage q8_0: decodekit runs the chain's decode_q8 stage (//tools/bench:
+    decode_bench_<model>_q8: layer GEMV weights quantized to Q8_0 at load, embedding and
+    tied LM head bf16), llama.cpp a Q8_0 GGUF it quantizes from the BF16 one with the
+    embedding kept BF16; check_q8.py checks its blocks are ggml's reference Q8_0 of the
+    BF16 weights, the rule decodekit applies (stops otherwise).
 Then per (model, threads), --pairs times: A = decode_bench (decodekit, its weights),
 a read-bandwidth measurement, B = llama_decode.py time (llama.cpp, the BF16 GGUF). Both
 decode --warmup untimed tokens from position 0, then --tokens timed ones (positions
@@ -60,10 +66,9 @@ class Prepared:
         a = self.a
         if not a.skip_build:
             bazel("build", "--config=opt", "//tools/peer:read_bandwidth", "//tools/peer:weights_digest",
-                  "//tools/synthetic_weights", *[f"//tools/bench:decode_bench_{m}" for m in a.models])
+                  "//tools/synthetic_weights", *[self.bench_target(m) for m in a.models])
             for m in a.models:
-                bazel("run", "--config=opt", f"--script_path={self.script(m)}",
-                      f"//tools/bench:decode_bench_{m}")
+                bazel("run", "--config=opt", f"--script_path={self.script(m)}", self.bench_target(m))
         for name in ("read_bandwidth", "weights_digest"):
             self.bin[name] = os.path.join(ROOT, "bazel-bin", "tools", "peer", name)
         self.bin["synthetic_weights"] = os.path.join(ROOT, "bazel-bin", "tools", "synthetic_weights",
@@ -72,8 +77,11 @@ class Prepared:
             if not os.path.exists(path):
                 raise SystemExit(f"missing {path}: run without --skip_build")
 
+    def bench_target(self, model):
+        return f"//tools/bench:decode_bench_{model}" + ("_q8" if self.a.stage == "q8_0" else "")
+
     def script(self, model):
-        return os.path.join(self.w, f"decode_bench_{model}.sh")
+        return os.path.join(self.w, os.path.basename(self.bench_target(model).split(":")[1]) + ".sh")
 
     def digest(self, *paths):
         out = subprocess.run([self.bin["weights_digest"], "--same", *paths], cwd=ROOT, text=True,
@@ -110,6 +118,26 @@ class Prepared:
                 raise SystemExit(f"{gguf} does not hold the weights decodekit runs:\n{text}")
             with open(check, "w") as f:
                 f.write(text)
+        if self.a.stage == "q8_0":
+            return self.q8(gguf)
+        return gguf
+
+    def q8(self, bf16_gguf):
+        """llama.cpp's Q8_0 requantization of `bf16_gguf` (embedding kept BF16), checked once."""
+        gguf = bf16_gguf.replace("_bf16.gguf", "_q8_0.gguf")
+        check = gguf + ".q8_check"
+        if not os.path.exists(gguf):
+            run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", bf16_gguf, "--out",
+                 gguf + ".tmp", "--type", "q8_0", "--embedding_type", "bf16"])
+            os.replace(gguf + ".tmp", gguf)
+        if not os.path.exists(check):
+            out = subprocess.run([PY, os.path.join(HERE, "check_q8.py"), "--bf16", bf16_gguf, "--q8", gguf],
+                                 text=True, stdout=subprocess.PIPE)
+            sys.stderr.write(out.stdout)
+            if out.returncode != 0:
+                raise SystemExit(f"{gguf} is not the Q8_0 weights decodekit runs:\n{out.stdout}")
+            with open(check, "w") as f:
+                f.write(out.stdout)
         return gguf
 
 
@@ -182,6 +210,8 @@ def main():
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--threads", default="1,2")
     p.add_argument("--pairs", type=int, default=6)
+    p.add_argument("--stage", default="bf16", choices=["bf16", "q8_0"],
+                   help="bf16: decode_opt vs llama.cpp BF16; q8_0: decode_q8 vs llama.cpp Q8_0")
     p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
     p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")
     p.add_argument("--n_ctx", type=int, default=256, help="llama.cpp KV cache positions")
@@ -206,6 +236,7 @@ def main():
             saved = json.load(f)
         a.models = saved["args"]["models"]
         a.threads = saved["args"]["threads"]
+        a.stage = saved["args"].get("stage", "bf16")
         print_summary(saved["pairs"], a)
         return
     a.models = [m for m in a.models.split(",") if m]
@@ -228,7 +259,7 @@ def main():
                 dk = decodekit(prep, model, t, a)
                 gbs = bandwidth(prep, a.bw_threads)
                 lc = llamacpp(gguf[model], t, a)
-                r = {"model": model, "threads": t, "pair": i + 1,
+                r = {"model": model, "stage": a.stage, "threads": t, "pair": i + 1,
                      "decodekit_ms": dk["ms_per_token"], "llamacpp_ms": lc["ms_per_token"],
                      "ratio": dk["ms_per_token"] / lc["ms_per_token"], "bw_GBps": gbs,
                      "bw_mode": mode(gbs, a), "decodekit_x_floor": dk["x_floor"],
@@ -256,7 +287,7 @@ def save(results, a):
 
 def print_summary(results, a):
     rows = summary_rows(results, a)
-    print("\nmedians (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
+    print(f"\nmedians, weights {a.stage} (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
     print("| model | threads | bandwidth mode | pairs | decodekit ms/token | llama.cpp ms/token "
           "| ratio | read GB/s |")
     print("|---|---|---|---|---|---|---|---|")

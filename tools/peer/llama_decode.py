@@ -9,9 +9,12 @@ llama_decode + llama_synchronize per token, timed with perf_counter.
   Greedy tokens and top-5 logits for given prompt ids (the same-model check):
     tools/peer/.venv/bin/python tools/peer/llama_decode.py logits --gguf M.gguf \
         --ids 0,417,281 --new_tokens 8
-  Requantize a GGUF (e.g. the SmolLM2 Q4_1 file to BF16):
+  Requantize a GGUF (e.g. the SmolLM2 Q4_1 file to BF16; or BF16 to Q8_0 layers with the
+  embedding / tied LM head kept BF16, as decodekit's decode_q8 stage):
     tools/peer/.venv/bin/python tools/peer/llama_decode.py quantize --gguf IN.gguf \
         --out OUT.gguf --type bf16
+    tools/peer/.venv/bin/python tools/peer/llama_decode.py quantize --gguf IN_bf16.gguf \
+        --out OUT.gguf --type q8_0 --embedding_type bf16
 
 Timing follows decode_bench: the first token is id 1 at position 0, each next token is
 the greedy argmax of the last one (picked outside the timed window), `--warmup` tokens
@@ -25,6 +28,7 @@ import statistics
 import sys
 import time
 
+import gguf
 import numpy as np
 import llama_cpp as L
 
@@ -145,6 +149,11 @@ def cmd_quantize(a):
              "f16": L.LLAMA_FTYPE_MOSTLY_F16}
     qp = L.llama_model_quantize_default_params()
     qp.ftype = types[a.type]
+    if a.embedding_type:
+        # The token embedding (the LM head too when tied) in this type, not the ftype's.
+        # (ggml's type ids, from gguf-py: llama-cpp-python does not export GGML_TYPE_BF16)
+        qp.token_embedding_type = int({"bf16": gguf.GGMLQuantizationType.BF16,
+                                       "f16": gguf.GGMLQuantizationType.F16}[a.embedding_type])
     qp.allow_requantize = True
     qp.nthread = a.threads
     rc = L.llama_model_quantize(a.gguf.encode(), a.out.encode(), ctypes.byref(qp))
@@ -174,6 +183,8 @@ def main():
     q = sub.choices["quantize"]
     q.add_argument("--out", required=True)
     q.add_argument("--type", default="bf16", choices=["bf16", "q8_0", "f16"])
+    q.add_argument("--embedding_type", choices=["bf16", "f16"],
+                   help="keep token_embd (and a tied LM head) in this type")
     a = p.parse_args()
     {"time": cmd_time, "logits": cmd_logits, "quantize": cmd_quantize}[a.cmd](a)
 

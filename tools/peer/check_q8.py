@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Checks that a Q8_0 GGUF llama.cpp wrote from a BF16 GGUF (llama_decode.py quantize
+--type q8_0 --embedding_type bf16) holds exactly the weights decodekit's decode_q8 stage
+runs: every Q8_0 tensor equals, block for block (f16 scale and 32 int8), gguf-py's
+reference Q8_0 quantization (ggml's quantize_row_q8_0_ref: d = max|x| / 127, q = roundf(x
+/ d)) of the BF16 tensor, which is the rule decodekit's quantize_weights applies at load
+(kernels/gemv/quantize.cc); the other tensors (the embedding / tied LM head in BF16, the
+F32 norms) are unchanged. Also prints which tensors are in which type.
+
+  tools/peer/.venv/bin/python tools/peer/check_q8.py --bf16 model_bf16.gguf --q8 model_q8_0.gguf
+Exits 1 on any difference.
+"""
+import argparse
+import sys
+
+import numpy as np
+import gguf
+from gguf.quants import quantize
+
+T = gguf.GGMLQuantizationType
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bf16", required=True)
+    p.add_argument("--q8", required=True)
+    a = p.parse_args()
+    src = {t.name: t for t in gguf.GGUFReader(a.bf16).tensors}
+    dst = {t.name: t for t in gguf.GGUFReader(a.q8).tensors}
+    if set(src) != set(dst):
+        print(f"tensor names differ: {sorted(set(src) ^ set(dst))}")
+        return 1
+    bad, counts = 0, {}
+    for name in sorted(src):
+        s, d = src[name], dst[name]
+        key = f"{s.tensor_type.name}->{d.tensor_type.name}"
+        counts[key] = counts.get(key, 0) + 1
+        got = np.asarray(d.data).view(np.uint8).reshape(-1)
+        if name == "token_embd.weight" and d.tensor_type != s.tensor_type:
+            print(f"{name}: {key}, but decode_q8 keeps the embedding (and tied LM head) as it is"
+                  " (quantize with --embedding_type bf16)")
+            return 1
+        if d.tensor_type == T.Q8_0:
+            if s.tensor_type != T.BF16:
+                print(f"{name}: Q8_0 from {s.tensor_type.name}, expected from BF16")
+                return 1
+            bits = np.asarray(s.data).view(np.uint16).astype(np.uint32) << 16
+            x = bits.view(np.float32).reshape(-1, int(s.shape[0]))  # rows of ne0 elements
+            ref = quantize(x, T.Q8_0).view(np.uint8).reshape(-1)
+        elif d.tensor_type == s.tensor_type:
+            ref = np.asarray(s.data).view(np.uint8).reshape(-1)
+        else:
+            print(f"{name}: unexpected {key}")
+            return 1
+        if got.size != ref.size or np.count_nonzero(got != ref):
+            bad += 1
+            n = ref.size if got.size != ref.size else int(np.count_nonzero(got != ref))
+            print(f"{name} ({key}): {n} of {ref.size} bytes differ")
+    print(", ".join(f"{k}: {v} tensors" for k, v in sorted(counts.items())))
+    print("IDENTICAL" if not bad else f"{bad} tensors differ")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
