@@ -17,6 +17,8 @@ import numpy as np
 import gguf
 from gguf.quants import quantize
 
+from gguf_pairs import compare_gguf_pair
+
 T = gguf.GGMLQuantizationType
 
 
@@ -25,25 +27,17 @@ def main():
     p.add_argument("--bf16", required=True)
     p.add_argument("--q8", required=True)
     a = p.parse_args()
-    src = {t.name: t for t in gguf.GGUFReader(a.bf16).tensors}
-    dst = {t.name: t for t in gguf.GGUFReader(a.q8).tensors}
-    if set(src) != set(dst):
-        print(f"tensor names differ: {sorted(set(src) ^ set(dst))}")
-        return 1
-    bad, counts = 0, {}
-    for name in sorted(src):
-        s, d = src[name], dst[name]
+    def compare(name, s, d):
         key = f"{s.tensor_type.name}->{d.tensor_type.name}"
-        counts[key] = counts.get(key, 0) + 1
         got = np.asarray(d.data).view(np.uint8).reshape(-1)
         if name == "token_embd.weight" and d.tensor_type != s.tensor_type:
             print(f"{name}: {key}, but decode_q8 keeps the embedding (and tied LM head) as it is"
                   " (quantize with --embedding_type bf16)")
-            return 1
+            return None
         if d.tensor_type == T.Q8_0:
             if s.tensor_type != T.BF16:
                 print(f"{name}: Q8_0 from {s.tensor_type.name}, expected from BF16")
-                return 1
+                return None
             bits = np.asarray(s.data).view(np.uint16).astype(np.uint32) << 16
             x = bits.view(np.float32).reshape(-1, int(s.shape[0]))  # rows of ne0 elements
             ref = quantize(x, T.Q8_0).view(np.uint8).reshape(-1)
@@ -51,14 +45,12 @@ def main():
             ref = np.asarray(s.data).view(np.uint8).reshape(-1)
         else:
             print(f"{name}: unexpected {key}")
-            return 1
-        if got.size != ref.size or np.count_nonzero(got != ref):
-            bad += 1
-            n = ref.size if got.size != ref.size else int(np.count_nonzero(got != ref))
-            print(f"{name} ({key}): {n} of {ref.size} bytes differ")
-    print(", ".join(f"{k}: {v} tensors" for k, v in sorted(counts.items())))
-    print("IDENTICAL" if not bad else f"{bad} tensors differ")
-    return 1 if bad else 0
+            return None
+        if got.size != ref.size:
+            return ref.size, ref.size
+        return int(np.count_nonzero(got != ref)), ref.size  # bytes
+
+    return compare_gguf_pair(a.bf16, a.q8, compare)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import numpy as np
 import gguf
 from gguf.quants import dequantize
 
+from gguf_pairs import compare_gguf_pair
+
 
 def f32_to_bf16_bits(x):
     u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
@@ -26,31 +28,17 @@ def main():
     p.add_argument("--src", required=True)
     p.add_argument("--bf16", required=True)
     a = p.parse_args()
-    src = {t.name: t for t in gguf.GGUFReader(a.src).tensors}
-    dst = {t.name: t for t in gguf.GGUFReader(a.bf16).tensors}
-    if set(src) != set(dst):
-        print(f"tensor names differ: {sorted(set(src) ^ set(dst))}")
-        return 1
-    bad, counts = 0, {}
-    for name in sorted(src):
-        s, d = src[name], dst[name]
+    def compare(name, s, d):
         ref = dequantize(s.data, s.tensor_type).astype(np.float32).reshape(-1)
-        key = f"{s.tensor_type.name}->{d.tensor_type.name}"
         if d.tensor_type == gguf.GGMLQuantizationType.BF16:
             got = np.asarray(d.data).view(np.uint16).reshape(-1)
-            diff = int(np.count_nonzero(got != f32_to_bf16_bits(ref)))
-        elif d.tensor_type == gguf.GGMLQuantizationType.F32:
-            diff = int(np.count_nonzero(np.asarray(d.data, dtype=np.float32).reshape(-1) != ref))
-        else:
-            print(f"{name}: unexpected type {d.tensor_type.name} in {a.bf16}")
-            return 1
-        counts[key] = counts.get(key, 0) + 1
-        if diff:
-            bad += 1
-            print(f"{name} ({key}): {diff} of {ref.size} values differ")
-    print(", ".join(f"{k}: {v} tensors" for k, v in sorted(counts.items())))
-    print("IDENTICAL" if not bad else f"{bad} tensors differ")
-    return 1 if bad else 0
+            return int(np.count_nonzero(got != f32_to_bf16_bits(ref))), ref.size
+        if d.tensor_type == gguf.GGMLQuantizationType.F32:
+            return int(np.count_nonzero(np.asarray(d.data, dtype=np.float32).reshape(-1) != ref)), ref.size
+        print(f"{name}: unexpected type {d.tensor_type.name} in {a.bf16}")
+        return None
+
+    return compare_gguf_pair(a.src, a.bf16, compare)
 
 
 if __name__ == "__main__":
