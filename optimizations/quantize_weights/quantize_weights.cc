@@ -70,7 +70,7 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       // runtime quantizes from the bf16 weights at load, so this stage's scheme
       // simply replaces that one.
       if (w->block_format() != elf::BLOCK_FORMAT_NONE) {
-        requantized.insert(absl::StrCat(elf::BlockFormatName(w->block_format())));
+        requantized.insert(elf::BlockFormatName(w->block_format()));
       }
       const int64_t cols = l.params().at("cols");
       if (cols % elf::kBlockElems != 0) {

@@ -3,8 +3,8 @@
 not come from the remote cache, from its --execution_log_json_file (a stream of
 SpawnExec JSON objects). Prints a count per mnemonic and up to 40 of the actions
 (mnemonic, first output, the runner that ran it, and why it could not hit when the
-log says so). Used by .ci/run
-to name run 2's misses; exits 0 unless the log cannot be read."""
+log says so). Used by .ci/run to name run 2's misses; exits 0 unless the log cannot be
+read."""
 import collections
 import json
 import re
@@ -54,7 +54,7 @@ def main(argv):
     for mnemonic, count in counts.most_common():
         print(f"  {count:5d} {mnemonic}")
     for mnemonic, output, why in sorted(misses)[:40]:
-        print(f"  miss: {mnemonic} {output}" + (f" [{why}]" if why else ""))
+        print(f"  miss: {mnemonic} {output} [{why}]")
     if len(misses) > 40:
         print(f"  ... and {len(misses) - 40} more")
     return 0

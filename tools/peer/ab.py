@@ -81,7 +81,7 @@ class Prepared:
         return f"//tools/bench:decode_bench_{model}" + ("_q8" if self.a.stage == "q8_0" else "")
 
     def script(self, model):
-        return os.path.join(self.w, os.path.basename(self.bench_target(model).split(":")[1]) + ".sh")
+        return os.path.join(self.w, self.bench_target(model).split(":")[1] + ".sh")
 
     def digest(self, *paths):
         out = subprocess.run([self.bin["weights_digest"], "--same", *paths], cwd=ROOT, text=True,

@@ -98,7 +98,7 @@ struct StageRecord {
                                // reported only when changes_numerics)
   std::string gate_report;     // FormatGateReport (+ FormatNumericReport, FormatExactReport) lines
   // The numeric check (verify/numeric.h), shown beside the gate; the revert decision
-  // (passed()) stays on the gate and the parent's tokens alone.
+  // (passed()) stays on the gate and, unless changes_numerics, the parent's tokens.
   bool numeric_ran = false;
   bool numeric_passed = false;
   double numeric_max_abs_diff = 0;  // largest |candidate - HF| logit at HF's top-5 ids
