@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
@@ -76,7 +77,14 @@ class Reader {
     out.reserve(v->size());
     for (size_t i = 0; i < v->size(); ++i) {
       if (!(*v)[i].is_number()) return Error(absl::StrCat(path, "[", i, "]"), "expected a number");
-      out.push_back((*v)[i].get<float>());
+      // A logit is a finite float: a larger value would become inf (and compare
+      // equal to every other inf), so it is malformed, not clamped.
+      const double d = (*v)[i].get<double>();
+      if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max()) {
+        return Error(absl::StrCat(path, "[", i, "]"),
+                     absl::StrCat(d, " is not a finite float"));
+      }
+      out.push_back(static_cast<float>(d));
     }
     return out;
   }

@@ -102,6 +102,25 @@ TEST(GoldensTest, WrongTypesAndShapes) {
   EXPECT_THAT(s.message(), HasSubstr("<root>: not an object"));
 }
 
+// Found with //verify:goldens_fuzzer's invariant (every accepted logit is finite):
+// 1e300 was read as inf, so two of them tied and passed as sorted.
+TEST(GoldensTest, LogitsMustBeFiniteFloats) {
+  absl::Status s = ParseError(absl::StrReplaceAll(
+      kGoldens, {{"[3.5, 3.0, 2.0, 1.0, 0.5]", "[1e300, 1e300, 2.0, 1.0, 0.5]"}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("prompts[0].steps[0].top5_logits[0]: 1e+300 is not a finite float"));
+  s = ParseError(absl::StrReplaceAll(kGoldens,
+                                     {{"[1, 0, -1, -2, -3]", "[1, 0, -1, -2, -3.5e38]"}}));
+  EXPECT_THAT(s.message(), HasSubstr("prompts[1].steps[1].top5_logits[4]: "));
+  EXPECT_THAT(s.message(), HasSubstr("is not a finite float"));
+  // The largest float is still a float.
+  EXPECT_TRUE(ParseGoldens(absl::StrReplaceAll(kGoldens, {{"[3.5, 3.0, 2.0, 1.0, 0.5]",
+                                                           "[3.4e38, 3.0, 2.0, 1.0, 0.5]"}}),
+                           "test.json")
+                  .ok());
+}
+
 TEST(GoldensTest, TiesMustGoToTheSmallerId) {
   // Step 1 of prompt 0 lists the tied 0.5s as ids 1, 3: fine. Swapped: malformed.
   absl::Status s =
