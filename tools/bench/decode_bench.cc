@@ -18,11 +18,13 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "elf/elf.h"
 #include "kernels/bandwidth/bandwidth.h"
 #include "elf/stats.h"
 #include "runtime/cpu/session.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 
 ABSL_FLAG(std::string, elf, "", "decode ELF");
@@ -76,7 +78,7 @@ void BM_Decode(benchmark::State& state) {
   std::vector<double> bw_samples;
   const int64_t weight_bytes = dk::elf::WeightBytesPerToken(g_program);
 
-  const size_t every = std::max(1, absl::GetFlag(FLAGS_bandwidth_every));
+  const size_t every = absl::GetFlag(FLAGS_bandwidth_every);
   std::vector<double> ms;
   double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens
   for (auto _ : state) {
@@ -159,14 +161,34 @@ int Fail(const absl::Status& s) { return dk::ExitWithError("decode_bench", s); }
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::ParseCommandLine(argc, argv);
-  if (absl::GetFlag(FLAGS_elf).empty()) {
-    std::fprintf(stderr, "decode_bench: --elf is required\n");
-    return dk::kExitUsage;
+  for (const absl::Status& s :
+       {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
+        dk::cli::RequireRange("context", absl::GetFlag(FLAGS_context), 1, dk::elf::kMaxDimension),
+        dk::cli::RequireRange("tokens", absl::GetFlag(FLAGS_tokens), 1, 1 << 20),
+        dk::cli::RequireRange("warmup", absl::GetFlag(FLAGS_warmup), 0, 1 << 20),
+        dk::cli::RequireRange("bandwidth_every", absl::GetFlag(FLAGS_bandwidth_every), 1, 1 << 20)}) {
+    if (!s.ok()) return dk::ExitWithError("decode_bench", s, dk::kExitUsage);
+  }
+  const std::string weights_spec = absl::GetFlag(FLAGS_weights);
+  for (const absl::Status& s :
+       {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
+        weights_spec.rfind("synthetic", 0) == 0
+            ? absl::OkStatus()
+            : dk::cli::RequirePath("weights", weights_spec, dk::cli::PathKind::kFileOrDirectory)}) {
+    if (!s.ok()) return Fail(s);
   }
   auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
   if (!program.ok()) return Fail(program.status());
   g_program = *program;
-  auto weights = dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
+  if (absl::GetFlag(FLAGS_context) > g_program.model().max_context()) {
+    return dk::ExitWithError(
+        "decode_bench",
+        absl::InvalidArgumentError(absl::StrCat("--context ", absl::GetFlag(FLAGS_context),
+                                                " exceeds the model's KV cache of ",
+                                                g_program.model().max_context(), " positions")),
+        dk::kExitUsage);
+  }
+  auto weights = dk::runtime::LoadWeightsSpec(weights_spec, g_program.model());
   if (!weights.ok()) return Fail(weights.status());
   g_weights = *weights;
   // Registered here, not with BENCHMARK(), so that --tokens sets the iterations

@@ -5,12 +5,15 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "graph/baseline.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
 
@@ -36,12 +39,20 @@ absl::Status Run(const std::string& config, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  const std::string config = absl::GetFlag(FLAGS_config), out = absl::GetFlag(FLAGS_out);
-  if (config.empty() || out.empty()) {
+  constexpr char kUsage[] = "usage: elfc --config model.textproto --out decode.elf";
+  absl::SetProgramUsageMessage(kUsage);
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() > 1) {
     return dk::ExitWithError(
-        "elfc", absl::InvalidArgumentError("usage: elfc --config model.textproto --out decode.elf"),
+        "elfc", absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args[1], "'; ", kUsage)),
         dk::kExitUsage);
+  }
+  const std::string config = absl::GetFlag(FLAGS_config), out = absl::GetFlag(FLAGS_out);
+  for (const absl::Status& s : {dk::cli::RequireFlag("config", config), dk::cli::RequireFlag("out", out)}) {
+    if (!s.ok()) return dk::ExitWithError("elfc", s, dk::kExitUsage);
+  }
+  if (absl::Status s = dk::cli::RequireFile("config", config); !s.ok()) {
+    return dk::ExitWithError("elfc", s);
   }
   if (absl::Status s = Run(config, out); !s.ok()) return dk::ExitWithError("elfc", s);
   return dk::kExitOk;

@@ -5,6 +5,8 @@
 //
 // Relative paths are resolved against the directory `bazel run` was started from.
 // Exit status (util/exit_codes.h): 0 written, 1 an error, 2 a usage error.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
+#include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
 #include "util/user_path.h"
@@ -35,8 +38,13 @@ double Since(std::chrono::steady_clock::time_point t) {
 absl::Status Run() {
   const std::string config_path = dk::UserPath(absl::GetFlag(FLAGS_config));
   const std::string out = dk::UserPath(absl::GetFlag(FLAGS_out));
+  DK_RETURN_IF_ERROR(dk::cli::RequireFile("config", config_path));
+  // --out is created if missing; an existing file there is not a directory.
+  if (struct stat st; ::stat(out.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("--out: ", out, " is not a directory"));
+  }
   std::ifstream in(config_path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", config_path));
+  if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open ", config_path));
   std::stringstream text;
   text << in.rdbuf();
   DK_ASSIGN_OR_RETURN(const dk::elf::ModelShape shape,
@@ -64,14 +72,10 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  if (absl::GetFlag(FLAGS_config).empty() || absl::GetFlag(FLAGS_out).empty()) {
-    std::fprintf(stderr, "synthetic_weights: --config and --out are required\n");
-    return dk::kExitUsage;
+  for (const absl::Status& s : {dk::cli::RequireFlag("config", absl::GetFlag(FLAGS_config)),
+                                dk::cli::RequireFlag("out", absl::GetFlag(FLAGS_out))}) {
+    if (!s.ok()) return dk::ExitWithError("synthetic_weights", s, dk::kExitUsage);
   }
-  const absl::Status s = Run();
-  if (!s.ok()) {
-    std::fprintf(stderr, "synthetic_weights: %s\n", s.ToString().c_str());
-    return dk::kExitFailure;
-  }
+  if (absl::Status s = Run(); !s.ok()) return dk::ExitWithError("synthetic_weights", s);
   return dk::kExitOk;
 }
