@@ -169,7 +169,8 @@ def _chain(final):
     fail("verify_chain(final = %r): the chain is longer than 1000 stages" % final)
 
 def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_prompts = 0,
-                 long_goldens = None, long_stages = None, long_size = "large", **kwargs):
+                 long_goldens = None, long_stages = None, long_size = "large", slow_tags = [],
+                 **kwargs):
     """Verify tests for every stage of a decode chain, written once as `src` links.
 
     The stages are found by walking `src` back from `final` to the baseline (a rule
@@ -198,12 +199,15 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
         final stage only (the prompt is fed one token at a time: a slow baseline
         would cost minutes).
       long_size: the long tests' size.
+      slow_tags: tags added to the full-suite and long tests only (e.g.
+        "sanitizer_slow", which --config=asan / --config=ubsan skip).
       **kwargs: passed to every test (e.g. tags, size).
     """
     stages = [":" + s for s in _chain(final)]
     suites = {name: 2}
     if full_prompts:
         suites[name + "_full"] = full_prompts
+    slow_kwargs = dict(kwargs, tags = kwargs.get("tags", []) + slow_tags)
     for suite, prompts in suites.items():
         tests = []
         for i, stage in enumerate(stages):
@@ -216,7 +220,7 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
                 prompts = prompts,
                 weights = weights,
                 tokenizer = tokenizer,
-                **kwargs
+                **(kwargs if suite == name else slow_kwargs)
             )
             tests.append(":" + test)
         if long_goldens and suite == name:
@@ -232,7 +236,7 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
                     greedy = False,
                     weights = weights,
                     tokenizer = tokenizer,
-                    **dict(kwargs, size = long_size)
+                    **dict(slow_kwargs, size = long_size)
                 )
                 tests.append(":" + test)
         native.test_suite(name = suite, tests = tests)
