@@ -54,6 +54,13 @@ inline absl::Status RequireDirectory(absl::string_view flag, const std::string& 
   return RequirePath(flag, path, PathKind::kDirectory);
 }
 
+// A --weights value: "synthetic" or "synthetic:SEED" (no file), else an existing
+// checkpoint file or directory (RequirePath).
+inline absl::Status RequireWeightsSpec(absl::string_view flag, const std::string& spec) {
+  if (spec.rfind("synthetic", 0) == 0) return absl::OkStatus();
+  return RequirePath(flag, spec, PathKind::kFileOrDirectory);
+}
+
 // InvalidArgument "--flag N is outside [lo, hi]" unless lo <= value <= hi.
 inline absl::Status RequireRange(absl::string_view flag, int64_t value, int64_t lo, int64_t hi) {
   if (lo <= value && value <= hi) return absl::OkStatus();

@@ -39,6 +39,15 @@ TEST(Cli, PathsExistAndAreOfTheRightKind) {
   EXPECT_EQ(RequireFile("elf", "").message(), "--elf is required");
 }
 
+TEST(Cli, WeightsSpecIsSyntheticOrAPath) {
+  EXPECT_TRUE(RequireWeightsSpec("weights", "synthetic").ok());
+  EXPECT_TRUE(RequireWeightsSpec("weights", "synthetic:7").ok());
+  EXPECT_TRUE(RequireWeightsSpec("weights", TempDir()).ok());
+  absl::Status s = RequireWeightsSpec("weights", TempDir() + "/no_such_checkpoint");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "--weights: " + TempDir() + "/no_such_checkpoint does not exist");
+}
+
 TEST(Cli, RequireRange) {
   EXPECT_TRUE(RequireRange("max_new_tokens", 0, 0, 10).ok());
   EXPECT_TRUE(RequireRange("max_new_tokens", 10, 0, 10).ok());

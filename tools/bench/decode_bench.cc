@@ -172,9 +172,7 @@ int main(int argc, char** argv) {
   const std::string weights_spec = absl::GetFlag(FLAGS_weights);
   for (const absl::Status& s :
        {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
-        weights_spec.rfind("synthetic", 0) == 0
-            ? absl::OkStatus()
-            : dk::cli::RequirePath("weights", weights_spec, dk::cli::PathKind::kFileOrDirectory)}) {
+        dk::cli::RequireWeightsSpec("weights", weights_spec)}) {
     if (!s.ok()) return Fail(s);
   }
   auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));

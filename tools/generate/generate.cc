@@ -167,9 +167,7 @@ int main(int argc, char** argv) {
        {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
         dk::cli::RequirePath("tokenizer", UserPath(absl::GetFlag(FLAGS_tokenizer)),
                              dk::cli::PathKind::kFileOrDirectory),
-        weights.rfind("synthetic", 0) == 0
-            ? absl::OkStatus()
-            : dk::cli::RequirePath("weights", weights, dk::cli::PathKind::kFileOrDirectory)}) {
+        dk::cli::RequireWeightsSpec("weights", weights)}) {
     if (!s.ok()) return Fail(s);
   }
   Loaded m;

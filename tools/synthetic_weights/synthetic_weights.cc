@@ -5,8 +5,6 @@
 //
 // Relative paths are resolved against the directory `bazel run` was started from.
 // Exit status (util/exit_codes.h): 0 written, 1 an error, 2 a usage error.
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,8 +38,8 @@ absl::Status Run() {
   const std::string out = dk::UserPath(absl::GetFlag(FLAGS_out));
   DK_RETURN_IF_ERROR(dk::cli::RequireFile("config", config_path));
   // --out is created if missing; an existing file there is not a directory.
-  if (struct stat st; ::stat(out.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("--out: ", out, " is not a directory"));
+  if (absl::Status s = dk::cli::RequireDirectory("out", out); !s.ok() && !absl::IsNotFound(s)) {
+    return s;
   }
   std::ifstream in(config_path);
   if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open ", config_path));
