@@ -46,9 +46,7 @@ def _shell_quote(s):
     return "'" + s.replace("'", "'\\''") + "'"
 
 def _fuzz_smoke_test_impl(ctx):
-    fuzzer = ctx.attr.fuzzer
-    if type(fuzzer) == "list":
-        fuzzer = fuzzer[0]
+    fuzzer = ctx.attr.fuzzer[0]  # an attribute with a Starlark transition is a list
     binary = fuzzer[DefaultInfo].files_to_run.executable
     seeds = ctx.files.seeds
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
