@@ -123,6 +123,10 @@ absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   auto n = CheckedNumel(bo.shape(), what);
   if (!n.ok()) return n.status();
   const std::string& layout = bo.layout();
+  if (bo.blocks_as_stored() && bo.block_format() == BLOCK_FORMAT_NONE) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("BO \"", bo.name(), "\": blocks_as_stored without a block format"));
+  }
   if (bo.block_format() != BLOCK_FORMAT_NONE) {
     const std::string format = BlockFormatName(bo.block_format());
     if (format.empty()) {

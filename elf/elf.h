@@ -54,7 +54,8 @@ absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::str
 // categories are set, layers lie in [-1, n_layers), weight row ranges are
 // non-negative and match the BO's rows, and a BO mirroring a host value has its
 // dtype and lies inside it at host_offset >= 0, a block-format BO (Q8_0, Q4_0, Q4_1) is a
-// 2-D row-major BF16 weight with cols % 32 == 0, and a GEMV reads its weight through a
+// 2-D row-major BF16 weight with cols % 32 == 0 (and only such a BO has
+// blocks_as_stored), and a GEMV reads its weight through a
 // variant of the weight's block format. Errors name the field and the BO.
 absl::Status ValidateProgram(const Program& program);
 

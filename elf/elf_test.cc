@@ -382,6 +382,14 @@ TEST(Elf, BlockFormatsAreValidated) {
   p.mutable_bos(4)->set_block_format(static_cast<BlockFormat>(9));
   s = ValidateProgram(p);
   EXPECT_NE(s.message().find("unknown block format 9"), std::string::npos) << s;
+
+  p = QuantizedToy();  // the file's own blocks: fine on a block-format BO ...
+  p.mutable_bos(4)->set_blocks_as_stored(true);
+  EXPECT_TRUE(ValidateProgram(p).ok()) << ValidateProgram(p);
+  p = ToyProgram();  // ... meaningless on a plain one
+  p.mutable_bos(4)->set_blocks_as_stored(true);
+  s = ValidateProgram(p);
+  EXPECT_NE(s.message().find("\"head.w\": blocks_as_stored without a block format"), std::string::npos) << s;
 }
 
 TEST(Elf, SymbolTableMustMatchTheProgram) {

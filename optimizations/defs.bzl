@@ -71,8 +71,11 @@ def _option_args(ctx, options):
             fail("option attribute %s: no key=value form for a %s" % (name, type(value)))
     return args
 
-def _run_pass(ctx, pass_name, extra_args, changes_numerics = False):
-    """The one action every optimization rule runs; returns its providers."""
+def _run_pass(ctx, pass_name, extra_args, changes_numerics = False, weights = None):
+    """The one action every optimization rule runs; returns its providers.
+
+    `weights`: a GGUF File whose header fills the pass's option `stored`.
+    """
     src = ctx.attr.src[DecodeElfInfo]
     out = ctx.actions.declare_file(ctx.label.name + ".elf")
     args = ctx.actions.args()
@@ -82,11 +85,13 @@ def _run_pass(ctx, pass_name, extra_args, changes_numerics = False):
     args.add("--out", out)
     if ctx.attr.allow_noop:
         args.add("--allow_noop")
+    if weights:
+        args.add("--weights", weights)
     args.add_all(extra_args)
     ctx.actions.run(
         executable = ctx.executable._elf_opt,
         arguments = [args],
-        inputs = [src.elf],
+        inputs = [src.elf] + ([weights] if weights else []),
         outputs = [out],
         mnemonic = "DecodeElfOpt",
         progress_message = "Applying %s to %s (%s)" % (pass_name, ctx.attr.src.label, ctx.label),
@@ -134,29 +139,41 @@ layout_alignment = rule(
 )
 
 def _quantize_weights_impl(ctx):
+    gguf = ctx.attr.scheme == "gguf"
+    if gguf != bool(ctx.file.weights):
+        fail("scheme \"gguf\" reads the weights file's tensor types: give `weights` (the GGUF) with it, and only with it")
+
     # keep is given even when empty: an empty list means "keep nothing", not the
-    # pass's default (lm_head), which this attribute's default already is.
+    # pass's default ("default": lm_head, or nothing for gguf).
     args = _option_args(ctx, ["scheme"]) + ["keep=" + ",".join(ctx.attr.keep)]
-    return _run_pass(ctx, "quantize_weights", args, changes_numerics = True)
+    return _run_pass(ctx, "quantize_weights", args, changes_numerics = True, weights = ctx.file.weights)
 
 quantize_weights = rule(
     implementation = _quantize_weights_impl,
-    doc = "GEMV weights are quantized once at load into GGUF 32-element blocks (Q8_0 or " +
-          "Q4_0) and their launches switch to the quantized GEMV. Changes numerics: " +
-          "verify_chain gates this stage against the HF bf16 goldens and only reports " +
-          "its agreement with the parent's tokens.",
+    doc = "GEMV weights are held in GGUF 32-element blocks and their launches switch to " +
+          "the quantized GEMV: quantized once at load (q8_0, q4_0), or (gguf) each in " +
+          "the block format the GGUF stores it in, its blocks copied from the file, " +
+          "never re-quantized. Changes numerics: verify_chain gates this stage against " +
+          "the HF bf16 goldens and only reports its agreement with the parent's tokens.",
     attrs = dict(
         _COMMON_ATTRS,
         scheme = attr.string(
-            doc = "The block format: q8_0 (default) or q4_0.",
+            doc = "The block format: q8_0 (default) or q4_0; or gguf, each weight as " +
+                  "`weights` stores it (Q8_0, Q4_0, Q4_1; one stored as floats stays bf16).",
             default = "q8_0",
-            values = ["q8_0", "q4_0"],
+            values = ["q8_0", "q4_0", "gguf"],
+        ),
+        weights = attr.label(
+            doc = "scheme gguf only: the GGUF whose tensor types the stage follows (only " +
+                  "its header is read at build time); the ELF then runs on that file.",
+            allow_single_file = [".gguf"],
         ),
         keep = attr.string_list(
             doc = "GEMV weight classes that stay bf16 (q_proj, k_proj, v_proj, o_proj, " +
-                  "gate_proj, up_proj, down_proj, lm_head); [] quantizes them all. The " +
-                  "embedding table and the norm weights are never quantized.",
-            default = ["lm_head"],
+                  "gate_proj, up_proj, down_proj, lm_head); [] quantizes them all. " +
+                  "[\"default\"] (the default): lm_head for q8_0 / q4_0, nothing for gguf. " +
+                  "The embedding table and the norm weights are never quantized.",
+            default = ["default"],
         ),
     ),
 )

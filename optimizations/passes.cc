@@ -16,6 +16,17 @@
 
 namespace dk::opt {
 
+namespace {
+
+// quantize_weights' keep: a weight class, or "default".
+std::vector<std::string> KeepChoices() {
+  std::vector<std::string> choices = quantize_weights::WeightClasses();
+  choices.push_back(quantize_weights::kKeepDefault);
+  return choices;
+}
+
+}  // namespace
+
 const std::vector<Pass>& Passes() {
   static const std::vector<Pass>* const passes = new std::vector<Pass>{
       {
@@ -55,17 +66,23 @@ const std::vector<Pass>& Passes() {
       },
       {
           quantize_weights::kName,
-          "GEMV weights quantized at load into GGUF blocks (Q8_0 or Q4_0), launches on the "
-          "quantized kernel; changes numerics (gated against the bf16 goldens)",
+          "GEMV weights in GGUF blocks (quantized at load to Q8_0 or Q4_0, or the GGUF's own "
+          "blocks as stored), launches on the quantized kernel; changes numerics (gated "
+          "against the bf16 goldens)",
           {{"scheme", OptionKind::kString, quantize_weights::Options{}.scheme,
-            "the block format of the quantized weights", quantize_weights::Schemes()},
-           {"keep", OptionKind::kStringList, "lm_head",
-            "the GEMV weight classes that stay bf16 (empty: none)", quantize_weights::WeightClasses()}},
+            "the block format of the quantized weights, or gguf: each weight as the file stores it",
+            quantize_weights::Schemes()},
+           {"keep", OptionKind::kStringList, quantize_weights::kKeepDefault,
+            "the GEMV weight classes that stay bf16 (empty: none; default: lm_head, or none for gguf)",
+            KeepChoices()},
+           {"stored", OptionKind::kStringList, "",
+            "scheme gguf: tensor=ggml type for every tensor of the file (elf_opt --weights fills it)", {}}},
           [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
             quantize_weights::Options options;
             options.scheme = o.String("scheme");
             const std::vector<std::string>& keep = o.StringList("keep");
             options.keep = std::set<std::string>(keep.begin(), keep.end());
+            options.stored = o.StringList("stored");
             return quantize_weights::Run(p, target, options);
           },
       },

@@ -149,15 +149,34 @@ absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& wei
                                                    " bytes but layout ", layout, " ",
                                                    elf::BlockFormatName(b.block_format()), " needs ", need));
   }
+  if (b.blocks_as_stored() && t->stored.format != b.block_format()) {
+    // The ELF reads this file's own blocks: quantizing other values instead would
+    // run a different model than the one the stage was built and gated for.
+    const std::string stored = elf::BlockFormatName(t->stored.format);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "BO '", b.name(), "' reads tensor '", b.weight_tensor(), "' as the GGUF it was built for stores it (",
+        elf::BlockFormatName(b.block_format()), " blocks), but ", weights.source(), " holds it ",
+        stored.empty() ? "as plain values" : absl::StrCat("in ", stored, " blocks"),
+        ": run this ELF on that GGUF, or use a stage without quantize_weights(scheme = \"gguf\")"));
+  }
   uint8_t* host = reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
   AlignedBuffer<uint8_t> packed;
   if (layout != registry::kRowMajor || b.block_format() != elf::BLOCK_FORMAT_NONE) {
-    // Packed (or quantized into blocks) once, here, into what the kernel reads.
+    // Packed (or quantized into blocks, or the file's blocks copied) once, here,
+    // into what the kernel reads.
     packed = AlignedBuffer<uint8_t>(need, PageMode::kHugePages);
     if (packed.size() != need) {
       return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", need, " bytes to pack ", b.name()));
     }
-    DK_RETURN_IF_ERROR(device_->PackWeight(layout, b.block_format(), src, rows, cols, packed.data()));
+    if (b.blocks_as_stored()) {
+      if (need != static_cast<size_t>(rows) * t->stored.row_bytes) {
+        return absl::InternalError(absl::StrCat("BO '", b.name(), "': ", need, " bytes of blocks, the file has ",
+                                                rows * t->stored.row_bytes));
+      }
+      DK_RETURN_IF_ERROR(weights::CopyStoredRows(*t, begin, end, packed.data()));
+    } else {
+      DK_RETURN_IF_ERROR(device_->PackWeight(layout, b.block_format(), src, rows, cols, packed.data()));
+    }
     host = packed.data();
   }
   if (b.category() == elf::STATIC) {

@@ -153,4 +153,13 @@ int64_t GgufQkRowToHfRow(int64_t gguf_row, int64_t rows, int64_t n_head) {
   return h * 2 * half + j * half + i;
 }
 
+int64_t HfRowToGgufQkRow(int64_t hf_row, int64_t rows, int64_t n_head) {
+  const int64_t half = rows / n_head / 2;
+  const int64_t h = hf_row / (2 * half);
+  const int64_t r = hf_row % (2 * half);
+  const int64_t j = r / half;
+  const int64_t i = r % half;
+  return h * 2 * half + 2 * i + j;
+}
+
 }  // namespace dk::weights

@@ -41,6 +41,8 @@ void DequantizeToBf16(GgmlType type, const uint8_t* src, int64_t n, bf16* out);
 // GGUF row (h, i, j). Returns the HF row that GGUF row `gguf_row` holds. `rows`
 // must be a multiple of 2 * n_head.
 int64_t GgufQkRowToHfRow(int64_t gguf_row, int64_t rows, int64_t n_head);
+// Its inverse: the GGUF row that holds HF row `hf_row`.
+int64_t HfRowToGgufQkRow(int64_t hf_row, int64_t rows, int64_t n_head);
 
 }  // namespace dk::weights
 

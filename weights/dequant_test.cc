@@ -125,6 +125,8 @@ TEST(DequantTest, QkUnpermuteInvertsTheConverter) {
       for (int64_t g = 0; g < rows; ++g) {
         EXPECT_EQ(GgufQkRowToHfRow(g, rows, n_head), gguf_holds[g])
             << "n_head " << n_head << " half " << half << " row " << g;
+        EXPECT_EQ(HfRowToGgufQkRow(gguf_holds[g], rows, n_head), g)
+            << "inverse: n_head " << n_head << " half " << half << " HF row " << gguf_holds[g];
       }
     }
   }

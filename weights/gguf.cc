@@ -344,6 +344,12 @@ GgufFile::~GgufFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 
+void GgufFile::ReleaseResidentPages() const {
+  // A private read-only mapping never written: MADV_DONTNEED only unmaps its pages
+  // (re-read from the file on the next touch). Advice, so a failure changes nothing.
+  if (mapping_ != nullptr) ::madvise(mapping_, size_, MADV_DONTNEED);
+}
+
 absl::Status GgufFile::Parse() {
   Reader r(data_, size_, name_);
   uint32_t magic = 0;

@@ -172,6 +172,9 @@ class GgufFile {
   const GgufTensorInfo* FindTensor(absl::string_view name) const;
   // The tensor's bytes inside the file image (valid while this GgufFile lives).
   absl::StatusOr<absl::Span<const uint8_t>> TensorData(const GgufTensorInfo& info) const;
+  // Drops the mapped file's pages from this process's resident set (they are read
+  // again from the file, or the page cache, when next touched); the data is unchanged.
+  void ReleaseResidentPages() const;
 
  private:
   GgufFile() = default;

@@ -172,10 +172,35 @@ absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::stri
   return s;
 }
 
+// The block format the GEMV kernels read that `type` is, or NONE.
+elf::BlockFormat BlockFormatOf(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ8_0: return elf::Q8_0;
+    case GgmlType::kQ4_0: return elf::Q4_0;
+    case GgmlType::kQ4_1: return elf::Q4_1;
+    default: return elf::BLOCK_FORMAT_NONE;
+  }
+}
+
 }  // namespace
 
-absl::StatusOr<Weights> LoadGguf(const std::string& path) {
+absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::string& path) {
   DK_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(path));
+  std::map<std::string, std::string> types;
+  for (const GgufTensorInfo& info : f->tensors()) {
+    const std::string name = GgufNameToHf(info.name);
+    if (name.empty()) continue;
+    auto traits = GetGgmlTypeTraits(info.type);
+    types[name] = traits.ok() ? traits->name : absl::StrCat("ggml type ", static_cast<uint32_t>(info.type));
+  }
+  return types;
+}
+
+absl::StatusOr<Weights> LoadGguf(const std::string& path) {
+  DK_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> owned, GgufFile::Open(path));
+  // Kept mapped while the weights live: the StoredBlocks point into it.
+  const std::shared_ptr<const GgufFile> file(std::move(owned));
+  const GgufFile* f = file.get();
   DK_ASSIGN_OR_RETURN(elf::ModelShape shape, ShapeFromGguf(*f, path));
   std::map<std::string, std::vector<int64_t>> expected;
   for (auto& [name, dims] : ExpectedTensors(shape)) expected[name] = dims;
@@ -238,9 +263,16 @@ absl::StatusOr<Weights> LoadGguf(const std::string& path) {
         DequantizeToBf16(type, src + r * rb, cols, dst + hf_row * cols);
       }
     });
+    if (const elf::BlockFormat format = BlockFormatOf(type); format != elf::BLOCK_FORMAT_NONE && t.shape.size() == 2) {
+      t.stored = StoredBlocks{format, src, static_cast<size_t>(rb), n_head};
+    }
     w.Add(name, std::move(t));
   }
   DK_RETURN_IF_ERROR(CheckWeights(w, shape));
+  // Dequantizing touched every page; the blocks are read again (from the page cache)
+  // only by an ELF that copies them, so they need not stay resident.
+  f->ReleaseResidentPages();
+  w.Retain(file);
   return w;
 }
 

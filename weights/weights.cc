@@ -4,12 +4,14 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "util/status.h"
 #include "weights/common.h"
+#include "weights/dequant.h"
 
 namespace dk::weights {
 
@@ -17,6 +19,22 @@ int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+absl::Status CopyStoredRows(const Tensor& t, int64_t begin, int64_t end, uint8_t* out) {
+  const StoredBlocks& b = t.stored;
+  if (b.format == elf::BLOCK_FORMAT_NONE || b.data == nullptr || t.shape.size() != 2) {
+    return absl::FailedPreconditionError("the tensor is not stored in blocks");
+  }
+  const int64_t rows = t.shape[0];
+  if (begin < 0 || end > rows || begin > end) {
+    return absl::OutOfRangeError(absl::StrCat("rows [", begin, ", ", end, ") of a tensor of ", rows, " rows"));
+  }
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t file_row = b.qk_heads > 0 ? HfRowToGgufQkRow(r, rows, b.qk_heads) : r;
+    std::memcpy(out + (r - begin) * b.row_bytes, b.data + file_row * b.row_bytes, b.row_bytes);
+  }
+  return absl::OkStatus();
 }
 
 void Weights::Add(std::string name, Tensor tensor) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,11 +28,29 @@
 
 namespace dk::weights {
 
+// A 2-D tensor's own blocks in the weights file, when the file stores it in one of
+// the block formats the GEMV kernels read (a GGUF's Q8_0, Q4_0 and Q4_1 tensors):
+// what quantize_weights' "gguf" scheme reads instead of quantizing the bf16 values
+// again (elf BufferObject.blocks_as_stored). The bf16 data is these blocks
+// dequantized, so both describe the same values.
+struct StoredBlocks {
+  elf::BlockFormat format = elf::BLOCK_FORMAT_NONE;  // NONE: stored as plain elements
+  const uint8_t* data = nullptr;  // rows x row_bytes in the file's row order (the mapped file)
+  size_t row_bytes = 0;
+  int64_t qk_heads = 0;  // > 0: the file's rows are GGUF's Q/K permutation over this many heads
+};
+
 struct Tensor {
   std::vector<int64_t> shape;  // PyTorch order, e.g. [out_features, in_features]
   AlignedBuffer<bf16> data;    // row-major, numel() elements
+  StoredBlocks stored;         // valid while the Weights holding this tensor lives
   int64_t numel() const;
 };
+
+// Copies HF rows [begin, end) of `t`'s stored blocks, in HF row order, to `out`
+// ((end - begin) * t.stored.row_bytes bytes). FailedPrecondition when `t` has none,
+// OutOfRange for rows outside the tensor.
+absl::Status CopyStoredRows(const Tensor& t, int64_t begin, int64_t end, uint8_t* out);
 
 class Weights {
  public:
@@ -61,7 +80,12 @@ class Weights {
   // runs can prove they use the same weights.
   std::string Digest() const;
 
+  // Keeps `backing` (the mapped file that StoredBlocks point into) alive as long as
+  // these weights.
+  void Retain(std::shared_ptr<const void> backing) { backing_.push_back(std::move(backing)); }
+
  private:
+  std::vector<std::shared_ptr<const void>> backing_;
   std::string source_;
   elf::ModelShape shape_;
   std::map<std::string, Tensor> tensors_;
@@ -97,13 +121,18 @@ std::string HfConfigJson(const elf::ModelShape& shape);
 absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 
 // GGUF (llama architecture): F32, F16, BF16, Q8_0, Q4_0, Q4_1 tensors, renamed to HF
-// names, Q/K rows un-permuted; tied unless the file has output.weight. The shape's
+// names, Q/K rows un-permuted; Q8_0, Q4_0 and Q4_1 tensors also keep their StoredBlocks
+// (the file stays mapped, its pages released after loading); tied unless the file has output.weight. The shape's
 // name is general.basename + "_" + general.size_label in lower case (else the file
 // stem); max_context is llama.context_length. Llama-3 rope scaling is not read from
 // GGUF (llama.cpp stores it as a rope_freqs tensor).
 // Loaders and MakeSyntheticWeights split work over SharedThreadPool(): call them from
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
+
+// How a GGUF stores each tensor LoadGguf loads, by HF name: the ggml type's name
+// ("Q4_1", "Q8_0", "F32", ...). Reads only the header.
+absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::string& path);
 
 // A directory is an HF checkpoint, a file starting with the GGUF magic is GGUF
 // (whatever its name); NotFound when `path` does not exist, InvalidArgument otherwise.

@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "elf/elf.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "tools/cpp/runfiles/runfiles.h"
 #include "util/bf16.h"
+#include "weights/dequant.h"
 #include "weights/test_util.h"
 
 namespace dk::weights {
@@ -238,6 +241,50 @@ TEST(GgufLoadTest, DequantizesRenamesAndUnpermutes) {
     ASSERT_TRUE(dispatched.ok());
     EXPECT_EQ(dispatched->Digest(), w->Digest());
   }
+}
+
+// Q8_0 / Q4_0 / Q4_1 tensors keep the file's own blocks (StoredBlocks): copied in
+// HF row order, they dequantize to exactly the bf16 data, Q/K rows included.
+TEST(GgufLoadTest, KeepsTheFilesBlocksInHfRowOrder) {
+  const elf::ModelShape s = TinyShape(/*tied=*/false);
+  const auto layout = TinyLayout(s);
+  const TinyGguf g = WriteTinyGguf("tiny_blocks.gguf", s, layout);
+  auto w = LoadGguf(g.path);
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto types = GgufStoredTypes(g.path);
+  ASSERT_TRUE(types.ok()) << types.status();
+  int checked = 0;
+  for (const auto& [name, c] : layout) {
+    const Tensor* t = w->Find(name);
+    ASSERT_NE(t, nullptr) << name;
+    const bool blocks = c.type == kQ8_0 || c.type == kQ4_0 || c.type == kQ4_1;
+    const char* type_name = c.type == kQ8_0 ? "Q8_0" : c.type == kQ4_0 ? "Q4_0" : c.type == kQ4_1 ? "Q4_1" : "";
+    if (blocks) {
+      EXPECT_EQ(types->at(name), type_name) << name;
+    }
+    if (!blocks || t->shape.size() != 2) {
+      EXPECT_EQ(t->stored.format, elf::BLOCK_FORMAT_NONE) << name;
+      EXPECT_EQ(CopyStoredRows(*t, 0, 1, nullptr).code(), absl::StatusCode::kFailedPrecondition) << name;
+      continue;
+    }
+    EXPECT_EQ(elf::BlockFormatName(t->stored.format), absl::AsciiStrToLower(type_name)) << name;
+    const int64_t rows = t->shape[0], cols = t->shape[1];
+    for (int64_t begin : {int64_t{0}, int64_t{1}}) {  // all rows, and a partition
+      std::vector<uint8_t> copy((rows - begin) * t->stored.row_bytes);
+      ASSERT_TRUE(CopyStoredRows(*t, begin, rows, copy.data()).ok()) << name;
+      std::vector<bf16> row(cols);
+      for (int64_t r = begin; r < rows; ++r) {
+        DequantizeToBf16(static_cast<GgmlType>(c.type), copy.data() + (r - begin) * t->stored.row_bytes, cols,
+                         row.data());
+        for (int64_t k = 0; k < cols; ++k) {
+          ASSERT_EQ(row[k].bits, t->data[r * cols + k].bits) << name << " row " << r << " col " << k;
+        }
+      }
+    }
+    EXPECT_EQ(CopyStoredRows(*t, 0, rows + 1, nullptr).code(), absl::StatusCode::kOutOfRange) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1 + 6 * s.n_layers() - 2);  // embedding; per layer q,k,o,gate,up,down less layer 0's q,k
 }
 
 TEST(GgufLoadTest, Errors) {

@@ -32,20 +32,59 @@ std::string ClassOf(const std::string& tensor) {
 absl::StatusOr<elf::BlockFormat> FormatOf(const std::string& scheme) {
   if (scheme == "q8_0") return elf::Q8_0;
   if (scheme == "q4_0") return elf::Q4_0;
+  if (scheme == "gguf") return elf::BLOCK_FORMAT_NONE;  // per tensor, from `stored`
   return absl::InvalidArgumentError(absl::StrCat("unknown scheme '", scheme, "' (known: ",
                                                  absl::StrJoin(Schemes(), ", "), ")"));
+}
+
+// The block format a kernel reads that a file's ggml type name is, or NONE.
+elf::BlockFormat StoredFormat(const std::string& type) {
+  if (type == "Q8_0") return elf::Q8_0;
+  if (type == "Q4_0") return elf::Q4_0;
+  if (type == "Q4_1") return elf::Q4_1;
+  return elf::BLOCK_FORMAT_NONE;
+}
+
+// "tensor=TYPE" entries -> tensor -> TYPE.
+absl::StatusOr<std::map<std::string, std::string>> ParseStored(const std::vector<std::string>& stored) {
+  std::map<std::string, std::string> out;
+  for (const std::string& entry : stored) {
+    const size_t eq = entry.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("stored: '", entry, "' is not tensor=type"));
+    }
+    out[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return out;
 }
 
 }  // namespace
 
 absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target,
                          const Options& options) {
-  DK_ASSIGN_OR_RETURN(const elf::BlockFormat format, FormatOf(options.scheme));
+  DK_ASSIGN_OR_RETURN(const elf::BlockFormat scheme_format, FormatOf(options.scheme));
+  const bool as_stored = options.scheme == "gguf";
+  DK_ASSIGN_OR_RETURN(const auto stored_types, ParseStored(options.stored));
+  if (as_stored && stored_types.empty()) {
+    return absl::InvalidArgumentError(
+        "scheme gguf needs the file's tensor types (option stored; elf_opt --weights FILE.gguf fills it)");
+  }
+  if (!as_stored && !stored_types.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("option stored is for scheme gguf, not ", options.scheme));
+  }
+  std::set<std::string> keep = options.keep;
+  if (keep.count(kKeepDefault)) {
+    if (keep.size() != 1) return absl::InvalidArgumentError("keep: 'default' cannot be combined with classes");
+    keep = as_stored ? std::set<std::string>{} : std::set<std::string>{"lm_head"};
+  }
   std::map<std::string, elf::BufferObject*> bos;
   for (auto& b : *p.mutable_bos()) bos[b.name()] = &b;
   const int64_t bytes_before = WeightBytesPerToken(p);
-  std::map<std::string, int> quantized;  // class -> weight BOs this run quantized
+  std::map<std::string, int> quantized;  // class (+ " FORMAT" for gguf) -> weight BOs this run quantized
   std::set<std::string> symbols, kept, unfit, requantized;
+  // gguf: a file type no kernel reads (", keeps the earlier q8_0" when an earlier stage's
+  // blocks stay) -> classes
+  std::map<std::string, std::set<std::string>> stays;
   int already = 0;
   for (auto& step : *p.mutable_steps()) {
     if (!step.has_group()) continue;
@@ -58,11 +97,27 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       }
       if (w == nullptr || w->weight_tensor().empty()) continue;
       const std::string cls = ClassOf(w->weight_tensor());
-      if (cls.empty() || options.keep.count(cls)) {
+      if (cls.empty() || keep.count(cls)) {
         kept.insert(cls.empty() ? w->weight_tensor() : cls);
         continue;
       }
-      if (w->block_format() == format) {
+      elf::BlockFormat format = scheme_format;
+      if (as_stored) {
+        const auto type = stored_types.find(w->weight_tensor());
+        if (type == stored_types.end()) {
+          return absl::InvalidArgumentError(absl::StrCat("the weights file has no tensor '", w->weight_tensor(),
+                                                         "' (BO '", w->name(), "')"));
+        }
+        format = StoredFormat(type->second);
+        if (format == elf::BLOCK_FORMAT_NONE) {
+          // An earlier stage's blocks stay: the weight's bf16 form (its packed layout
+          // and kernel) is that stage's parent's, not this program's to restore.
+          const std::string earlier = elf::BlockFormatName(w->block_format());
+          stays[absl::StrCat(type->second, earlier.empty() ? "" : ", keeps the earlier " + earlier)].insert(cls);
+          continue;
+        }
+      }
+      if (w->block_format() == format && w->blocks_as_stored() == as_stored) {
         ++already;
         continue;
       }
@@ -77,15 +132,17 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
         unfit.insert(absl::StrCat(cls, " (K=", cols, ")"));
         continue;
       }
-      DK_ASSIGN_OR_RETURN(const registry::KernelVariant* variant,
-                          registry::SelectVariant("gemv", registry::kRowMajor, cols, options.scheme));
+      DK_ASSIGN_OR_RETURN(
+          const registry::KernelVariant* variant,
+          registry::SelectVariant("gemv", registry::kRowMajor, cols, elf::BlockFormatName(format)));
       l.set_kernel_symbol(variant->symbol());
       symbols.insert(variant->symbol());
       w->set_layout(std::string(registry::kRowMajor));
       w->set_block_format(format);
+      w->set_blocks_as_stored(as_stored);
       DK_ASSIGN_OR_RETURN(const int64_t bytes, elf::BoBytes(*w));
       w->set_size_bytes(bytes);
-      ++quantized[cls];
+      ++quantized[as_stored ? absl::StrCat(cls, " ", elf::BlockFormatName(format)) : cls];
     }
   }
   const std::string kept_note =
@@ -93,29 +150,40 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   const std::string requantized_note =
       requantized.empty() ? ""
                           : absl::StrCat("; replaces the earlier ", absl::StrJoin(requantized, ", "),
-                                         " (quantized from the bf16 weights, not re-quantized)");
+                                         as_stored ? " (the file's own blocks instead)"
+                                                   : " (quantized from the bf16 weights, not re-quantized)");
+  std::string stays_note;
+  for (const auto& [type, classes] : stays) {
+    const bool earlier = type.find(", keeps the earlier") != std::string::npos;
+    absl::StrAppend(&stays_note, "; stored ", type, earlier ? ": " : " (no block kernel reads it), stays bf16: ",
+                    absl::StrJoin(classes, ", "));
+  }
   const std::string unfit_note =
       unfit.empty() ? "" : absl::StrCat("; not a multiple of 32 columns: ", absl::StrJoin(unfit, ", "));
   if (quantized.empty()) {
     Record(p, kName, target.name(), false,
            absl::StrCat("nothing to do: no bf16 GEMV weight left to quantize to ", options.scheme,
-                        already ? absl::StrCat(" (", already, " already are)") : "", kept_note, unfit_note));
+                        already ? absl::StrCat(" (", already, " already are)") : "", kept_note, stays_note,
+                        unfit_note));
     return false;
   }
   std::vector<std::string> parts;
   int total = 0;
-  for (const std::string& c : WeightClasses()) {
-    auto it = quantized.find(c);
-    if (it == quantized.end()) continue;
-    parts.push_back(absl::StrCat(c, " x", it->second));
-    total += it->second;
+  for (const std::string& c : WeightClasses()) {  // in class order; gguf keys are "class format"
+    for (const auto& [key, n] : quantized) {
+      if (key != c && !absl::StartsWith(key, c + " ")) continue;
+      parts.push_back(absl::StrCat(key, " x", n));
+      total += n;
+    }
   }
   const int64_t bytes_after = WeightBytesPerToken(p);
+  const std::string how = as_stored ? "read as the GGUF stores them, its blocks copied at load"
+                                    : absl::StrCat("quantized to ", options.scheme, " at load");
   Record(p, kName, target.name(), true,
-         absl::StrCat(total, " GEMV weights quantized to ", options.scheme, " at load (",
-                      absl::StrJoin(parts, ", "), "); launches use ", absl::StrJoin(symbols, ", "),
-                      requantized_note, kept_note, unfit_note, "; weight bytes/token ", HumanBytes(bytes_before), " -> ",
-                      HumanBytes(bytes_after), " (", bytes_before, " -> ", bytes_after, ")"));
+         absl::StrCat(total, " GEMV weights ", how, " (", absl::StrJoin(parts, ", "), "); launches use ",
+                      absl::StrJoin(symbols, ", "), requantized_note, kept_note, stays_note, unfit_note,
+                      "; weight bytes/token ", HumanBytes(bytes_before), " -> ", HumanBytes(bytes_after), " (",
+                      bytes_before, " -> ", bytes_after, ")"));
   return true;
 }
 

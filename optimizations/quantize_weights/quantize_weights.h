@@ -1,11 +1,18 @@
 // quantize_weights: GEMV weights are stored in one of GGUF's 32-element block
-// formats (Q8_0 or Q4_0: f16 scale per block), quantized once at load from the
-// bf16 checkpoint, and their launches switch to the GEMV variant that reads those
-// blocks (row-major; a packed weight goes back to row_major). Which weights stay
-// bf16 is an option: by default the LM head (and so the tied embedding, which the
-// host reads as a table, and every norm weight, which no GEMV reads). Unlike the
-// other passes this one changes the arithmetic: its stage is gated against the
-// HF bf16 goldens, not against its parent's tokens (DESIGN.md s.5).
+// formats and their launches switch to the GEMV variant that reads those blocks
+// (row-major; a packed weight goes back to row_major). Schemes:
+//  * "q8_0", "q4_0": every weight in that format (f16 scale per block), quantized
+//    once at load from the bf16 weights;
+//  * "gguf": each weight in the block format the GGUF file stores it in (Q8_0,
+//    Q4_0, Q4_1), its blocks copied from the file as they are, never re-quantized
+//    (BufferObject.blocks_as_stored); a weight the file stores as floats (or in a
+//    format no kernel reads) stays bf16. The file's tensor types are the option
+//    `stored` (elf_opt --weights fills it from the GGUF's header).
+// Which weights stay bf16 is the option `keep`; its default depends on the scheme:
+// the LM head for q8_0 / q4_0, nothing for gguf. The embedding table (which the
+// host reads) and every norm weight (which no GEMV reads) are never quantized.
+// Unlike the other passes this one changes the arithmetic: its stage is gated
+// against the HF bf16 goldens, not against its parent's tokens (DESIGN.md s.5).
 #ifndef DK_OPTIMIZATIONS_QUANTIZE_WEIGHTS_QUANTIZE_WEIGHTS_H_
 #define DK_OPTIMIZATIONS_QUANTIZE_WEIGHTS_QUANTIZE_WEIGHTS_H_
 
@@ -30,15 +37,20 @@ inline const std::vector<std::string>& WeightClasses() {
   return *classes;
 }
 
-// The schemes: the block format every quantized weight gets.
+// The schemes: the block format every quantized weight gets, or "gguf" (as stored).
 inline const std::vector<std::string>& Schemes() {
-  static const auto* schemes = new std::vector<std::string>{"q8_0", "q4_0"};
+  static const auto* schemes = new std::vector<std::string>{"q8_0", "q4_0", "gguf"};
   return *schemes;
 }
 
+// `keep`'s value meaning "the scheme's default" (lm_head, or nothing for gguf).
+inline constexpr char kKeepDefault[] = "default";
+
 struct Options {
   std::string scheme = "q8_0";
-  std::set<std::string> keep = {"lm_head"};  // classes that stay bf16
+  std::set<std::string> keep = {kKeepDefault};  // classes that stay bf16
+  // scheme gguf: how the file stores each tensor, "tensor name=ggml type" (Q4_1, F32, ...).
+  std::vector<std::string> stored;
 };
 
 absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "elf/elf.h"
 #include "gtest/gtest.h"
 #include "optimizations/common/program_util.h"
@@ -174,6 +175,115 @@ TEST(QuantizeWeights, LaterSchemeReplacesTheEarlierOne) {
   const std::string& r = Last(*p).reason();
   EXPECT_NE(r.find("7 GEMV weights quantized to q4_0"), std::string::npos) << r;
   EXPECT_NE(r.find("replaces the earlier q8_0 (quantized from the bf16 weights"), std::string::npos) << r;
+}
+
+// The `stored` option for `p`'s GEMV weights: each tensor's type by its class
+// (lm_head: model.embed_tokens.weight, tied in the tiny model).
+std::string StoredFor(const elf::Program& p, const std::map<std::string, std::string>& type_of_class) {
+  std::vector<std::string> entries;
+  for (const auto& [tensor, fs] : Gemvs(p)) {
+    std::string cls = "lm_head";
+    for (const auto& [c, type] : type_of_class) {
+      if (tensor.find("." + c + ".") != std::string::npos) cls = c;
+    }
+    entries.push_back(absl::StrCat(tensor, "=", type_of_class.at(cls)));
+  }
+  entries.push_back("model.norm.weight=F32");  // no GEMV weight: ignored
+  return absl::StrCat("stored=", absl::StrJoin(entries, ","));
+}
+
+const std::map<std::string, std::string> kMixedFile = {
+    {"q_proj", "Q4_1"}, {"k_proj", "Q8_0"},   {"v_proj", "F32"},  {"o_proj", "Q4_0"},
+    {"gate_proj", "Q4_1"}, {"up_proj", "Q4_1"}, {"down_proj", "Q6_K"}, {"lm_head", "Q8_0"}};
+
+// scheme gguf: each weight in the block format the file stores it in, its blocks
+// marked as the file's own; floats and formats no kernel reads stay bf16; by default
+// nothing is kept (the LM head too is read as stored).
+TEST(QuantizeWeights, GgufReadsEachWeightAsTheFileStoresIt) {
+  auto base = BuildChain(TinyShape(2), {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"});
+  ASSERT_TRUE(base.ok()) << base.status();
+  elf::Program p = *base;
+  auto changed = RunWith(p, {"scheme=gguf", StoredFor(p, kMixedFile)});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(elf::ValidateProgram(p).ok()) << elf::ValidateProgram(p);
+  const std::map<std::string, std::pair<elf::BlockFormat, std::string>> want = {
+      {"q_proj", {elf::Q4_1, "dk_gemv_q4_1_rowmajor"}},  {"k_proj", {elf::Q8_0, "dk_gemv_q8_0_rowmajor"}},
+      {"o_proj", {elf::Q4_0, "dk_gemv_q4_0_rowmajor"}},  {"gate_proj", {elf::Q4_1, "dk_gemv_q4_1_rowmajor"}},
+      {"up_proj", {elf::Q4_1, "dk_gemv_q4_1_rowmajor"}}, {"lm_head", {elf::Q8_0, "dk_gemv_q8_0_rowmajor"}}};
+  int as_stored = 0;
+  for (const auto& [tensor, fs] : Gemvs(p)) {
+    std::string cls = "lm_head";
+    for (const char* c : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
+      if (tensor.find(absl::StrCat(".", c, ".")) != std::string::npos) cls = c;
+    }
+    const auto it = want.find(cls);
+    if (it == want.end()) {  // v_proj (F32) and down_proj (Q6_K): bf16, packed as before
+      EXPECT_EQ(fs.first, elf::BLOCK_FORMAT_NONE) << tensor;
+      EXPECT_EQ(fs.second.rfind("dk_gemv_bf16_packed", 0), 0u) << tensor << " " << fs.second;
+      continue;
+    }
+    EXPECT_EQ(fs, it->second) << tensor;
+  }
+  for (const auto& b : p.bos()) {
+    if (b.block_format() == elf::BLOCK_FORMAT_NONE) continue;
+    EXPECT_TRUE(b.blocks_as_stored()) << b.name();
+    ++as_stored;
+  }
+  EXPECT_EQ(as_stored, 2 * 5 + 3);  // 5 per layer, the LM head's 3 partitions
+  const std::string& r = Last(p).reason();
+  EXPECT_NE(r.find("13 GEMV weights read as the GGUF stores them, its blocks copied at load (q_proj q4_1 x2, "
+                   "k_proj q8_0 x2, o_proj q4_0 x2, gate_proj q4_1 x2, up_proj q4_1 x2, lm_head q8_0 x3)"),
+            std::string::npos) << r;
+  EXPECT_NE(r.find("stored F32 (no block kernel reads it), stays bf16: v_proj"), std::string::npos) << r;
+  EXPECT_NE(r.find("stored Q6_K (no block kernel reads it), stays bf16: down_proj"), std::string::npos) << r;
+  EXPECT_EQ(r.find("kept bf16"), std::string::npos) << r;
+
+  // keep still applies; a second run has nothing to do.
+  elf::Program kept = *base;
+  ASSERT_TRUE(RunWith(kept, {"scheme=gguf", "keep=lm_head", StoredFor(kept, kMixedFile)}).ok());
+  EXPECT_NE(Last(kept).reason().find("kept bf16: lm_head"), std::string::npos) << Last(kept).reason();
+  auto again = RunWith(p, {"scheme=gguf", StoredFor(*base, kMixedFile)});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(*again);
+}
+
+TEST(QuantizeWeights, GgufAfterQ8_0UsesTheFilesBlocks) {
+  auto p = BuildChain(TinyShape(), {kName});  // q8_0, LM head kept
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto changed = RunWith(*p, {"scheme=gguf", StoredFor(*p, kMixedFile)});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  for (const auto& b : p->bos()) {
+    if (b.block_format() == elf::BLOCK_FORMAT_NONE) continue;
+    // v_proj (F32 in the file) and down_proj (Q6_K) keep the q8_0 stage's blocks.
+    const bool earlier = b.name().find("v_proj") != std::string::npos || b.name().find("down") != std::string::npos;
+    EXPECT_EQ(b.blocks_as_stored(), !earlier) << b.name();
+  }
+  const std::string& r = Last(*p).reason();
+  EXPECT_NE(r.find("stored F32, keeps the earlier q8_0: v_proj"), std::string::npos) << r;
+  EXPECT_NE(r.find("stored Q6_K, keeps the earlier q8_0: down_proj"), std::string::npos) << r;
+  EXPECT_NE(r.find("replaces the earlier q8_0 (the file's own blocks instead)"), std::string::npos) << r;
+  // k_proj was Q8_0 already, but quantized at load: now the file's blocks.
+  EXPECT_NE(r.find("k_proj q8_0 x1"), std::string::npos) << r;
+}
+
+TEST(QuantizeWeights, GgufOptionErrors) {
+  auto p = BuildChain(TinyShape(), {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string stored = StoredFor(*p, kMixedFile);
+  auto expect_error = [&](std::vector<std::string> args, const std::string& message) {
+    elf::Program copy = *p;
+    auto s = RunWith(copy, args);
+    ASSERT_FALSE(s.ok()) << args[0];
+    EXPECT_NE(s.status().message().find(message), std::string::npos) << s.status() << " / want " << message;
+  };
+  expect_error({"scheme=gguf"}, "scheme gguf needs the file's tensor types");
+  expect_error({"scheme=q8_0", stored}, "option stored is for scheme gguf, not q8_0");
+  expect_error({"scheme=gguf", "stored=model.norm.weight=F32"},
+               "the weights file has no tensor 'model.layers.0.self_attn.q_proj.weight' (BO 'L0.q_proj.w')");
+  expect_error({"scheme=gguf", "stored=a.weight"}, "stored: 'a.weight' is not tensor=type");
+  expect_error({"scheme=gguf", "keep=default,lm_head", stored}, "'default' cannot be combined");
 }
 
 // Runs on the CPU device against the bf16 logits: //tests/passes:runs_on_cpu_test.

@@ -5,18 +5,21 @@
 
 namespace dk::passes_test {
 
-absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenValidating(const elf::Program& program,
-                                                                   const std::string& elf_name) {
-  DK_ASSIGN_OR_RETURN(weights::Weights synthetic, weights::MakeSyntheticWeights(program.model(), 1));
-  auto w = std::make_shared<const weights::Weights>(std::move(synthetic));
+absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenValidating(
+    const elf::Program& program, const std::string& elf_name, std::shared_ptr<const weights::Weights> w) {
+  if (w == nullptr) {
+    DK_ASSIGN_OR_RETURN(weights::Weights synthetic, weights::MakeSyntheticWeights(program.model(), 1));
+    w = std::make_shared<const weights::Weights>(std::move(synthetic));
+  }
   runtime::SessionOptions options;
   options.validate = true;
   return runtime::CpuSession::Open(program, elf_name, w, options);
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& program,
-                                                          const std::vector<uint32_t>& tokens) {
-  DK_ASSIGN_OR_RETURN(auto session, OpenValidating(program, "tiny.elf"));
+                                                          const std::vector<uint32_t>& tokens,
+                                                          std::shared_ptr<const weights::Weights> w) {
+  DK_ASSIGN_OR_RETURN(auto session, OpenValidating(program, "tiny.elf", std::move(w)));
   std::vector<std::vector<float>> out;
   for (uint32_t token : tokens) {
     DK_RETURN_IF_ERROR(session->decoder().Step(token).status());

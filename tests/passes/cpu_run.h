@@ -14,18 +14,21 @@
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
 #include "runtime/cpu/session.h"
+#include "weights/weights.h"
 
 namespace dk::passes_test {
 
 // A CPU session on `program` (named `elf_name` in errors) with BO validation on
-// and synthetic weights (seed 1).
-absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenValidating(const elf::Program& program,
-                                                                   const std::string& elf_name);
+// and `weights` (nullptr: synthetic weights, seed 1).
+absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenValidating(
+    const elf::Program& program, const std::string& elf_name,
+    std::shared_ptr<const weights::Weights> weights = nullptr);
 
 // Decodes `tokens` (fed one by one, greedy choices ignored) in such a session;
 // returns the f32 logits after each token.
-absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& program,
-                                                          const std::vector<uint32_t>& tokens);
+absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(
+    const elf::Program& program, const std::vector<uint32_t>& tokens,
+    std::shared_ptr<const weights::Weights> weights = nullptr);
 
 }  // namespace dk::passes_test
 

@@ -5,10 +5,18 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/quantize.h"
+#include "util/aligned_buffer.h"
+#include "util/check.h"
+#include "weights/dequant.h"
+#include "weights/weights.h"
 
 #include "elf/elf.h"
 #include "elf/stats.h"
@@ -205,6 +213,111 @@ TEST(QuantizeWeights, RunsOnTheCpuDeviceWithinTheQuantizationBoundOfTheBf16Logit
     // Coarser blocks, larger error.
     EXPECT_LT(error["q8_0"], error["q4_0"]) << layers << " layers";
   }
+}
+
+// Synthetic weights as a GGUF would hold them: every GEMV weight of `formats` (by
+// tensor name) in that block format, its bf16 values the blocks dequantized (as
+// LoadGguf gives them) and the blocks kept as its StoredBlocks.
+struct StoredWeights {
+  std::shared_ptr<weights::Weights> weights;
+  std::map<std::string, std::vector<uint8_t>*> blocks;  // tensor -> its blocks (mutable, for tests)
+};
+StoredWeights AsStored(const elf::ModelShape& shape, const std::map<std::string, elf::BlockFormat>& formats) {
+  auto synthetic = weights::MakeSyntheticWeights(shape, 1);
+  DK_CHECK(synthetic.ok());
+  StoredWeights out;
+  auto w = std::make_shared<weights::Weights>();
+  w->set_source("as-stored synthetic");
+  w->set_shape(shape);
+  for (const std::string& name : synthetic->Names()) {
+    const weights::Tensor& src = *synthetic->Find(name);
+    weights::Tensor t;
+    t.shape = src.shape;
+    t.data = AlignedBuffer<bf16>(src.numel());
+    std::copy(src.data.data(), src.data.data() + src.numel(), t.data.data());
+    const auto f = formats.find(name);
+    if (f != formats.end()) {
+      const kernels::QuantFormat q = f->second == elf::Q8_0   ? kernels::QuantFormat::kQ8_0
+                                     : f->second == elf::Q4_0 ? kernels::QuantFormat::kQ4_0
+                                                              : kernels::QuantFormat::kQ4_1;
+      const weights::GgmlType g = f->second == elf::Q8_0   ? weights::GgmlType::kQ8_0
+                                  : f->second == elf::Q4_0 ? weights::GgmlType::kQ4_0
+                                                           : weights::GgmlType::kQ4_1;
+      const int64_t rows = t.shape[0], cols = t.shape[1];
+      auto blocks = std::make_shared<std::vector<uint8_t>>(rows * kernels::QuantRowBytes(q, cols));
+      kernels::QuantizeWeights(q, src.data.data(), rows, cols, blocks->data());
+      const size_t rb = kernels::QuantRowBytes(q, cols);
+      for (int64_t r = 0; r < rows; ++r) weights::DequantizeToBf16(g, blocks->data() + r * rb, cols, &t.data[r * cols]);
+      t.stored = weights::StoredBlocks{f->second, blocks->data(), rb, 0};
+      out.blocks[name] = blocks.get();
+      w->Retain(blocks);
+    }
+    w->Add(name, std::move(t));
+  }
+  out.weights = w;
+  return out;
+}
+
+// The gguf stage runs on the weights file's own blocks: with the blocks consistent
+// with the bf16 values, its logits are those of the bf16 stage on the same values
+// up to the int8 activations (e_x = 1/254 per GEMV) and the bf16 rounding of the
+// dequantized weights (2^-9), over at most 4 GEMVs in sequence; it is not the bf16
+// stage (the logits differ). Change one tensor's blocks and only the gguf stage
+// moves (it reads the blocks, not the bf16 values); give it weights without blocks
+// and it is refused at load, naming the tensor.
+TEST(QuantizeWeights, GgufStageReadsTheFilesOwnBlocks) {
+  const elf::ModelShape shape = TinyShape(2);
+  const std::vector<uint32_t> tokens = {17, 250, 3, 99};
+  auto bf16 = BuildChain(shape, {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"});
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  std::map<std::string, elf::BlockFormat> formats;
+  std::vector<std::string> stored;
+  for (const auto& [name, dims] : weights::ExpectedTensors(shape)) {
+    if (dims.size() != 2) continue;
+    const elf::BlockFormat f = name == "model.embed_tokens.weight"     ? elf::Q8_0
+                               : name.find("v_proj") != std::string::npos ? elf::Q4_0
+                                                                          : elf::Q4_1;
+    formats[name] = f;
+    stored.push_back(absl::StrCat(name, "=", f == elf::Q8_0 ? "Q8_0" : f == elf::Q4_0 ? "Q4_0" : "Q4_1"));
+  }
+  elf::Program gguf = *bf16;
+  auto changed = opt::RunPass("quantize_weights", gguf, **registry::FindTarget("cpu"),
+                              {"scheme=gguf", absl::StrCat("stored=", absl::StrJoin(stored, ","))});
+  ASSERT_TRUE(changed.ok() && *changed) << changed.status();
+  ASSERT_TRUE(elf::ValidateProgram(gguf).ok()) << elf::ValidateProgram(gguf);
+
+  StoredWeights file = AsStored(shape, formats);
+  auto want = CpuLogits(*bf16, tokens, file.weights);
+  auto got = CpuLogits(gguf, tokens, file.weights);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  const LogitError e = Compare(*got, *want);
+  EXPECT_TRUE(e.differs) << "the gguf stage gave exactly the bf16 logits";
+  EXPECT_LE(e.relative, 4 * (1.0 / 254 + 1.0 / 512));
+
+  // One layer's down_proj blocks scaled by 4 (each f16 d and m + 2 in the exponent):
+  // the bf16 stage does not see it, the gguf stage does.
+  std::vector<uint8_t>& down = *file.blocks.at("model.layers.1.mlp.down_proj.weight");
+  for (size_t b = 0; b < down.size(); b += 20) {
+    for (size_t half : {b, b + 2}) {
+      uint16_t h = down[half] | (down[half + 1] << 8);
+      if ((h & 0x7c00) != 0 && (h & 0x7c00) < 0x7400) h += 0x0800;  // exponent + 2, finite
+      down[half] = h & 0xff;
+      down[half + 1] = h >> 8;
+    }
+  }
+  auto want2 = CpuLogits(*bf16, tokens, file.weights);
+  auto got2 = CpuLogits(gguf, tokens, file.weights);
+  ASSERT_TRUE(want2.ok() && got2.ok());
+  EXPECT_EQ(*want2, *want);
+  EXPECT_GT(Compare(*got2, *got).relative, 10 * e.relative) << "the gguf stage did not read the blocks";
+
+  // Plain synthetic weights (no blocks): refused, naming the BO and the tensor.
+  auto refused = CpuLogits(gguf, tokens);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("reads tensor 'model.layers.0.self_attn.q_proj.weight' as the GGUF "
+                                            "it was built for stores it (q4_1 blocks), but synthetic"),
+            std::string::npos) << refused.status();
 }
 
 }  // namespace

@@ -113,11 +113,12 @@ std::string LineageLine(const elf::LineageEntry& l) {
                       l.reason());
 }
 
-// The layout, and the block format when the weight is in blocks: "row_major q8_0".
+// The layout, and the block format when the weight is in blocks: "row_major q8_0",
+// "row_major q4_1 (as stored)" for the weights file's own blocks.
 std::string Layout(const elf::BufferObject& b) {
   const std::string format = elf::BlockFormatName(b.block_format());
   return absl::StrCat(b.layout().empty() ? registry::kRowMajor : b.layout(), format.empty() ? "" : " ",
-                      format);
+                      format, b.blocks_as_stored() ? " (as stored)" : "");
 }
 
 // `names` in the order they appear in `order`.

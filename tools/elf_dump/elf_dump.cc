@@ -50,7 +50,8 @@ void PrintSummary(const dk::elf::Program& p) {
   for (const auto& bo : p.bos()) {
     if (bo.weight_tensor().empty()) continue;
     const std::string format = dk::elf::BlockFormatName(bo.block_format());
-    auto& [count, bytes] = weights[format.empty() ? "bf16" : format];
+    auto& [count, bytes] =
+        weights[format.empty() ? "bf16" : absl::StrCat(format, bo.blocks_as_stored() ? " as stored" : "")];
     ++count;
     bytes += bo.size_bytes();
   }

@@ -2,9 +2,11 @@
 // over a decode ELF; the tool behind the rules in //optimizations:defs.bzl.
 //   elf_opt --pass=layout_alignment --target=cpu --in a.elf --out b.elf lm_head_partition_rows=128
 //   elf_opt --pass=merge_multi_launch --in a.elf --out b.elf groups=rms_gemv_rope,lm_head
+//   elf_opt --pass=quantize_weights --weights model.gguf --in a.elf --out b.elf scheme=gguf
 // The pass's options are the positional key=value arguments; those not given
 // take the table's defaults. Exits 1 with a message when the pass changes
 // nothing, unless --allow_noop.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,17 +15,22 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "elf/elf.h"
 #include "optimizations/passes.h"
 #include "registry/registry.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
+#include "weights/weights.h"
 
 ABSL_FLAG(std::string, pass, "", "the pass to run (one of the table below)");
 ABSL_FLAG(std::string, target, "cpu", "target whose constraints the pass respects (cpu, npu2)");
 ABSL_FLAG(std::string, in, "", "input decode ELF");
 ABSL_FLAG(std::string, out, "", "output decode ELF");
 ABSL_FLAG(bool, allow_noop, false, "succeed even if the pass changes nothing");
+ABSL_FLAG(std::string, weights, "",
+          "a GGUF whose tensor types fill the pass's option 'stored' (quantize_weights scheme=gguf); "
+          "only its header is read");
 
 namespace {
 
@@ -43,7 +50,7 @@ int Fail(const std::string& message, int code = dk::kExitFailure) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(Usage());
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  const std::vector<std::string> options(positional.begin() + 1, positional.end());
+  std::vector<std::string> options(positional.begin() + 1, positional.end());
   const std::string name = absl::GetFlag(FLAGS_pass);
   const std::string in = absl::GetFlag(FLAGS_in), out = absl::GetFlag(FLAGS_out);
   if (name.empty() && in.empty() && out.empty()) return Fail(Usage(), dk::kExitUsage);
@@ -55,6 +62,17 @@ int main(int argc, char** argv) {
 
   auto pass = dk::opt::FindPass(name);
   if (!pass.ok()) return Fail(std::string(pass.status().message()), dk::kExitUsage);
+  if (const std::string weights = absl::GetFlag(FLAGS_weights); !weights.empty()) {
+    const bool takes_stored = std::any_of((*pass)->options.begin(), (*pass)->options.end(),
+                                          [](const dk::opt::OptionSpec& o) { return o.name == "stored"; });
+    if (!takes_stored) return Fail(absl::StrCat("--weights: pass ", name, " reads no weights file"), dk::kExitUsage);
+    if (auto s = dk::cli::RequireFile("weights", weights); !s.ok()) return Fail(std::string(s.message()));
+    auto types = dk::weights::GgufStoredTypes(weights);
+    if (!types.ok()) return Fail(absl::StrCat("--weights ", weights, ": ", types.status().message()));
+    std::vector<std::string> entries;
+    for (const auto& [tensor, type] : *types) entries.push_back(absl::StrCat(tensor, "=", type));
+    options.push_back(absl::StrCat("stored=", absl::StrJoin(entries, ",")));
+  }
   auto pass_options = dk::opt::ParseOptions(**pass, options);
   if (!pass_options.ok()) return Fail(std::string(pass_options.status().message()), dk::kExitUsage);
   auto target = dk::registry::FindTarget(absl::GetFlag(FLAGS_target));

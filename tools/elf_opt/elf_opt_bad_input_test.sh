@@ -26,5 +26,14 @@ expect_exit "unwritable --out" 1 "cannot write decode ELF /nonexistent/dir/out.e
   "${pass[@]}" --in "$good" --out /nonexistent/dir/out.elf
 o="$("$elf_opt" "${pass[@]}" --in "$good" --out /nonexistent/dir/out.elf 2>&1)"
 grep -qF "produced an invalid program" <<<"$o" && fail "a failed write was called an invalid program: $o"
+# --weights: only for a pass with the option 'stored', and only a GGUF.
+expect_exit "--weights on a pass without it" 2 "--weights: pass layout_alignment reads no weights file" \
+  "${pass[@]}" --weights "$good" --in "$good" --out "$out"
+expect_exit "--weights not a GGUF" 1 "--weights $good: " \
+  --pass=quantize_weights --weights "$good" --in "$good" --out "$out" scheme=gguf
+expect_exit "--weights missing" 1 "--weights: /nonexistent.gguf does not exist" \
+  --pass=quantize_weights --weights /nonexistent.gguf --in "$good" --out "$out" scheme=gguf
+expect_exit "scheme gguf without --weights" 1 "scheme gguf needs the file's tensor types" \
+  --pass=quantize_weights --in "$good" --out "$out" scheme=gguf
 
 finish
