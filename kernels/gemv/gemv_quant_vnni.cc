@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "util/aligned_buffer.h"
 #include "util/ggml_blocks.h"
 
 namespace dk::kernels::internal {
@@ -226,6 +227,102 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
   for (size_t i = 0; i < kRows; ++i) Store(_mm512_reduce_add_ps(acc[i]) + rest[i], y + r + i);
 }
 
+// Q4_0 / Q4_1 rows, 16 blocks at a time. Scales as in RowGroupQ8Chunked: one
+// gather of the 16 blocks' first 4 bytes (d, then Q4_1's m or two nibble bytes),
+// one conversion each, one multiply by the chunk's dx; the offset's share is one
+// FMA per chunk (m * sx for Q4_1; d * sx for Q4_0, times -8 at the end). Four blocks
+// share one 512-bit vector: their 4 x 16 nibble bytes (a load and three inserts);
+// the low nibbles are dotted with the four blocks' first-half activations and the
+// high nibbles with their second halves, both vpdpbusd into one int32 vector whose
+// lanes 4g..4g+3 hold block g's dot product (exact), then one convert and one FMA
+// by the scales spread as [s0 x4, s1 x4, s2 x4, s3 x4]. The activations must be
+// pre-arranged for that (`xp`, QuadActivations). Blocks after the last whole chunk
+// go through RowGroupSums, whose sum is added at the end.
+template <QuantFormat F, size_t kRows, typename YT>
+DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, size_t r, const Q8Activations& x,
+                                             const int8_t* xp, YT* y) {
+  static_assert(F != QuantFormat::kQ8_0);
+  constexpr size_t kBlock = BlockBytes<F>();
+  constexpr size_t kQs = QsOffset<F>();
+  constexpr size_t kChunk = 16;
+  const size_t chunked = blocks / kChunk * kChunk;
+  if (chunked == 0) return RowGroup<F, kRows>(w, blocks, r, x, y);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i mask = _mm512_set1_epi8(0x0F);
+  const __m512i starts = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(static_cast<int>(kBlock)));
+  const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i four = _mm512_set1_epi32(4);
+  const uint8_t* rows[kRows];
+  __m512 acc[kRows], min_acc[kRows];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * blocks * kBlock;
+    acc[i] = _mm512_setzero_ps();
+    min_acc[i] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < chunked; b += kChunk) {
+    const __m512 dx = _mm512_loadu_ps(x.d + b);
+    const __m512 sx = _mm512_loadu_ps(x.sx + b);
+    __m512 scale[kRows];
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
+      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+      scale[i] = _mm512_mul_ps(d, dx);
+      if constexpr (F == QuantFormat::kQ4_1) {
+        const __m512 m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+        min_acc[i] = _mm512_fmadd_ps(m, sx, min_acc[i]);
+      } else {
+        min_acc[i] = _mm512_fmadd_ps(d, sx, min_acc[i]);
+      }
+    }
+    __m512i pick = quad0;
+#pragma GCC unroll 4
+    for (size_t quad = 0; quad < kChunk / 4; ++quad) {
+      const size_t b0 = b + 4 * quad;
+      const __m512i xlo = _mm512_load_si512(xp + b0 * 32);
+      const __m512i xhi = _mm512_load_si512(xp + b0 * 32 + 64);
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kRows; ++i) {
+        const uint8_t* q = rows[i] + b0 * kBlock + kQs;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + kBlock)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 2 * kBlock)), 2);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 3 * kBlock)), 3);
+        const __m512i lo = _mm512_and_si512(v, mask);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, xlo), hi, xhi);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i]), acc[i]);
+      }
+      pick = _mm512_add_epi32(pick, four);
+    }
+  }
+  float rest[kRows] = {};
+  if (chunked < blocks) RowGroupSums<F, kRows>(w, blocks, r, chunked, x, rest);
+  for (size_t i = 0; i < kRows; ++i) {
+    float mins = _mm512_reduce_add_ps(min_acc[i]);
+    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
+    Store(_mm512_reduce_add_ps(acc[i]) + mins + rest[i], y + r + i);
+  }
+}
+
+// The activations of the first `blocks` (a multiple of 4) blocks rearranged for
+// RowGroupQ4Chunked, per 4 blocks: their first halves [x0[0:16) x1[0:16) x2[0:16)
+// x3[0:16)], then their second halves. Per-thread scratch, 64-byte aligned.
+const int8_t* QuadActivations(const int8_t* q, size_t blocks) {
+  thread_local AlignedBuffer<int8_t> xp;
+  if (xp.size() < blocks * 32) xp = AlignedBuffer<int8_t>(blocks * 32);
+  int8_t* out = xp.data();
+  for (size_t g = 0; g < blocks; g += 4) {
+    for (size_t half = 0; half < 2; ++half) {
+      for (size_t j = 0; j < 4; ++j) {
+        std::memcpy(out + g * 32 + half * 64 + j * 16, q + (g + j) * 32 + half * 16, 16);
+      }
+    }
+  }
+  return out;
+}
+
 template <QuantFormat F, typename YT>
 DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
                          const Q8Activations& x, YT* y) {
@@ -234,10 +331,11 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   if constexpr (F == QuantFormat::kQ8_0) {
     for (; r + 2 <= r1; r += 2) RowGroupQ8Chunked<2>(w, blocks, r, x, y);
     if (r < r1) RowGroupQ8Chunked<1>(w, blocks, r, x, y);
-    return;
+  } else {
+    const int8_t* xp = QuadActivations(x.q, blocks / 16 * 16);
+    for (; r + 2 <= r1; r += 2) RowGroupQ4Chunked<F, 2>(w, blocks, r, x, xp, y);
+    if (r < r1) RowGroupQ4Chunked<F, 1>(w, blocks, r, x, xp, y);
   }
-  for (; r + 2 <= r1; r += 2) RowGroup<F, 2>(w, blocks, r, x, y);
-  if (r < r1) RowGroup<F, 1>(w, blocks, r, x, y);
 }
 
 // AVX-VNNI (VEX vpdpbusd, 256-bit; AVX2 CPUs such as Alder Lake, and AVX-512 CPUs
