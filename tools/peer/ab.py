@@ -5,6 +5,8 @@
   tools/peer/.venv/bin/python tools/peer/ab.py           # 6 pairs x {smollm2, llama32_1b} x {1, 2} threads
   tools/peer/.venv/bin/python tools/peer/ab.py --models smollm2_135m --threads 2 --pairs 3
   tools/peer/.venv/bin/python tools/peer/ab.py --stage q8_0   # decode_q8 vs llama.cpp Q8_0
+  tools/peer/.venv/bin/python tools/peer/ab.py --stage gguf --models smollm2_135m
+                                                         # decode_gguf vs llama.cpp, one Q4_1 file
 
 Prepare (idempotent, files under --workdir):
   - builds //tools/bench:decode_bench_<model> (--config=opt) as a `bazel run` script, and
@@ -19,6 +21,9 @@ Prepare (idempotent, files under --workdir):
     tied LM head bf16), llama.cpp a Q8_0 GGUF it quantizes from the BF16 one with the
     embedding kept BF16; check_q8.py checks its blocks are ggml's reference Q8_0 of the
     BF16 weights, the rule decodekit applies (stops otherwise).
+  - --stage gguf (smollm2_135m only): decodekit runs decode_gguf (//tools/bench:
+    decode_bench_smollm2_135m_gguf: every GEMV weight in the file's own Q4_1 / Q8_0
+    blocks), llama.cpp the very same Q4_1 GGUF file: the same bytes in both engines.
 Then per (model, threads), --pairs times: A = decode_bench (decodekit, its weights),
 a read-bandwidth measurement, B = llama_decode.py time (llama.cpp, the BF16 GGUF). Both
 decode --warmup untimed tokens from position 0, then --tokens timed ones (positions
@@ -78,7 +83,12 @@ class Prepared:
                 raise SystemExit(f"missing {path}: run without --skip_build")
 
     def bench_target(self, model):
-        return f"//tools/bench:decode_bench_{model}" + ("_q8" if self.a.stage == "q8_0" else "")
+        suffix = {"bf16": "", "q8_0": "_q8", "gguf": "_gguf"}[self.a.stage]
+        return f"//tools/bench:decode_bench_{model}{suffix}"
+
+    def smollm2_gguf(self):
+        return os.path.join(ROOT, "bazel-bin", "tools", "bench", self.bench_target("smollm2_135m").split(":")[1]
+                            + ".runfiles", "smollm2_135m", "model.gguf")
 
     def script(self, model):
         return os.path.join(self.w, self.bench_target(model).split(":")[1] + ".sh")
@@ -94,8 +104,9 @@ class Prepared:
         gguf = os.path.join(self.w, f"{model}_bf16.gguf")
         check = gguf + ".digest_check"
         if model == "smollm2_135m":
-            q4 = os.path.join(ROOT, "bazel-bin", "tools", "bench", "decode_bench_smollm2_135m.runfiles",
-                              "smollm2_135m", "model.gguf")
+            q4 = self.smollm2_gguf()
+            if self.a.stage == "gguf":
+                return q4  # the file decode_gguf reads, block for block
             if not os.path.exists(gguf):
                 run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", q4, "--out",
                      gguf + ".tmp", "--type", "bf16"])
@@ -210,8 +221,9 @@ def main():
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--threads", default="1,2")
     p.add_argument("--pairs", type=int, default=6)
-    p.add_argument("--stage", default="bf16", choices=["bf16", "q8_0"],
-                   help="bf16: decode_opt vs llama.cpp BF16; q8_0: decode_q8 vs llama.cpp Q8_0")
+    p.add_argument("--stage", default="bf16", choices=["bf16", "q8_0", "gguf"],
+                   help="bf16: decode_opt vs llama.cpp BF16; q8_0: decode_q8 vs llama.cpp Q8_0; "
+                        "gguf (smollm2_135m): decode_gguf vs llama.cpp on the same Q4_1 file")
     p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
     p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")
     p.add_argument("--n_ctx", type=int, default=256, help="llama.cpp KV cache positions")
@@ -244,6 +256,8 @@ def main():
     for m in a.models:
         if m not in MODELS:
             raise SystemExit(f"--models: unknown {m}; known: {', '.join(MODELS)}")
+    if a.stage == "gguf" and a.models != ["smollm2_135m"]:
+        raise SystemExit("--stage gguf: only smollm2_135m has a GGUF of its own (use --models smollm2_135m)")
 
     prep = Prepared(a)
     prep.build()
