@@ -170,6 +170,14 @@ DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
   for (size_t i = 0; i < kRows; ++i) Store(sums[i], y + r + i);
 }
 
+// Byte offsets of 16 consecutive blocks of kBlock bytes: the chunked kernels'
+// gather of each block's first 4 bytes (its scale fields).
+template <size_t kBlock>
+DK_VNNI_TARGET inline __m512i BlockStarts() {
+  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(static_cast<int>(kBlock)));
+}
+
 // Q8_0 rows, 16 blocks at a time: the 16 f16 scales of a row's chunk come in with
 // one gather (a block's first 4 bytes: d and two qs bytes; the low half is d), one
 // conversion and one multiply by the chunk's dx, and each block pair takes its two
@@ -186,9 +194,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
   const size_t chunked = blocks / kChunk * kChunk;
   if (chunked == 0) return RowGroup<QuantFormat::kQ8_0, kRows>(w, blocks, r, x, y);
   const __m512i zero = _mm512_setzero_si512();
-  const __m512i starts = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(static_cast<int>(kBlock)));
+  const __m512i starts = BlockStarts<kBlock>();
   const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i two = _mm512_set1_epi32(2);
   const uint8_t* rows[kRows];
@@ -249,9 +255,7 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   if (chunked == 0) return RowGroup<F, kRows>(w, blocks, r, x, y);
   const __m512i zero = _mm512_setzero_si512();
   const __m512i mask = _mm512_set1_epi8(0x0F);
-  const __m512i starts = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(static_cast<int>(kBlock)));
+  const __m512i starts = BlockStarts<kBlock>();
   const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i four = _mm512_set1_epi32(4);
   const uint8_t* rows[kRows];
