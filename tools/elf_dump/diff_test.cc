@@ -2,7 +2,11 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "optimizations/passes.h"
+#include "registry/registry.h"
 #include "optimizations/testing/tiny.h"
 
 namespace dk::elf_dump {
@@ -86,6 +90,24 @@ TEST(Diff, UnrelatedLineageIsCalledOut) {
   ExpectHas(d, "lineage: b.elf is not derived from a.elf (first difference at entry 1)\n"
                "  - merge_multi_launch [cpu] applied: ");
   ExpectHas(d, "  + buffer_object_reuse [cpu] applied: ");
+}
+
+// A gguf stage after a q8_0 one: the block formats, and that the blocks are the
+// file's own, show in the layouts.
+TEST(Diff, BlockFormatsAndBlocksAsStoredShow) {
+  auto q8 = BuildChain(TinyShape(1), {"quantize_weights"});
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  elf::Program gguf = *q8;
+  std::vector<std::string> stored;
+  for (const auto& b : q8->bos()) {
+    if (!b.weight_tensor().empty()) stored.push_back(absl::StrCat(b.weight_tensor(), "=Q4_1"));
+  }
+  auto changed = opt::RunPass("quantize_weights", gguf, **registry::FindTarget("cpu"),
+                              {"scheme=gguf", absl::StrCat("stored=", absl::StrJoin(stored, ","))});
+  ASSERT_TRUE(changed.ok() && *changed) << changed.status();
+  const std::string d = DiffPrograms(*q8, gguf, "a.elf", "b.elf");
+  ExpectHas(d, "L0.q_proj.w: row_major q8_0 -> row_major q4_1 (as stored)\n");
+  ExpectHas(d, "lm_head.w: row_major -> row_major q4_1 (as stored)\n");
 }
 
 TEST(Compact, GroupsLinesThatDifferInLayerOrPartitionNumbers) {
