@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -82,9 +83,9 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   const int64_t bytes_before = WeightBytesPerToken(p);
   std::map<std::string, int> quantized;  // class (+ " FORMAT" for gguf) -> weight BOs this run quantized
   std::set<std::string> symbols, kept, unfit, requantized;
-  // gguf: a file type no kernel reads (", keeps the earlier q8_0" when an earlier stage's
-  // blocks stay) -> classes
-  std::map<std::string, std::set<std::string>> stays;
+  // gguf: (a file type no kernel reads, the block format an earlier stage gave the
+  // weight, "" if none) -> classes
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> stays;
   int already = 0;
   for (auto& step : *p.mutable_steps()) {
     if (!step.has_group()) continue;
@@ -112,8 +113,7 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
         if (format == elf::BLOCK_FORMAT_NONE) {
           // An earlier stage's blocks stay: the weight's bf16 form (its packed layout
           // and kernel) is that stage's parent's, not this program's to restore.
-          const std::string earlier = elf::BlockFormatName(w->block_format());
-          stays[absl::StrCat(type->second, earlier.empty() ? "" : ", keeps the earlier " + earlier)].insert(cls);
+          stays[{type->second, elf::BlockFormatName(w->block_format())}].insert(cls);
           continue;
         }
       }
@@ -153,9 +153,11 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
                                          as_stored ? " (the file's own blocks instead)"
                                                    : " (quantized from the bf16 weights, not re-quantized)");
   std::string stays_note;
-  for (const auto& [type, classes] : stays) {
-    const bool earlier = type.find(", keeps the earlier") != std::string::npos;
-    absl::StrAppend(&stays_note, "; stored ", type, earlier ? ": " : " (no block kernel reads it), stays bf16: ",
+  for (const auto& [type_earlier, classes] : stays) {
+    const auto& [type, earlier] = type_earlier;
+    absl::StrAppend(&stays_note, "; stored ", type,
+                    earlier.empty() ? " (no block kernel reads it), stays bf16: "
+                                    : absl::StrCat(", keeps the earlier ", earlier, ": "),
                     absl::StrJoin(classes, ", "));
   }
   const std::string unfit_note =
