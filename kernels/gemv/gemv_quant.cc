@@ -326,9 +326,11 @@ void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows
     });
     return;
   }
-  const internal::Q8Activations xq = QuantizeActivations(xf, cols);
+  internal::Q8Activations xq = QuantizeActivations(xf, cols);
   switch (ChooseInt8Path()) {
     case Int8Path::kAvx512Vnni:
+      // Re-arranged once here for every task's Q4 rows.
+      if (format != QuantFormat::kQ8_0) xq.quad = internal::QuadActivations(xq.q, cols);
       run([&](size_t r0, size_t r1) { internal::QuantRowsVnni(format, w, cols, r0, r1, xq, y); });
       return;
     case Int8Path::kAvxVnni:

@@ -242,11 +242,11 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
 // high nibbles with their second halves, both vpdpbusd into one int32 vector whose
 // lanes 4g..4g+3 hold block g's dot product (exact), then one convert and one FMA
 // by the scales spread as [s0 x4, s1 x4, s2 x4, s3 x4]. The activations must be
-// pre-arranged for that (`xp`, QuadActivations). Blocks after the last whole chunk
+// pre-arranged for that (Q8Activations.quad, QuadActivations). Blocks after the last whole chunk
 // go through RowGroupSums, whose sum is added at the end.
 template <QuantFormat F, size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, size_t r, const Q8Activations& x,
-                                             const int8_t* xp, YT* y) {
+                                             YT* y) {
   static_assert(F != QuantFormat::kQ8_0);
   constexpr size_t kBlock = BlockBytes<F>();
   constexpr size_t kQs = QsOffset<F>();
@@ -284,8 +284,8 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
 #pragma GCC unroll 4
     for (size_t quad = 0; quad < kChunk / 4; ++quad) {
       const size_t b0 = b + 4 * quad;
-      const __m512i xlo = _mm512_load_si512(xp + b0 * 32);
-      const __m512i xhi = _mm512_load_si512(xp + b0 * 32 + 64);
+      const __m512i xlo = _mm512_load_si512(x.quad + b0 * 32);
+      const __m512i xhi = _mm512_load_si512(x.quad + b0 * 32 + 64);
 #pragma GCC unroll 2
       for (size_t i = 0; i < kRows; ++i) {
         const uint8_t* q = rows[i] + b0 * kBlock + kQs;
@@ -310,23 +310,6 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   }
 }
 
-// The activations of the first `blocks` (a multiple of 4) blocks rearranged for
-// RowGroupQ4Chunked, per 4 blocks: their first halves [x0[0:16) x1[0:16) x2[0:16)
-// x3[0:16)], then their second halves. Per-thread scratch, 64-byte aligned.
-const int8_t* QuadActivations(const int8_t* q, size_t blocks) {
-  thread_local AlignedBuffer<int8_t> xp;
-  if (xp.size() < blocks * 32) xp = AlignedBuffer<int8_t>(blocks * 32);
-  int8_t* out = xp.data();
-  for (size_t g = 0; g < blocks; g += 4) {
-    for (size_t half = 0; half < 2; ++half) {
-      for (size_t j = 0; j < 4; ++j) {
-        std::memcpy(out + g * 32 + half * 64 + j * 16, q + (g + j) * 32 + half * 16, 16);
-      }
-    }
-  }
-  return out;
-}
-
 template <QuantFormat F, typename YT>
 DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
                          const Q8Activations& x, YT* y) {
@@ -336,9 +319,8 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
     for (; r + 2 <= r1; r += 2) RowGroupQ8Chunked<2>(w, blocks, r, x, y);
     if (r < r1) RowGroupQ8Chunked<1>(w, blocks, r, x, y);
   } else {
-    const int8_t* xp = QuadActivations(x.q, blocks / 16 * 16);
-    for (; r + 2 <= r1; r += 2) RowGroupQ4Chunked<F, 2>(w, blocks, r, x, xp, y);
-    if (r < r1) RowGroupQ4Chunked<F, 1>(w, blocks, r, x, xp, y);
+    for (; r + 2 <= r1; r += 2) RowGroupQ4Chunked<F, 2>(w, blocks, r, x, y);
+    if (r < r1) RowGroupQ4Chunked<F, 1>(w, blocks, r, x, y);
   }
 }
 
@@ -409,6 +391,21 @@ void Dispatch(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size
 }
 
 }  // namespace
+
+const int8_t* QuadActivations(const int8_t* q, size_t cols) {
+  const size_t blocks = cols / ggml::kBlockElems / 16 * 16;
+  thread_local AlignedBuffer<int8_t> xp;
+  if (xp.size() < blocks * 32) xp = AlignedBuffer<int8_t>(blocks * 32);
+  int8_t* out = xp.data();
+  for (size_t g = 0; g < blocks; g += 4) {
+    for (size_t half = 0; half < 2; ++half) {
+      for (size_t j = 0; j < 4; ++j) {
+        std::memcpy(out + g * 32 + half * 64 + j * 16, q + (g + j) * 32 + half * 16, 16);
+      }
+    }
+  }
+  return out;
+}
 
 bool CpuHasAvx512Vnni() {
   static const bool has = [] {

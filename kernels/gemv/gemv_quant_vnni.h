@@ -36,7 +36,15 @@ struct Q8Activations {
   const float* d;       // [cols / 32] block scales dx
   const int32_t* sum;   // [cols / 32] sum of the block's q
   const float* sx;      // [cols / 32] d * sum (Q4_1's minimum multiplies it)
+  // QuantRowsVnni on Q4_0 / Q4_1 only: q re-arranged per four blocks (QuadActivations).
+  const int8_t* quad = nullptr;
 };
+
+// `q` of the first cols / 512 * 16 blocks (whole 16-block chunks) re-arranged as the
+// Q4 rows of QuantRowsVnni read them, per four blocks: their first halves
+// [x0[0:16) x1[0:16) x2[0:16) x3[0:16)], then their second halves. Per-thread scratch
+// of the caller, 64-byte aligned, valid until its next call.
+const int8_t* QuadActivations(const int8_t* q, size_t cols);
 
 // True if this CPU executes EVEX vpdpbusd with AVX512BW/VL (checked once).
 bool CpuHasAvx512Vnni();
