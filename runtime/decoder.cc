@@ -110,6 +110,18 @@ absl::Status Decoder::PlanValues() {
 
 absl::Status Decoder::AllocateBos(const weights::Weights& weights, std::vector<uint8_t*>* weight_src) {
   weight_src->assign(program_.bos_size(), nullptr);
+  // Per tensor: the last BO that reads it, or -1 when a WRITE BO rereads it every run.
+  std::map<std::string, int> last_reader;
+  for (int i = 0; i < program_.bos_size(); ++i) {
+    const elf::BufferObject& b = program_.bos(i);
+    if (b.weight_tensor().empty()) continue;
+    auto [it, fresh] = last_reader.emplace(b.weight_tensor(), i);
+    if (b.category() != elf::STATIC) {
+      it->second = -1;
+    } else if (!fresh && it->second >= 0) {
+      it->second = i;
+    }
+  }
   for (int i = 0; i < program_.bos_size(); ++i) {
     const elf::BufferObject& b = program_.bos(i);
     bo_index_[b.name()] = i;
@@ -117,6 +129,10 @@ absl::Status Decoder::AllocateBos(const weights::Weights& weights, std::vector<u
     bos_.push_back(std::move(bo));
     if (b.weight_tensor().empty()) continue;
     DK_ASSIGN_OR_RETURN((*weight_src)[i], PlaceWeight(i, weights));
+    if (options_.weight_placed && b.category() == elf::STATIC) {
+      const int64_t end = b.weight_row_end() ? b.weight_row_end() : b.weight_row_begin() + b.shape(0);
+      options_.weight_placed(b.weight_tensor(), b.weight_row_begin(), end, last_reader.at(b.weight_tensor()) == i);
+    }
   }
   return absl::OkStatus();
 }
@@ -130,6 +146,10 @@ absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& wei
   if (t == nullptr) {
     return absl::NotFoundError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
                                             "', which ", weights.source(), " does not have"));
+  }
+  if (static_cast<int64_t>(t->data.size()) != t->numel()) {
+    return absl::FailedPreconditionError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
+                                                      "', whose data ", weights.source(), " has released"));
   }
   const int64_t cols = t->shape.size() == 2 ? t->shape[1] : 1;
   const int64_t all_rows = t->shape.empty() ? 0 : t->shape[0];

@@ -12,6 +12,7 @@
 #define DK_RUNTIME_DECODER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,6 +52,13 @@ class Decoder {
     // (an activation wrongly marked STATIC) whose value changed after the BO was
     // written once.
     bool validate = false;
+    // Called during Create after each STATIC weight BO has been written for good,
+    // with the rows [begin, end) of `tensor` it holds; `last` once every BO that
+    // reads the tensor has been (all STATIC): from then on the decoder never reads
+    // the tensor again, so an owner of the weights may free it (Weights::ReleaseData),
+    // and rows already placed before that. A tensor some WRITE BO is rewritten from
+    // never gets `last`.
+    std::function<void(const std::string& tensor, int64_t begin, int64_t end, bool last)> weight_placed;
   };
   static absl::StatusOr<std::unique_ptr<Decoder>> Create(const elf::Program& program,
                                                          const std::string& elf_name,
@@ -69,6 +77,8 @@ class Decoder {
   void Reset();
   int position() const { return position_; }
   const elf::Program& program() const { return program_; }
+  // The BO of program().bos(i), i in [0, program().bos_size()).
+  BufferObject* bo(int i) const { return bos_[i].get(); }
   // Timings of the last Step, one entry per program step.
   const std::vector<StepTiming>& timings() const { return timings_; }
   // The f32 logits of the last Step (program value "logits").

@@ -1,6 +1,7 @@
 // Weights::Digest: sha256 over every tensor (weights.h says what is hashed), the
 // proof that goldens and a run use the same weights.
 #include "absl/strings/str_cat.h"
+#include "util/check.h"
 #include "weights/sha256.h"
 #include "weights/weights.h"
 
@@ -10,6 +11,7 @@ std::string Weights::Digest() const {
   static_assert(sizeof(bf16) == 2, "");
   Sha256 h;
   for (const auto& [name, t] : tensors_) {
+    DK_CHECK(t.has_data());  // released (ReleaseData): the digest would describe other weights
     h.Update(name.data(), name.size() + 1);  // includes the NUL
     uint8_t rank[4];
     const uint32_t r = static_cast<uint32_t>(t.shape.size());

@@ -2,8 +2,11 @@
 // are in hf_checkpoint.cc, gguf_weights.cc and synthetic.cc, the digest in digest.cc.
 #include "weights/weights.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -39,6 +42,31 @@ absl::Status CopyStoredRows(const Tensor& t, int64_t begin, int64_t end, uint8_t
 
 void Weights::Add(std::string name, Tensor tensor) {
   tensors_[std::move(name)] = std::move(tensor);
+}
+
+int64_t Weights::ReleaseData(absl::string_view name) {
+  const auto it = tensors_.find(std::string(name));
+  if (it == tensors_.end() || it->second.data.size() == 0) return 0;
+  const int64_t bytes = static_cast<int64_t>(it->second.data.size() * sizeof(bf16));
+  it->second.data = AlignedBuffer<bf16>();
+  return bytes;
+}
+
+int64_t Weights::ReleaseRows(absl::string_view name, int64_t begin, int64_t end) {
+  const auto it = tensors_.find(std::string(name));
+  if (it == tensors_.end() || it->second.shape.size() != 2 || it->second.data.size() == 0) return 0;
+  Tensor& t = it->second;
+  const int64_t rows = t.shape[0], row_bytes = t.shape[1] * int64_t{sizeof(bf16)};
+  begin = std::max<int64_t>(begin, 0);
+  end = std::min(end, rows);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(t.data.data());
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t from = (base + begin * row_bytes + page - 1) / page * page;
+  const uintptr_t to = (base + std::max(begin, end) * row_bytes) / page * page;
+  if (to <= from) return 0;
+  t.rows_released = true;
+  if (madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0) return 0;
+  return static_cast<int64_t>(to - from);
 }
 
 const Tensor* Weights::Find(absl::string_view name) const {

@@ -45,6 +45,10 @@ struct Tensor {
   AlignedBuffer<bf16> data;    // row-major, numel() elements
   StoredBlocks stored;         // valid while the Weights holding this tensor lives
   int64_t numel() const;
+  bool rows_released = false;  // Weights::ReleaseRows dropped some of `data`'s pages
+  // False once Weights::ReleaseData or ReleaseRows dropped (some of) `data` (the
+  // shape and `stored` stay).
+  bool has_data() const { return !rows_released && static_cast<int64_t>(data.size()) == numel(); }
 };
 
 // Copies HF rows [begin, end) of `t`'s stored blocks, in HF row order, to `out`
@@ -77,8 +81,19 @@ class Weights {
   // "sha256:<hex>" over every tensor in sorted name order: the name's bytes, a NUL,
   // the rank as u32 LE, each dim as i64 LE, then the bf16 data (LE). The HF
   // reference tooling computes the same over the state dict it runs, so goldens and
-  // runs can prove they use the same weights.
+  // runs can prove they use the same weights. Every tensor must have its data
+  // (checked: a digest without it would not describe the weights).
   std::string Digest() const;
+
+  // Frees tensor `name`'s bf16 data (its shape and stored blocks stay), for a
+  // caller that has copied it where it is used (a decode session's weight BOs) and
+  // owns these weights alone; returns the bytes freed (0 for an unknown name or one
+  // already released). Digest() and anything reading `data` must not run after.
+  int64_t ReleaseData(absl::string_view name);
+  // As ReleaseData, for the whole memory pages inside rows [begin, end) of a 2-D
+  // tensor only (they read as zeros afterwards): for a tensor copied out part by
+  // part, so that it is never held twice in full. Returns the bytes given back.
+  int64_t ReleaseRows(absl::string_view name, int64_t begin, int64_t end);
 
   // Keeps `backing` (the mapped file that StoredBlocks point into) alive as long as
   // these weights.

@@ -356,6 +356,17 @@ void PackGemvWeights(const bf16* w, size_t rows, size_t cols, bf16* out) {
   }
 }
 
+void UnpackGemvRow(const bf16* packed, size_t rows, size_t cols, size_t row, bf16* out) {
+  DK_CHECK(row < rows);
+  const size_t chunks = RoundUp(cols, kChunkCols) / kChunkCols;
+  const bf16* panel = packed + row / kPanelRows * chunks * kPanelRows * kChunkCols;
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t col = c * kChunkCols;
+    std::memcpy(out + col, panel + (c * kPanelRows + row % kPanelRows) * kChunkCols,
+                std::min(kChunkCols, cols - col) * sizeof(bf16));
+  }
+}
+
 PackedGemvWeights PackGemvWeights(const bf16* w, size_t rows, size_t cols,
                                   PageMode mode) {
   PackedGemvWeights packed;

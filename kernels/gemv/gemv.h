@@ -49,6 +49,10 @@ size_t PackedGemvElements(size_t rows, size_t cols);
 // PackedGemvElements(rows, cols) elements.
 void PackGemvWeights(const bf16* w, size_t rows, size_t cols, bf16* out);
 
+// Row `row` (< rows) of a matrix packed by PackGemvWeights, back in row-major order:
+// the `cols` elements into `out` (the inverse of the packing for one row).
+void UnpackGemvRow(const bf16* packed, size_t rows, size_t cols, size_t row, bf16* out);
+
 // A packed matrix that owns its storage (64-byte aligned, optionally huge pages).
 struct PackedGemvWeights {
   size_t rows = 0;

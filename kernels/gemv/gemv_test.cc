@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -140,6 +141,20 @@ TEST(Gemv, PackedLayoutIsTheDocumentedOne) {
                         c % kChunkCols;
       const uint16_t expect = (r < rows && c < cols) ? w[r * cols + c].bits : 0;
       ASSERT_EQ(packed.data[at].bits, expect) << r << "," << c;
+    }
+  }
+}
+
+TEST(Gemv, UnpackGemvRowGivesBackEveryRow) {
+  // Odd sizes: the last panel and the last chunk are partial.
+  for (const auto& [rows, cols] : std::vector<std::pair<size_t, size_t>>{{11, 70}, {8, 32}, {1, 5}, {17, 2048}}) {
+    const std::vector<bf16> w = RandomBf16(rows * cols, 7);
+    const PackedGemvWeights packed = PackGemvWeights(w.data(), rows, cols);
+    std::vector<bf16> row(cols + 1, bf16{0x7fc1});  // one past the end must stay untouched
+    for (size_t r = 0; r < rows; ++r) {
+      UnpackGemvRow(packed.data.data(), rows, cols, r, row.data());
+      for (size_t c = 0; c < cols; ++c) ASSERT_EQ(row[c].bits, w[r * cols + c].bits) << rows << "x" << cols << " " << r << "," << c;
+      ASSERT_EQ(row[cols].bits, 0x7fc1);
     }
   }
 }

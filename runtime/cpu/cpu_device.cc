@@ -82,6 +82,7 @@ class CpuBo final : public BufferObject {
   size_t size() const override { return size_; }
   BoCategory category() const { return category_; }
   uint8_t* device() { return device_.data(); }
+  const uint8_t* device() const { return device_.data(); }
 
   absl::Status Write(const void* src, size_t bytes, size_t offset) override {
     if (offset > size_ || bytes > size_ - offset) return Range("Write", bytes, offset);
@@ -587,6 +588,11 @@ class CpuDevice final : public Device {
 absl::Status CpuRun::Wait() { return device_->WaitForRun(); }
 
 }  // namespace
+
+const uint8_t* CpuBoDeviceBytes(const BufferObject& bo) {
+  const auto* cpu = dynamic_cast<const CpuBo*>(&bo);
+  return cpu != nullptr ? cpu->device() : nullptr;
+}
 
 std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool) {
   return std::make_unique<CpuDevice>(options, pool);

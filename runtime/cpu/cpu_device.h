@@ -14,15 +14,66 @@
 #ifndef DK_RUNTIME_CPU_CPU_DEVICE_H_
 #define DK_RUNTIME_CPU_CPU_DEVICE_H_
 
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "elf/program.pb.h"
 
 #include "runtime/runtime.h"
+#include "util/bf16.h"
 #include "util/thread_pool.h"
 
 namespace dk::runtime {
 
 // `pool` runs the kernels' parallel loops (nullptr: SharedThreadPool()).
 std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool = nullptr);
+
+// The device side of a BO this CPU device allocated (nullptr for any other BO): the
+// bytes its launches read. For the host to read a STATIC BO after SyncToDevice only.
+const uint8_t* CpuBoDeviceBytes(const BufferObject& bo);
+
+// Where the CPU host's embedding step reads a token's row: a row-major bf16 [vocab,
+// hidden] table, or, once the weights are in their BOs, the BOs of this CPU device
+// that hold the same rows (a tied LM head's weight BOs, row-major or
+// packed_panel_v1), so that the table itself can be freed and the weights are held
+// once. Thread-safety: set up before decoding; Read is then const.
+class EmbeddingRows {
+ public:
+  EmbeddingRows(const bf16* table, int64_t vocab, int64_t hidden)
+      : table_(table), vocab_(vocab), hidden_(hidden) {}
+
+  // OK when the BOs of `program` that hold rows of weight tensor `tensor` are STATIC
+  // bf16 BOs holding every row of the vocabulary exactly once, in layouts Read
+  // reads; else FailedPrecondition saying why. Needs no BOs yet (decide before
+  // placing the weights whether the table will be needed afterwards).
+  absl::Status CanUseBos(const elf::Program& program, const std::string& tensor) const;
+  // Reads the rows from those BOs (bos[i] is program.bos(i), already written and
+  // synced, allocated by this CPU device) instead of the table; an error, and
+  // nothing changes, where CanUseBos is not OK.
+  absl::Status UseBos(const elf::Program& program, const std::vector<BufferObject*>& bos,
+                      const std::string& tensor);
+  bool reads_bos() const { return !parts_.empty(); }
+
+  // out = row `id` (hidden elements); InvalidArgument for an id outside the vocabulary.
+  absl::Status Read(uint32_t id, bf16* out) const;
+
+ private:
+  struct Part {
+    int64_t begin = 0, end = 0;  // vocabulary rows [begin, end)
+    const bf16* data = nullptr;
+    bool packed = false;  // packed_panel_v1, else row-major
+  };
+  // The parts CanUseBos / UseBos read (data only with `bos`).
+  absl::StatusOr<std::vector<Part>> Parts(const elf::Program& program, const std::vector<BufferObject*>* bos,
+                                          const std::string& tensor) const;
+  const bf16* table_;
+  int64_t vocab_, hidden_;
+  std::vector<Part> parts_;  // by begin
+};
 
 // Host steps and load-time weight packing for the CPU backend.
 struct CpuHostOptions {
@@ -31,9 +82,10 @@ struct CpuHostOptions {
 };
 // InvalidArgument for a model whose RoPE table cannot be built; ResourceExhausted
 // when the KV cache does not fit in memory.
+// `embedding` must outlive the host ops.
 absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& model,
-                                        const void* embedding_table,  // bf16 [vocab, hidden]
-                                        const CpuHostOptions& options);
+                                                        const EmbeddingRows* embedding,
+                                                        const CpuHostOptions& options);
 
 }  // namespace dk::runtime
 

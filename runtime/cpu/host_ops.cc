@@ -1,21 +1,25 @@
 // Host steps of the CPU backend: embedding, RoPE lookup, KV cache, attention, top-k.
+#include <algorithm>
 #include <cstring>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/attention/attention.h"
 #include "kernels/elementwise/elementwise.h"
+#include "kernels/gemv/gemv.h"
 #include "kernels/rope/rope.h"
 #include "kernels/topk/topk.h"
+#include "registry/registry.h"
 #include "runtime/cpu/cpu_device.h"
 #include "util/aligned_buffer.h"
+#include "util/status.h"
 
 namespace dk::runtime {
 namespace {
 
 class CpuHostOps final : public HostOps {
  public:
-  CpuHostOps(const elf::ModelShape& m, const bf16* embedding, int max_context, ThreadPool* pool,
+  CpuHostOps(const elf::ModelShape& m, const EmbeddingRows* embedding, int max_context, ThreadPool* pool,
              kernels::RopeTable rope)
       : m_(m),
         embedding_(embedding),
@@ -57,7 +61,7 @@ class CpuHostOps final : public HostOps {
     if (kind == "embedding") {
       auto out = need("out");
       if (!out.ok()) return out.status();
-      return kernels::EmbeddingLookup(embedding_, m_.vocab(), m_.hidden(), token, static_cast<bf16*>(*out));
+      return embedding_->Read(token, static_cast<bf16*>(*out));
     }
     if (kind == "rope_lookup") {
       auto c = need("cos"), s = need("sin");
@@ -124,7 +128,7 @@ class CpuHostOps final : public HostOps {
 
  private:
   const elf::ModelShape m_;
-  const bf16* embedding_;
+  const EmbeddingRows* embedding_;
   const int max_context_;
   ThreadPool* pool_;
   kernels::RopeTable rope_;
@@ -136,8 +140,71 @@ class CpuHostOps final : public HostOps {
 
 }  // namespace
 
+absl::StatusOr<std::vector<EmbeddingRows::Part>> EmbeddingRows::Parts(
+    const elf::Program& program, const std::vector<BufferObject*>* bos, const std::string& tensor) const {
+  auto refuse = [&](const std::string& why) {
+    return absl::FailedPreconditionError(absl::StrCat("the embedding stays a table: ", why));
+  };
+  std::vector<Part> parts;
+  for (int i = 0; i < program.bos_size(); ++i) {
+    const elf::BufferObject& b = program.bos(i);
+    if (b.weight_tensor() != tensor) continue;
+    const bool packed = b.layout() == registry::kPackedPanelV1;
+    if (b.category() != elf::STATIC || b.block_format() != elf::BLOCK_FORMAT_NONE ||
+        !(packed || b.layout().empty() || b.layout() == registry::kRowMajor) || b.shape_size() != 2 ||
+        b.shape(1) != hidden_) {
+      return refuse(absl::StrCat("BO '", b.name(), "' is not a STATIC bf16 row-major or ",
+                                 registry::kPackedPanelV1, " [rows, ", hidden_, "] weight"));
+    }
+    const uint8_t* data = nullptr;
+    if (bos != nullptr) {
+      data = i < static_cast<int>(bos->size()) ? CpuBoDeviceBytes(*(*bos)[i]) : nullptr;
+      if (data == nullptr) return refuse(absl::StrCat("BO '", b.name(), "' is not a CPU device BO"));
+    }
+    const int64_t end = b.weight_row_end() ? b.weight_row_end() : vocab_;
+    parts.push_back({b.weight_row_begin(), end, reinterpret_cast<const bf16*>(data), packed});
+  }
+  std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.begin < b.begin; });
+  int64_t next = 0;  // the rows [0, next) the parts so far hold, each once
+  for (const Part& p : parts) {
+    if (p.begin != next || p.end <= p.begin) return refuse(absl::StrCat("no BO of '", tensor, "' starts at row ", next));
+    next = p.end;
+  }
+  if (next != vocab_) {
+    return refuse(absl::StrCat("the BOs of '", tensor, "' do not hold rows [0, ", vocab_, ") once each"));
+  }
+  return parts;
+}
+
+absl::Status EmbeddingRows::CanUseBos(const elf::Program& program, const std::string& tensor) const {
+  return Parts(program, nullptr, tensor).status();
+}
+
+absl::Status EmbeddingRows::UseBos(const elf::Program& program, const std::vector<BufferObject*>& bos,
+                                   const std::string& tensor) {
+  DK_ASSIGN_OR_RETURN(parts_, Parts(program, &bos, tensor));
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddingRows::Read(uint32_t id, bf16* out) const {
+  if (parts_.empty()) return kernels::EmbeddingLookup(table_, vocab_, hidden_, id, out);
+  if (id >= vocab_) {
+    return absl::InvalidArgumentError(absl::StrCat("token id ", id, " is out of range for a vocabulary of ", vocab_));
+  }
+  // The last part that begins at or before id.
+  const auto it = std::upper_bound(parts_.begin(), parts_.end(), static_cast<int64_t>(id),
+                                   [](int64_t v, const Part& p) { return v < p.begin; }) - 1;
+  const size_t row = id - it->begin, rows = it->end - it->begin, hidden = hidden_;
+  if (it->packed) {
+    kernels::UnpackGemvRow(it->data, rows, hidden, row, out);
+  } else {
+    std::memcpy(out, it->data + row * hidden, hidden * sizeof(bf16));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& model,
-                                                        const void* embedding_table,
+                                                        const EmbeddingRows* embedding,
                                                         const CpuHostOptions& options) {
   kernels::RopeConfig rope;
   rope.head_dim = model.head_dim();
@@ -152,7 +219,7 @@ absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& m
   const int max_context = options.max_context > 0 ? options.max_context : model.max_context();
   auto table = kernels::RopeTable::Create(rope, max_context);
   if (!table.ok()) return table.status();
-  auto ops = std::make_unique<CpuHostOps>(model, static_cast<const bf16*>(embedding_table), max_context,
+  auto ops = std::make_unique<CpuHostOps>(model, embedding, max_context,
                                           options.pool ? options.pool : &SharedThreadPool(),
                                           *std::move(table));
   if (!ops->ok()) {

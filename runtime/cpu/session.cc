@@ -9,41 +9,87 @@
 #include "util/status.h"
 
 namespace dk::runtime {
+namespace {
+// The table the host's embedding step reads on every token.
+constexpr char kEmbedding[] = "model.embed_tokens.weight";
+}  // namespace
 
-absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
-    const std::string& spec, const elf::ModelShape& model) {
+absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec,
+                                                const elf::ModelShape& model) {
   if (spec == "synthetic" || absl::StartsWith(spec, "synthetic:")) {
     uint64_t seed = 1;
     if (spec.size() > 10 && !absl::SimpleAtoi(spec.substr(10), &seed)) {
       return absl::InvalidArgumentError(absl::StrCat("bad seed in weights spec '", spec, "'"));
     }
-    DK_ASSIGN_OR_RETURN(weights::Weights w, weights::MakeSyntheticWeights(model, seed));
-    return std::make_shared<const weights::Weights>(std::move(w));
+    return weights::MakeSyntheticWeights(model, seed);
   }
-  DK_ASSIGN_OR_RETURN(weights::Weights w, weights::LoadWeights(spec));
+  return weights::LoadWeights(spec);
+}
+
+absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
+    const std::string& spec, const elf::ModelShape& model) {
+  DK_ASSIGN_OR_RETURN(weights::Weights w, ReadWeightsSpec(spec, model));
   return std::make_shared<const weights::Weights>(std::move(w));
 }
 
 absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::Open(
     const elf::Program& program, const std::string& elf_name,
     std::shared_ptr<const weights::Weights> weights, const SessionOptions& options) {
+  return OpenImpl(program, elf_name, std::move(weights), nullptr, options);
+}
+
+absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenOwning(
+    const elf::Program& program, const std::string& elf_name, weights::Weights weights,
+    const SessionOptions& options) {
+  auto owned = std::make_shared<weights::Weights>(std::move(weights));
+  weights::Weights* releasable = owned.get();
+  return OpenImpl(program, elf_name, std::move(owned), releasable, options);
+}
+
+absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
+    const elf::Program& program, const std::string& elf_name,
+    std::shared_ptr<const weights::Weights> weights, weights::Weights* releasable,
+    const SessionOptions& options) {
   std::unique_ptr<CpuSession> s(new CpuSession());
   s->weights_ = std::move(weights);
   s->device_ = MakeCpuDevice(DeviceOptions{options.validate}, options.pool);
-  const weights::Tensor* embed = s->weights_->Find("model.embed_tokens.weight");
+  const weights::Tensor* embed = s->weights_->Find(kEmbedding);
   if (embed == nullptr) {
     return absl::NotFoundError(absl::StrCat("weights ", s->weights_->source(),
-                                            " have no model.embed_tokens.weight"));
+                                            " have no ", kEmbedding));
   }
   CpuHostOptions host_options;
   host_options.max_context = options.max_context;
   host_options.pool = options.pool;
-  DK_ASSIGN_OR_RETURN(s->host_, MakeCpuHostOps(program.model(), embed->data.data(), host_options));
+  s->embedding_ = std::make_unique<EmbeddingRows>(embed->data.data(), program.model().vocab(),
+                                                  program.model().hidden());
+  DK_ASSIGN_OR_RETURN(s->host_, MakeCpuHostOps(program.model(), s->embedding_.get(), host_options));
   if (options.wrap_host) s->host_ = options.wrap_host(std::move(s->host_), program.model());
   Decoder::Options decoder_options;
   decoder_options.validate = options.validate;
+  // With tied embeddings in bf16 BOs the host reads the embedding's rows from the LM
+  // head's BOs (decided before placing, so that the table's rows can go part by part).
+  const bool embedding_from_bos = releasable != nullptr && program.model().tied_embeddings() &&
+                                  s->embedding_->CanUseBos(program, kEmbedding).ok();
+  if (releasable != nullptr) {
+    CpuSession* session = s.get();
+    decoder_options.weight_placed = [session, releasable, embedding_from_bos](const std::string& tensor,
+                                                                              int64_t begin, int64_t end, bool last) {
+      if (tensor != kEmbedding) {
+        if (last) session->released_bytes_ += releasable->ReleaseData(tensor);
+      } else if (embedding_from_bos) {
+        releasable->ReleaseRows(tensor, begin, end);
+      }
+    };
+  }
   DK_ASSIGN_OR_RETURN(s->decoder_, Decoder::Create(program, elf_name, *s->weights_, s->device_.get(),
                                                    s->host_.get(), decoder_options));
+  if (embedding_from_bos) {
+    std::vector<BufferObject*> bos;
+    for (int i = 0; i < program.bos_size(); ++i) bos.push_back(s->decoder_->bo(i));
+    DK_RETURN_IF_ERROR(s->embedding_->UseBos(program, bos, kEmbedding));
+    s->released_bytes_ += releasable->ReleaseData(kEmbedding);
+  }
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/gemv/quantize.h"
 #include "util/aligned_buffer.h"
 #include "util/check.h"
+#include "util/status.h"
 #include "weights/dequant.h"
 #include "weights/weights.h"
 
@@ -24,6 +25,8 @@
 #include "optimizations/passes.h"
 #include "optimizations/testing/tiny.h"
 #include "registry/registry.h"
+#include "runtime/cpu/cpu_device.h"
+#include "runtime/cpu/session.h"
 #include "tests/passes/cpu_run.h"
 
 namespace dk::passes_test {
@@ -318,6 +321,97 @@ TEST(QuantizeWeights, GgufStageReadsTheFilesOwnBlocks) {
   EXPECT_NE(refused.status().message().find("reads tensor 'model.layers.0.self_attn.q_proj.weight' as the GGUF "
                                             "it was built for stores it (q4_1 blocks), but synthetic"),
             std::string::npos) << refused.status();
+}
+
+// --- weights held once (CpuSession::OpenOwning) --------------------------------
+
+// Logits of `tokens` from a validating session that owns its synthetic weights
+// (seed 1, as CpuLogits'); *released / *reads_bos: what the session freed.
+absl::StatusOr<std::vector<std::vector<float>>> OwningLogits(const elf::Program& program,
+                                                             const std::vector<uint32_t>& tokens,
+                                                             int64_t* released, bool* reads_bos) {
+  DK_ASSIGN_OR_RETURN(weights::Weights w, weights::MakeSyntheticWeights(program.model(), 1));
+  runtime::SessionOptions options;
+  options.validate = true;
+  DK_ASSIGN_OR_RETURN(auto session, runtime::CpuSession::OpenOwning(program, "tiny.elf", std::move(w), options));
+  *released = session->released_bytes();
+  *reads_bos = session->embedding_reads_bos();
+  std::vector<std::vector<float>> out;
+  for (uint32_t token : tokens) {
+    DK_RETURN_IF_ERROR(session->decoder().Step(token).status());
+    const float* logits = session->decoder().logits();
+    out.emplace_back(logits, logits + program.model().vocab());
+  }
+  return out;
+}
+
+// A session that owns its weights frees every tensor once it is in its STATIC BOs,
+// the tied embedding too when the LM head's bf16 BOs hold its rows (the host then
+// reads them there: one row-major BO, or packed LM-head parts of
+// kTinyPartitionRows rows), and decodes exactly the logits of a session that keeps them. Where the
+// weights are rewritten every run (the baseline's WRITE BOs) or the LM head is in
+// Q8_0 blocks, what is still read stays.
+TEST(OwningSession, HoldsTheWeightsOnceWithTheSameLogits) {
+  // Tokens from the first to the last row of the vocabulary (every LM-head part).
+  const std::vector<uint32_t> tokens = {17, 250, 3, 299, 128, 255};
+  const int64_t all = weights::MakeSyntheticWeights(TinyShape(), 1)->total_bytes();
+  const int64_t embedding = TinyShape().vocab() * TinyShape().hidden() * int64_t{sizeof(bf16)};
+  struct Case {
+    std::vector<std::string> chain;
+    std::vector<std::string> quantize;  // quantize_weights options, if run
+    int64_t released;
+    bool reads_bos;
+  };
+  const std::vector<std::string> opt = {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"};
+  for (const Case& c : std::vector<Case>{{{}, {}, 0, false},
+                                         {{"buffer_object_reuse"}, {}, all, true},   // row-major BOs
+                                         {opt, {}, all, true},                       // packed panels
+                                         {opt, {"scheme=q8_0", "keep="}, all - embedding, false}}) {
+    SCOPED_TRACE(absl::StrCat(absl::StrJoin(c.chain, ","), " ", absl::StrJoin(c.quantize, ",")));
+    auto p = BuildChain(TinyShape(), c.chain);
+    ASSERT_TRUE(p.ok()) << p.status();
+    if (!c.quantize.empty()) {
+      auto changed = opt::RunPass("quantize_weights", *p, **registry::FindTarget("cpu"), c.quantize);
+      ASSERT_TRUE(changed.ok() && *changed) << changed.status();
+    }
+    auto want = CpuLogits(*p, tokens);
+    ASSERT_TRUE(want.ok()) << want.status();
+    int64_t released = -1;
+    bool reads_bos = false;
+    auto got = OwningLogits(*p, tokens, &released, &reads_bos);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, *want);
+    EXPECT_EQ(released, c.released);
+    EXPECT_EQ(reads_bos, c.reads_bos);
+  }
+}
+
+// The host reads embedding rows from BOs only where they hold each row once.
+TEST(OwningSession, EmbeddingStaysATableUnlessTheBosHoldEveryRowOnce) {
+  auto p = BuildChain(TinyShape(), {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  const int64_t vocab = TinyShape().vocab(), hidden = TinyShape().hidden();
+  runtime::EmbeddingRows rows(nullptr, vocab, hidden);
+  const std::string embed = "model.embed_tokens.weight";
+  ASSERT_TRUE(rows.CanUseBos(*p, embed).ok()) << rows.CanUseBos(*p, embed);
+  elf::BufferObject* first = nullptr;
+  for (auto& b : *p->mutable_bos()) {
+    if (b.weight_tensor() == embed && (first == nullptr || b.weight_row_begin() < first->weight_row_begin())) first = &b;
+  }
+  ASSERT_NE(first, nullptr);
+  ASSERT_GT(first->weight_row_end(), 1);  // one of several packed parts
+  ASSERT_LT(first->weight_row_end(), vocab);
+  elf::Program gap = *p, twice = *p;
+  for (auto& b : *gap.mutable_bos()) {
+    if (b.name() == first->name()) b.set_weight_row_begin(1);  // row 0 in no BO
+  }
+  *twice.add_bos() = *first;  // rows of the first part twice
+  twice.mutable_bos(twice.bos_size() - 1)->set_name("again");
+  for (const elf::Program* bad : {&gap, &twice}) {
+    const absl::Status s = rows.CanUseBos(*bad, embed);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  }
+  EXPECT_FALSE(rows.CanUseBos(*p, "model.norm.weight").ok());  // no BO holds it as rows
 }
 
 }  // namespace
