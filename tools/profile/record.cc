@@ -33,6 +33,17 @@ double DriftPercent(const std::vector<double>& ms) {
   return all > 0 ? (last - first) / all * 100 : 0;
 }
 
+double NoiseMs(const std::vector<double>& stage_ms, const std::vector<double>& parent_ms) {
+  auto iqr = [](std::vector<double> v) {
+    if (v.size() < 2) return 0.0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return Median(std::vector<double>(v.begin() + n / 2 + n % 2, v.end())) -
+           Median(std::vector<double>(v.begin(), v.begin() + n / 2));
+  };
+  return std::max({0.03 * Median(parent_ms), iqr(stage_ms), iqr(parent_ms)});
+}
+
 namespace {
 
 // "L12.rms_gemv_rope" -> "rms_gemv_rope"; other names unchanged.
@@ -266,6 +277,16 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
                                                  s.device_runs_per_token,
                                                  HumanBytes(s.bytes_written_per_token)));
     }
+    s.slower_than_parent = false;
+    s.noise_ms = 0;
+    if (s.status == "applied" && s.parent >= 0) {
+      s.noise_ms = NoiseMs(s.steady_ms(), r.stages[s.parent].steady_ms());
+      if (s.delta_parent_ms > s.noise_ms) {
+        s.slower_than_parent = true;
+        s.status = kSlowerThanParent;
+        absl::StrAppend(&measured, absl::StrFormat(": slower than its parent beyond the noise (%.2f ms)", s.noise_ms));
+      }
+    }
     if (s.status == "reverted") {
       s.reason = absl::StrCat("verify gate failed (", FirstFailure(s), "); the pass said: ",
                               s.pass_reason, "; ", measured);
@@ -322,6 +343,7 @@ std::string ToJson(const ProfileRecord& r) {
         {"lineage", s.lineage},
         {"pass", {{"name", s.pass}, {"target", s.target}, {"applied", s.pass_applied}, {"reason", s.pass_reason}}},
         {"status", s.status},
+        {"slower_than_parent", {{"slower", s.slower_than_parent}, {"noise_ms", s.noise_ms}}},
         {"ms_per_token", {{"median", s.median_ms}, {"min", s.min_ms}, {"max", s.max_ms}, {"drift_pct", s.drift_pct}}},
         {"token_ms", s.token_ms},
         {"warmup_tokens", s.warmup},

@@ -106,7 +106,11 @@ struct StageRecord {
   std::string error;           // the stage could not be measured (counts as a gate failure)
 
   // Derived by Finalize.
-  std::string status;  // "baseline", "applied", "skipped", "reverted"
+  // "baseline", "applied", "skipped", "reverted", or kSlowerThanParent: applied
+  // (it passed the gate) but its median is above its parent's beyond the noise.
+  std::string status;
+  bool slower_than_parent = false;
+  double noise_ms = 0;  // the noise that decision allowed (SlowerBeyondNoise)
   double median_ms = 0, min_ms = 0, max_ms = 0, drift_pct = 0;
   double floor_ms = 0, x_floor = 0;
   double write_ms = 0, run_ms = 0, read_ms = 0, host_ms = 0, lm_head_ms = 0;
@@ -121,6 +125,13 @@ struct StageRecord {
     return gate_ran && gate_passed && (same_as_parent || changes_numerics) && error.empty();
   }
 };
+
+inline constexpr char kSlowerThanParent[] = "applied, slower than its parent";
+
+// The noise band a stage's median must exceed its parent's by to count as slower:
+// the larger of 3% of the parent's median and either stage's interquartile range
+// of steady tokens (so a host that swings makes the band wider, never narrower).
+double NoiseMs(const std::vector<double>& stage_ms, const std::vector<double>& parent_ms);
 
 // Decode at a longer context (--context): the final stage, tokens measured at
 // positions [context - tokens, context).

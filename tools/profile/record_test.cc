@@ -157,6 +157,32 @@ verify_chain(
 )
 )";
 
+// A stage that passes the gate but is slower than its parent beyond the noise is
+// flagged, not presented like a win; within the noise it stays "applied".
+TEST(FinalizeTest, FlagsAStageSlowerThanItsParentBeyondNoise) {
+  ProfileRecord r = Chain(false);
+  r.stages[3].token_ms = {500, 44, 45, 43};  // decode_opt vs decode_bo's 40 +- 1: +4 ms, noise 2 (IQR)
+  Finalize(r, "");
+  EXPECT_EQ(r.stages[3].status, kSlowerThanParent);
+  EXPECT_TRUE(r.stages[3].slower_than_parent);
+  EXPECT_DOUBLE_EQ(r.stages[3].noise_ms, 2);
+  EXPECT_NE(r.stages[3].reason.find("slower than its parent beyond the noise (2.00 ms)"), std::string::npos)
+      << r.stages[3].reason;
+  EXPECT_NE(Markdown(r, "cmd").find("## 3. merge_multi_launch: **applied, slower than its parent**"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(ToJson(r))["stages"][3]["slower_than_parent"]["slower"], true);
+  EXPECT_EQ(r.final_stage, 3);  // still applied: the gate decides reverts
+
+  r.stages[3].token_ms = {500, 41.1, 41.1, 41.1};  // +1.1 ms: inside the noise
+  Finalize(r, "");
+  EXPECT_EQ(r.stages[3].status, "applied");
+  EXPECT_DOUBLE_EQ(r.stages[3].noise_ms, 2);  // decode_bo's IQR
+  // A noisy parent widens the band: 40 +- 5 (IQR 9) hides +4 ms.
+  r.stages[2].token_ms = {500, 40, 45, 35, 44, 36};
+  r.stages[3].token_ms = {500, 44, 45, 43};
+  Finalize(r, "");
+  EXPECT_EQ(r.stages[3].status, "applied") << r.stages[3].noise_ms;
+}
+
 TEST(FinalizeTest, StatusesDeltasAndFinal) {
   ProfileRecord r = Chain(false);
   Finalize(r, "");

@@ -204,7 +204,7 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
   for (size_t i = 1; i < r.stages.size(); ++i) {
     const StageRecord& s = r.stages[i];
     const StageRecord& p = r.stages[s.parent >= 0 ? s.parent : 0];
-    absl::StrAppend(&md, "## ", i, ". ", SkillHeading(s), ": ", s.status == "reverted" ? "**reverted**" : s.status,
+    absl::StrAppend(&md, "## ", i, ". ", SkillHeading(s), ": ", s.status == "reverted" ? "**reverted**" : (s.slower_than_parent ? absl::StrCat("**", s.status, "**") : s.status),
                     "\n\n", "Stage `:", s.name, "` = `", s.kind, "(src = \"", s.src, "\")`, target ", s.target, ".\n\n",
                     absl::StrFormat("- Latency: %.2f -> **%.2f ms/token**, %s vs `:%s`, %s vs baseline\n",
                                     p.median_ms, s.median_ms, SignedDelta(s.delta_parent_ms, s.delta_parent_pct),
