@@ -20,10 +20,16 @@ absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(const elf::Program& pr
                                                           const std::vector<uint32_t>& tokens,
                                                           std::shared_ptr<const weights::Weights> w) {
   DK_ASSIGN_OR_RETURN(auto session, OpenValidating(program, "tiny.elf", std::move(w)));
+  return SessionLogits(*session, program, tokens);
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> SessionLogits(runtime::CpuSession& session,
+                                                              const elf::Program& program,
+                                                              const std::vector<uint32_t>& tokens) {
   std::vector<std::vector<float>> out;
   for (uint32_t token : tokens) {
-    DK_RETURN_IF_ERROR(session->decoder().Step(token).status());
-    const float* logits = session->decoder().logits();
+    DK_RETURN_IF_ERROR(session.decoder().Step(token).status());
+    const float* logits = session.decoder().logits();
     out.emplace_back(logits, logits + program.model().vocab());
   }
   return out;

@@ -24,8 +24,13 @@ absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenValidating(
     const elf::Program& program, const std::string& elf_name,
     std::shared_ptr<const weights::Weights> weights = nullptr);
 
-// Decodes `tokens` (fed one by one, greedy choices ignored) in such a session;
-// returns the f32 logits after each token.
+// Decodes `tokens` (fed one by one, greedy choices ignored) in `session` (on
+// `program`); returns the f32 logits after each token.
+absl::StatusOr<std::vector<std::vector<float>>> SessionLogits(runtime::CpuSession& session,
+                                                              const elf::Program& program,
+                                                              const std::vector<uint32_t>& tokens);
+
+// SessionLogits in a fresh OpenValidating session.
 absl::StatusOr<std::vector<std::vector<float>>> CpuLogits(
     const elf::Program& program, const std::vector<uint32_t>& tokens,
     std::shared_ptr<const weights::Weights> weights = nullptr);

@@ -336,13 +336,7 @@ absl::StatusOr<std::vector<std::vector<float>>> OwningLogits(const elf::Program&
   DK_ASSIGN_OR_RETURN(auto session, runtime::CpuSession::OpenOwning(program, "tiny.elf", std::move(w), options));
   *released = session->released_bytes();
   *reads_bos = session->embedding_reads_bos();
-  std::vector<std::vector<float>> out;
-  for (uint32_t token : tokens) {
-    DK_RETURN_IF_ERROR(session->decoder().Step(token).status());
-    const float* logits = session->decoder().logits();
-    out.emplace_back(logits, logits + program.model().vocab());
-  }
-  return out;
+  return SessionLogits(*session, program, tokens);
 }
 
 // A session that owns its weights frees every tensor once it is in its STATIC BOs,
