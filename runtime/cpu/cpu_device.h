@@ -1,6 +1,8 @@
 // The CPU backend: BOs are separate device allocations (a host-side copy and a
-// device-side copy each, as XRT BOs), launch groups run on a device-side worker
-// thread while the host waits, and kernels use the process's shared thread pool.
+// device-side copy each, as XRT BOs), a started launch group runs to completion
+// on the host thread inside Start (Wait then returns its status; with
+// DK_CPU_DEVICE_THREAD=1 it runs on a device-side thread while the host waits, as
+// XRT's asynchronous runs do), and kernels use the process's shared thread pool.
 // In validation mode every BO access is checked against the BO protocol and the
 // first violation is reported with the ELF, group, launch and BO names:
 //  * a launch reads a BO the host wrote but never synced to the device;

@@ -1,11 +1,15 @@
 #include "runtime/cpu/cpu_device.h"
 
+#include <dirent.h>
+
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "util/bf16.h"
+#include "util/thread_pool.h"
 
 namespace dk::runtime {
 namespace {
@@ -50,6 +54,16 @@ Fixture Load(const elf::Program& p, bool validate) {
   EXPECT_TRUE(elf.ok()) << elf.status();
   if (elf.ok()) f.elf = *std::move(elf);
   return f;
+}
+
+// Threads of this process (/proc/self/task entries).
+int ThreadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (const dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
 }
 
 std::vector<bf16> Fill(float v) { return std::vector<bf16>(8, F32ToBf16(v)); }
@@ -106,6 +120,34 @@ TEST(CpuDevice, IntermediateReadBeforeWrittenIsNamed) {
   const absl::Status s = RunGroup(f, 1);  // "second" before "first"
   EXPECT_NE(s.message().find("group 'second'"), std::string::npos) << s;
   EXPECT_NE(s.message().find("INTERMEDIATE BO 'y' before any launch wrote it"), std::string::npos) << s;
+}
+
+// Runs go inline in Start by default, on a device thread with
+// DK_CPU_DEVICE_THREAD=1: both give the same results and report a violation
+// through Wait, and the device thread mode makes a second thread.
+TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
+  for (const char* threaded : {"0", "1"}) {
+    SCOPED_TRACE(std::string("DK_CPU_DEVICE_THREAD=") + threaded);
+    ASSERT_EQ(setenv("DK_CPU_DEVICE_THREAD", threaded, 1), 0);
+    SharedThreadPool();  // its workers exist before the count
+    const int threads_before = ThreadCount();
+    Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
+    EXPECT_EQ(ThreadCount() - threads_before, std::string(threaded) == "1" ? 1 : 0);
+    auto a = Fill(1), b = Fill(2);
+    ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
+    ASSERT_TRUE(f.bos[1]->SyncToDevice().ok());
+    const absl::Status early = RunGroup(f, 1);  // "second" before "first"
+    EXPECT_NE(early.message().find("INTERMEDIATE BO 'y' before any launch wrote it"), std::string::npos) << early;
+    ASSERT_TRUE(f.bos[0]->Write(a.data(), 16).ok());
+    ASSERT_TRUE(f.bos[0]->SyncToDevice().ok());
+    ASSERT_TRUE(RunGroup(f, 0).ok());
+    ASSERT_TRUE(RunGroup(f, 1).ok());
+    std::vector<bf16> z(8);
+    ASSERT_TRUE(f.bos[3]->SyncFromDevice().ok());
+    ASSERT_TRUE(f.bos[3]->Read(z.data(), 16).ok());
+    for (const bf16& v : z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
+  }
+  unsetenv("DK_CPU_DEVICE_THREAD");
 }
 
 TEST(CpuDevice, StaticRewrittenAfterUseIsNamed) {
