@@ -25,6 +25,10 @@
 //   49152x576    3.61 / 4.43   2.83 / 2.32   2.92 / 2.21   4.8-4.9    (8-11)
 //   compute ceiling, 1 thread, 512x2048 in cache (BM_QuantGemvHot), GB/s:
 //                24.4 / 12.2   10.5 / 5.7    10.1 / 5.5    31.9
+// Since 2026-12-02 the AVX512-VNNI kernels prefetch 4 KiB ahead in software
+// (gemv_quant_vnni.cc), on a quiet host at 2 threads (bandwidth 43-72 GB/s):
+// int8-x Q8_0 / Q4_0 / Q4_1 2048x2048 36.8 / 32.2 / 31.8 GB/s, 49152x576
+// 56.7 / 33.6 / 35.4 (from 19-21 and 29-31 without it).
 // kInt8 (vpdpbusd) is the faster strategy for all three formats: about 2x the
 // kFloat ceiling, and ahead in 9 of the 12 contended 2-thread cases. One thread
 // computes 10 GB/s of Q4 weights (kInt8), so two (20 GB/s) could be memory-bound
