@@ -82,7 +82,8 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   for (auto& b : *p.mutable_bos()) bos[b.name()] = &b;
   const int64_t bytes_before = WeightBytesPerToken(p);
   std::map<std::string, int> quantized;  // class (+ " FORMAT" for gguf) -> weight BOs this run quantized
-  std::set<std::string> symbols, kept, unfit, requantized;
+  std::set<std::string> symbols, unfit, requantized;
+  std::map<std::string, std::set<std::string>> kept;  // the format they keep ("bf16", "Q8_0") -> classes
   // gguf: (a file type no kernel reads, the block format an earlier stage gave the
   // weight, "" if none) -> classes
   std::map<std::pair<std::string, std::string>, std::set<std::string>> stays;
@@ -99,7 +100,9 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       if (w == nullptr || w->weight_tensor().empty()) continue;
       const std::string cls = ClassOf(w->weight_tensor());
       if (cls.empty() || keep.count(cls)) {
-        kept.insert(cls.empty() ? w->weight_tensor() : cls);
+        // As they are: bf16, or an earlier stage's blocks.
+        kept[w->block_format() == elf::BLOCK_FORMAT_NONE ? "bf16" : elf::BlockFormatName(w->block_format())].insert(
+            cls.empty() ? w->weight_tensor() : cls);
         continue;
       }
       elf::BlockFormat format = scheme_format;
@@ -145,8 +148,8 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       ++quantized[as_stored ? absl::StrCat(cls, " ", elf::BlockFormatName(format)) : cls];
     }
   }
-  const std::string kept_note =
-      kept.empty() ? "" : absl::StrCat("; kept bf16: ", absl::StrJoin(kept, ", "));
+  std::string kept_note;
+  for (const auto& [format, classes] : kept) absl::StrAppend(&kept_note, "; kept ", format, ": ", absl::StrJoin(classes, ", "));
   const std::string requantized_note =
       requantized.empty() ? ""
                           : absl::StrCat("; replaces the earlier ", absl::StrJoin(requantized, ", "),

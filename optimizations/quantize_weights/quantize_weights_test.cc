@@ -175,6 +175,17 @@ TEST(QuantizeWeights, LaterSchemeReplacesTheEarlierOne) {
   const std::string& r = Last(*p).reason();
   EXPECT_NE(r.find("7 GEMV weights quantized to q4_0"), std::string::npos) << r;
   EXPECT_NE(r.find("replaces the earlier q8_0 (quantized from the bf16 weights"), std::string::npos) << r;
+  EXPECT_NE(r.find("kept bf16: lm_head"), std::string::npos) << r;
+
+  // A weight the later scheme keeps keeps the earlier stage's blocks, and says so.
+  auto q8_then_q4 = BuildChain(TinyShape(), {});
+  ASSERT_TRUE(q8_then_q4.ok()) << q8_then_q4.status();
+  ASSERT_TRUE(RunWith(*q8_then_q4, {"scheme=q8_0", "keep="}).ok());
+  ASSERT_TRUE(RunWith(*q8_then_q4, {"scheme=q4_0"}).ok());  // keep: default (lm_head)
+  EXPECT_EQ(Gemvs(*q8_then_q4).at("model.embed_tokens.weight").first, elf::Q8_0);
+  const std::string& r2 = Last(*q8_then_q4).reason();
+  EXPECT_NE(r2.find("kept q8_0: lm_head"), std::string::npos) << r2;
+  EXPECT_EQ(r2.find("kept bf16"), std::string::npos) << r2;
 }
 
 // The `stored` option for `p`'s GEMV weights: each tensor's type by its class
