@@ -23,7 +23,8 @@ expected = sys.argv[2].split(",")
 if names != expected:
     sys.exit("FAIL: the record's stages are %s, expected %s" % (names, expected))
 for s in record["stages"]:
-    if s["status"] not in ("baseline", "applied") or not s["gate"]["passed"]:
+    # "applied, slower than its parent" depends on timing (tests share 2 cores).
+    if s["status"] not in ("baseline", "applied", "applied, slower than its parent") or not s["gate"]["passed"]:
         sys.exit("FAIL: stage %s: status %s, gate passed %s" % (s["name"], s["status"], s["gate"]["passed"]))
 srcs = [s["src"] for s in record["stages"]]
 if srcs != [""] + [":" + n for n in names[:-1]]:
