@@ -74,28 +74,30 @@ absl::Status RunGroup(Fixture& f, int g) {
   return (*run)->Wait();
 }
 
+// Writes and syncs activation a = `a` (BO 0), runs both groups, and reads z
+// (= a + 2 b) back. (All six calls run, in order; the first error is returned.)
+absl::StatusOr<std::vector<bf16>> TokenZ(Fixture& f, float a) {
+  const std::vector<bf16> x = Fill(a);
+  std::vector<bf16> z(8);
+  for (absl::Status s : {f.bos[0]->Write(x.data(), 16), f.bos[0]->SyncToDevice(), RunGroup(f, 0), RunGroup(f, 1),
+                         f.bos[3]->SyncFromDevice(), f.bos[3]->Read(z.data(), 16)}) {
+    if (!s.ok()) return s;
+  }
+  return z;
+}
+
 TEST(CpuDevice, RunsGroupsAndMovesBytesOnlyOnSync) {
   Fixture f = Load(TwoAdds("INTERMEDIATE"), /*validate=*/true);
-  auto a = Fill(1), b = Fill(2);
-  ASSERT_TRUE(f.bos[0]->Write(a.data(), 16).ok());
-  ASSERT_TRUE(f.bos[0]->SyncToDevice().ok());
+  auto b = Fill(2);
   ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
   ASSERT_TRUE(f.bos[1]->SyncToDevice().ok());
-  ASSERT_TRUE(RunGroup(f, 0).ok());
-  ASSERT_TRUE(RunGroup(f, 1).ok());
-  std::vector<bf16> z(8);
-  ASSERT_TRUE(f.bos[3]->SyncFromDevice().ok());
-  ASSERT_TRUE(f.bos[3]->Read(z.data(), 16).ok());
-  for (const bf16& v : z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
+  auto z = TokenZ(f, 1);
+  ASSERT_TRUE(z.ok()) << z.status();
+  for (const bf16& v : *z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
   // A second token: new activation, same static BO.
-  auto a2 = Fill(10);
-  ASSERT_TRUE(f.bos[0]->Write(a2.data(), 16).ok());
-  ASSERT_TRUE(f.bos[0]->SyncToDevice().ok());
-  ASSERT_TRUE(RunGroup(f, 0).ok());
-  ASSERT_TRUE(RunGroup(f, 1).ok());
-  ASSERT_TRUE(f.bos[3]->SyncFromDevice().ok());
-  ASSERT_TRUE(f.bos[3]->Read(z.data(), 16).ok());
-  for (const bf16& v : z) EXPECT_EQ(Bf16ToF32(v), 14.0f);
+  z = TokenZ(f, 10);
+  ASSERT_TRUE(z.ok()) << z.status();
+  for (const bf16& v : *z) EXPECT_EQ(Bf16ToF32(v), 14.0f);
 }
 
 TEST(CpuDevice, WriteWithoutSyncIsNamed) {
@@ -133,19 +135,14 @@ TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
     const int threads_before = ThreadCount();
     Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
     EXPECT_EQ(ThreadCount() - threads_before, std::string(threaded) == "1" ? 1 : 0);
-    auto a = Fill(1), b = Fill(2);
+    auto b = Fill(2);
     ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
     ASSERT_TRUE(f.bos[1]->SyncToDevice().ok());
     const absl::Status early = RunGroup(f, 1);  // "second" before "first"
     EXPECT_NE(early.message().find("INTERMEDIATE BO 'y' before any launch wrote it"), std::string::npos) << early;
-    ASSERT_TRUE(f.bos[0]->Write(a.data(), 16).ok());
-    ASSERT_TRUE(f.bos[0]->SyncToDevice().ok());
-    ASSERT_TRUE(RunGroup(f, 0).ok());
-    ASSERT_TRUE(RunGroup(f, 1).ok());
-    std::vector<bf16> z(8);
-    ASSERT_TRUE(f.bos[3]->SyncFromDevice().ok());
-    ASSERT_TRUE(f.bos[3]->Read(z.data(), 16).ok());
-    for (const bf16& v : z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
+    auto z = TokenZ(f, 1);
+    ASSERT_TRUE(z.ok()) << z.status();
+    for (const bf16& v : *z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
   }
   unsetenv("DK_CPU_DEVICE_THREAD");
 }
