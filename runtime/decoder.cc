@@ -147,6 +147,8 @@ absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& wei
     return absl::NotFoundError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
                                             "', which ", weights.source(), " does not have"));
   }
+  // Freed whole (ReleaseData); a tensor whose placed rows' pages went (ReleaseRows)
+  // still has its other rows, which is why this is not !has_data().
   if (static_cast<int64_t>(t->data.size()) != t->numel()) {
     return absl::FailedPreconditionError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
                                                       "', whose data ", weights.source(), " has released"));

@@ -161,8 +161,7 @@ absl::StatusOr<std::vector<EmbeddingRows::Part>> EmbeddingRows::Parts(
       data = i < static_cast<int>(bos->size()) ? CpuBoDeviceBytes(*(*bos)[i]) : nullptr;
       if (data == nullptr) return refuse(absl::StrCat("BO '", b.name(), "' is not a CPU device BO"));
     }
-    const int64_t end = b.weight_row_end() ? b.weight_row_end() : vocab_;
-    parts.push_back({b.weight_row_begin(), end, reinterpret_cast<const bf16*>(data), packed});
+    parts.push_back({b.weight_row_begin(), b.weight_row_begin() + b.shape(0), reinterpret_cast<const bf16*>(data), packed});
   }
   std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.begin < b.begin; });
   int64_t next = 0;  // the rows [0, next) the parts so far hold, each once

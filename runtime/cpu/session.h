@@ -44,7 +44,7 @@ class CpuSession {
       const elf::Program& program, const std::string& elf_name,
       std::shared_ptr<const weights::Weights> weights, const SessionOptions& options = {});
   // As Open, but the session owns `weights` and frees each tensor's bf16 data as soon
-  // as the tensor is in its BOs (Decoder::Options::tensor_placed), keeping only what
+  // as the tensor is in its BOs (Decoder::Options::weight_placed), keeping only what
   // the decode still reads: the embedding table and the tensors WRITE BOs are
   // rewritten from. The weights are then held once (in the BOs), not twice.
   static absl::StatusOr<std::unique_ptr<CpuSession>> OpenOwning(

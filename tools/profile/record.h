@@ -110,7 +110,7 @@ struct StageRecord {
   // (it passed the gate) but its median is above its parent's beyond the noise.
   std::string status;
   bool slower_than_parent = false;
-  double noise_ms = 0;  // the noise that decision allowed (SlowerBeyondNoise)
+  double noise_ms = 0;  // the noise that decision allowed (NoiseMs)
   double median_ms = 0, min_ms = 0, max_ms = 0, drift_pct = 0;
   double floor_ms = 0, x_floor = 0;
   double write_ms = 0, run_ms = 0, read_ms = 0, host_ms = 0, lm_head_ms = 0;
