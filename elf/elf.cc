@@ -343,7 +343,7 @@ absl::Status ValidateProgram(const Program& p) {
           if (!s.ok()) return s;
           // A weight's blocks are read only by a variant of that block format
           // (and a block-format variant reads only such a weight).
-          if (b.param() != "w" || kernel->id() != "gemv") continue;
+          if (!registry::IsWeightParam(*kernel, b.param())) continue;
           const std::string format = BlockFormatName(bos.at(b.bo())->block_format());
           if (format != (*variant)->block_format()) {
             return absl::InvalidArgumentError(absl::StrCat(

@@ -125,6 +125,20 @@ merge_multi_launch = rule(
     )),
 )
 
+def _fuse_kernels_impl(ctx):
+    return _run_pass(ctx, "fuse_kernels", _option_args(ctx, ["fusions"]))
+
+fuse_kernels = rule(
+    implementation = _fuse_kernels_impl,
+    doc = "Inside each launch group a GEMV and the elementwise launches next to it " +
+          "become one launch of a fused kernel: RMSNorm + q/k/v (rms_gemv3), RMSNorm + " +
+          "gate/up + SiLU*mul (rms_gemv_silu_mul), GEMV + residual add (gemv_add). " +
+          "Bit-identical to the parent stage.",
+    attrs = dict(_COMMON_ATTRS, fusions = attr.string_list(
+        doc = "The fusions to make (rms_gemv, rms_gemv_silu_mul, gemv_add); empty = all.",
+    )),
+)
+
 def _layout_alignment_impl(ctx):
     return _run_pass(ctx, "layout_alignment", _option_args(ctx, ["lm_head_partition_rows"]))
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
+#include "optimizations/fuse_kernels/fuse_kernels.h"
 #include "optimizations/layout_alignment/layout_alignment.h"
 #include "optimizations/merge_multi_launch/merge_multi_launch.h"
 #include "optimizations/quantize_weights/quantize_weights.h"
@@ -62,6 +63,18 @@ const std::vector<Pass>& Passes() {
             const std::vector<std::string>& groups = o.StringList("groups");
             options.groups.insert(groups.begin(), groups.end());
             return merge_multi_launch::Run(p, target, options);
+          },
+      },
+      {
+          fuse_kernels::kName,
+          "inside each launch group a GEMV and its neighbours become one fused launch (RMSNorm + "
+          "q/k/v, RMSNorm + gate/up + SiLU*mul, GEMV + residual add); bit-identical to the parent",
+          {{"fusions", OptionKind::kStringList, "", "the fusions to make (empty: all)", fuse_kernels::Fusions()}},
+          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+            fuse_kernels::Options options;
+            const std::vector<std::string>& fusions = o.StringList("fusions");
+            options.fusions.insert(fusions.begin(), fusions.end());
+            return fuse_kernels::Run(p, target, options);
           },
       },
       {

@@ -16,6 +16,7 @@ std::string ErrorOf(const absl::Status& s) { return std::string(s.message()); }
 
 TEST(Passes, EveryEntryIsCompleteAndRunsWithItsDefaults) {
   std::set<std::string> names;
+  std::vector<std::string> before;
   for (const Pass& pass : Passes()) {
     SCOPED_TRACE(pass.name);
     EXPECT_TRUE(names.insert(pass.name).second) << "two entries named " << pass.name;
@@ -29,15 +30,18 @@ TEST(Passes, EveryEntryIsCompleteAndRunsWithItsDefaults) {
     auto found = FindPass(pass.name);
     ASSERT_TRUE(found.ok()) << found.status();
     EXPECT_EQ(*found, &pass);
-    // Every default parses, and the pass runs on the tiny baseline with them.
-    auto p = graph::BuildBaseline(testing::TinyShape());
+    // Every default parses, and the pass changes the tiny baseline with them after
+    // the passes before it in the table (the models' chain order: fuse_kernels, for
+    // one, fuses inside the groups merge_multi_launch makes).
+    auto p = testing::BuildChain(testing::TinyShape(), before);
     ASSERT_TRUE(p.ok()) << p.status();
+    before.push_back(pass.name);
     auto changed = RunPass(pass.name, *p, **registry::FindTarget("cpu"));
     ASSERT_TRUE(changed.ok()) << changed.status();
     EXPECT_TRUE(*changed);
     EXPECT_EQ(p->lineage(p->lineage_size() - 1).pass(), pass.name);
   }
-  for (const char* name : {"buffer_object_reuse", "layout_alignment", "merge_multi_launch"}) {
+  for (const char* name : {"buffer_object_reuse", "layout_alignment", "merge_multi_launch", "fuse_kernels"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -96,6 +97,17 @@ absl::StatusOr<const KernelVariant*> FindSymbol(absl::string_view symbol,
     }
   }
   return absl::NotFoundError(absl::StrCat("unknown kernel symbol \"", symbol, "\""));
+}
+
+bool IsWeightParam(const Kernel& kernel, absl::string_view param) {
+  if (kernel.variants().empty() || kernel.variants(0).layout().empty()) return false;
+  const bool named = param == "w" || (param.size() > 1 && param[0] == 'w' &&
+                                      (absl::ascii_isdigit(param[1]) || param[1] == '_'));
+  if (!named) return false;
+  for (const std::string& in : kernel.inputs()) {
+    if (in == param) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<const KernelVariant*> SelectVariant(absl::string_view kernel_id,

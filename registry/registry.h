@@ -39,6 +39,12 @@ absl::StatusOr<const KernelVariant*> SelectVariant(absl::string_view kernel_id,
                                                    absl::string_view layout, int64_t k,
                                                    absl::string_view block_format = "");
 
+// Whether input `param` of `kernel` is a GEMV weight, read in the variant's layout
+// and block format: for kernels whose variants name a layout (gemv and the fused
+// GEMV kernels), the inputs "w" and "w<suffix>" ("w0", "w_gate"); never for others
+// (rmsnorm's "w" is its scale vector).
+bool IsWeightParam(const Kernel& kernel, absl::string_view param);
+
 // A GEMV launch shape accepted by a target.
 struct GemvPlan {
   int64_t tile_m = 0;  // rows per tile (0 on targets without tiling)

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/gemv/gemv_avx512bf16.h"
+#include "kernels/gemv/gemv_rows.h"
 
 #include "util/check.h"
 
@@ -299,6 +300,41 @@ void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
 }
 
 }  // namespace
+
+namespace internal {
+
+Bf16X PrepareBf16X(const bf16* x, size_t cols) {
+  Bf16X p;
+  p.cols = cols;
+  p.dot = UseBf16Dot();
+  if (p.dot) {
+    p.padded = PadX(x, cols);
+  } else {
+    SplitX(x, cols, cols, &p.xe, &p.xo);
+  }
+  return p;
+}
+
+void Bf16RowMajorRows(const bf16* w, const Bf16X& x, size_t r0, size_t r1, float* y) {
+  if (x.dot) {
+    RowMajorRowsDpBf16(w, x.cols, r0, r1, x.padded, y);
+  } else {
+    HWY_DYNAMIC_DISPATCH(RowMajorF32)(w, x.cols, r0, r1, x.xe, x.xo, y);
+  }
+}
+
+void Bf16PackedRows(const bf16* packed, size_t rows, const Bf16X& x, size_t r0, size_t r1, float* y) {
+  DK_CHECK(r0 % kPanelRows == 0 && (r1 % kPanelRows == 0 || r1 == rows) && r1 <= rows);
+  const size_t chunks = RoundUp(x.cols, kChunkCols) / kChunkCols;
+  const size_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
+  if (x.dot) {
+    PackedPanelsDpBf16(packed, rows, chunks, p0, p1, x.padded, y);
+  } else {
+    HWY_DYNAMIC_DISPATCH(PackedF32)(packed, rows, chunks, p0, p1, x.xe, x.xo, y);
+  }
+}
+
+}  // namespace internal
 
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, float* y,
           ThreadPool* pool) {

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/gemv/gemv_quant_vnni.h"
+#include "kernels/gemv/gemv_rows.h"
 #include "util/aligned_buffer.h"
 #include "util/check.h"
 #include "util/ggml_blocks.h"
@@ -351,6 +352,38 @@ void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows
 }
 
 }  // namespace
+
+namespace internal {
+
+QuantX PrepareQuantX(QuantFormat format, const bf16* x, size_t cols) {
+  DK_CHECK(cols % ggml::kBlockElems == 0);
+  thread_local Q8Activations xq;
+  xq = QuantizeActivations(XAsF32(x, cols), cols);
+  QuantX p;
+  p.format = format;
+  p.cols = cols;
+  p.path = static_cast<int>(ChooseInt8Path());
+  if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && format != QuantFormat::kQ8_0) {
+    xq.quad = QuadActivations(xq.q, cols);
+  }
+  p.act = &xq;
+  return p;
+}
+
+void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y) {
+  const Q8Activations& xq = *static_cast<const Q8Activations*>(x.act);
+  switch (static_cast<Int8Path>(x.path)) {
+    case Int8Path::kAvx512Vnni:
+      return QuantRowsVnni(x.format, w, x.cols, r0, r1, xq, y);
+    case Int8Path::kAvxVnni:
+      return QuantRowsAvxVnni(x.format, w, x.cols, r0, r1, xq, y);
+    case Int8Path::kHighway:
+      break;
+  }
+  HWY_DYNAMIC_DISPATCH(Int8RowsF32)(x.format, w, x.cols, r0, r1, xq, y);
+}
+
+}  // namespace internal
 
 const char* QuantFormatName(QuantFormat format) {
   switch (format) {

@@ -88,64 +88,107 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   // weight, "" if none) -> classes
   std::map<std::pair<std::string, std::string>, std::set<std::string>> stays;
   int already = 0;
+  // What this scheme does with one GEMV weight.
+  enum class Action { kKeep, kStays, kAlready, kUnfit, kQuantize };
+  struct Decision {
+    Action action;
+    elf::BlockFormat format = elf::BLOCK_FORMAT_NONE;
+    std::string cls;
+    std::string stored_type;  // kStays: the file's type
+  };
+  auto decide = [&](const elf::BufferObject& w, int64_t cols) -> absl::StatusOr<Decision> {
+    const std::string cls = ClassOf(w.weight_tensor());
+    if (cls.empty() || keep.count(cls)) return Decision{Action::kKeep, w.block_format(), cls, ""};
+    elf::BlockFormat format = scheme_format;
+    if (as_stored) {
+      const auto type = stored_types.find(w.weight_tensor());
+      if (type == stored_types.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the weights file has no tensor '", w.weight_tensor(), "' (BO '", w.name(), "')"));
+      }
+      format = StoredFormat(type->second);
+      // An earlier stage's blocks stay: the weight's bf16 form (its packed layout
+      // and kernel) is that stage's parent's, not this program's to restore.
+      if (format == elf::BLOCK_FORMAT_NONE) return Decision{Action::kStays, format, cls, type->second};
+    }
+    if (w.block_format() == format && w.blocks_as_stored() == as_stored) return Decision{Action::kAlready, format, cls, ""};
+    if (cols % elf::kBlockElems != 0) return Decision{Action::kUnfit, format, cls, ""};
+    return Decision{Action::kQuantize, format, cls, ""};
+  };
   for (auto& step : *p.mutable_steps()) {
     if (!step.has_group()) continue;
     for (auto& l : *step.mutable_group()->mutable_launches()) {
       DK_ASSIGN_OR_RETURN(const registry::Kernel* kernel, KernelOf(l));
-      if (kernel->id() != "gemv") continue;
-      elf::BufferObject* w = nullptr;
+      // The launch's GEMV weights: one for gemv, up to three for the fused kernels.
+      std::vector<elf::BufferObject*> weights;
       for (const auto& b : l.bindings()) {
-        if (b.param() == "w") w = bos.at(b.bo());
+        if (!registry::IsWeightParam(*kernel, b.param())) continue;
+        elf::BufferObject* w = bos.at(b.bo());
+        if (!w->weight_tensor().empty()) weights.push_back(w);
       }
-      if (w == nullptr || w->weight_tensor().empty()) continue;
-      const std::string cls = ClassOf(w->weight_tensor());
-      if (cls.empty() || keep.count(cls)) {
-        // As they are: bf16, or an earlier stage's blocks.
-        kept[w->block_format() == elf::BLOCK_FORMAT_NONE ? "bf16" : elf::BlockFormatName(w->block_format())].insert(
-            cls.empty() ? w->weight_tensor() : cls);
-        continue;
-      }
-      elf::BlockFormat format = scheme_format;
-      if (as_stored) {
-        const auto type = stored_types.find(w->weight_tensor());
-        if (type == stored_types.end()) {
-          return absl::InvalidArgumentError(absl::StrCat("the weights file has no tensor '", w->weight_tensor(),
-                                                         "' (BO '", w->name(), "')"));
-        }
-        format = StoredFormat(type->second);
-        if (format == elf::BLOCK_FORMAT_NONE) {
-          // An earlier stage's blocks stay: the weight's bf16 form (its packed layout
-          // and kernel) is that stage's parent's, not this program's to restore.
-          stays[{type->second, elf::BlockFormatName(w->block_format())}].insert(cls);
-          continue;
-        }
-      }
-      if (w->block_format() == format && w->blocks_as_stored() == as_stored) {
-        ++already;
-        continue;
-      }
-      // Already in another block format (an earlier quantize_weights stage): the
-      // runtime quantizes from the bf16 weights at load, so this stage's scheme
-      // simply replaces that one.
-      if (w->block_format() != elf::BLOCK_FORMAT_NONE) {
-        requantized.insert(elf::BlockFormatName(w->block_format()));
-      }
+      if (weights.empty()) continue;
       const int64_t cols = l.params().at("cols");
-      if (cols % elf::kBlockElems != 0) {
-        unfit.insert(absl::StrCat(cls, " (K=", cols, ")"));
+      std::vector<Decision> decisions;
+      std::set<std::pair<bool, elf::BlockFormat>> quantize_formats;  // (quantize?, format)
+      for (elf::BufferObject* w : weights) {
+        DK_ASSIGN_OR_RETURN(Decision d, decide(*w, cols));
+        quantize_formats.insert({d.action == Action::kQuantize, d.action == Action::kQuantize ? d.format : elf::BLOCK_FORMAT_NONE});
+        decisions.push_back(std::move(d));
+      }
+      if (quantize_formats.size() > 1) {
+        std::vector<std::string> classes;
+        for (const Decision& d : decisions) classes.push_back(d.cls);
+        return absl::InvalidArgumentError(absl::StrCat(
+            "launch ", l.kernel_symbol(), " fuses weights (", absl::StrJoin(classes, ", "),
+            ") that scheme ", options.scheme,
+            " would leave in different formats; one launch reads one format: keep all or none of them, or "
+            "quantize before fuse_kernels"));
+      }
+      if (decisions[0].action != Action::kQuantize) {
+        for (size_t i = 0; i < weights.size(); ++i) {
+          const Decision& d = decisions[i];
+          const elf::BufferObject& w = *weights[i];
+          switch (d.action) {
+            case Action::kKeep:
+              // As they are: bf16, or an earlier stage's blocks.
+              kept[w.block_format() == elf::BLOCK_FORMAT_NONE ? "bf16" : elf::BlockFormatName(w.block_format())]
+                  .insert(d.cls.empty() ? w.weight_tensor() : d.cls);
+              break;
+            case Action::kStays:
+              stays[{d.stored_type, elf::BlockFormatName(w.block_format())}].insert(d.cls);
+              break;
+            case Action::kAlready:
+              ++already;
+              break;
+            case Action::kUnfit:
+              unfit.insert(absl::StrCat(d.cls, " (K=", cols, ")"));
+              break;
+            case Action::kQuantize:
+              break;
+          }
+        }
         continue;
       }
-      DK_ASSIGN_OR_RETURN(
-          const registry::KernelVariant* variant,
-          registry::SelectVariant("gemv", registry::kRowMajor, cols, elf::BlockFormatName(format)));
+      const elf::BlockFormat format = decisions[0].format;
+      // A plain GEMV takes the variant specialized for its K where one exists.
+      DK_ASSIGN_OR_RETURN(const registry::KernelVariant* variant,
+                          registry::SelectVariant(kernel->id(), registry::kRowMajor, kernel->id() == "gemv" ? cols : 0,
+                                                  elf::BlockFormatName(format)));
       l.set_kernel_symbol(variant->symbol());
       symbols.insert(variant->symbol());
-      w->set_layout(std::string(registry::kRowMajor));
-      w->set_block_format(format);
-      w->set_blocks_as_stored(as_stored);
-      DK_ASSIGN_OR_RETURN(const int64_t bytes, elf::BoBytes(*w));
-      w->set_size_bytes(bytes);
-      ++quantized[as_stored ? absl::StrCat(cls, " ", elf::BlockFormatName(format)) : cls];
+      for (size_t i = 0; i < weights.size(); ++i) {
+        elf::BufferObject* w = weights[i];
+        // Already in another block format (an earlier quantize_weights stage): the
+        // runtime quantizes from the bf16 weights at load, so this stage's scheme
+        // simply replaces that one.
+        if (w->block_format() != elf::BLOCK_FORMAT_NONE) requantized.insert(elf::BlockFormatName(w->block_format()));
+        w->set_layout(std::string(registry::kRowMajor));
+        w->set_block_format(format);
+        w->set_blocks_as_stored(as_stored);
+        DK_ASSIGN_OR_RETURN(const int64_t bytes, elf::BoBytes(*w));
+        w->set_size_bytes(bytes);
+        ++quantized[as_stored ? absl::StrCat(decisions[i].cls, " ", elf::BlockFormatName(format)) : decisions[i].cls];
+      }
     }
   }
   std::string kept_note;

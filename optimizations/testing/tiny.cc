@@ -72,8 +72,13 @@ std::vector<GoldenCase> GoldenCases() {
   cases.push_back({"buffer_object_reuse", "aligned", {"layout_alignment", "buffer_object_reuse"}});
   cases.push_back({"merge_multi_launch", "aligned_bo",
                    {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"}});
+  cases.push_back({"fuse_kernels", "opt",
+                   {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "fuse_kernels"}});
   cases.push_back({"quantize_weights", "opt",
                    {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "quantize_weights"}});
+  cases.push_back({"quantize_weights", "fused",
+                   {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "fuse_kernels",
+                    "quantize_weights"}});
   return cases;
 }
 

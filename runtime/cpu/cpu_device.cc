@@ -12,6 +12,7 @@
 #include "elf/elf.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_fused.h"
 #include "kernels/gemv/gemv_quant.h"
 #include "kernels/gemv/quantize.h"
 #include "kernels/norm/rmsnorm.h"
@@ -207,12 +208,13 @@ class CpuBo final : public BufferObject {
 // One resolved launch: kernel function, BOs by role, integer parameters.
 struct LaunchOp {
   void (*fn)(const LaunchOp&, ThreadPool*) = nullptr;
-  CpuBo* bo[4] = {nullptr, nullptr, nullptr, nullptr};
-  int64_t p[2] = {0, 0};
+  CpuBo* bo[8] = {};  // inputs, then outputs, in the registry's order
+  int64_t p[4] = {};  // the registry's int_params, in order
   float eps = 0;
   bool packed = false, x_f32 = false, y_f32 = false;
   bool quantized = false;  // GEMV weight in GGUF blocks of `quant_format`
   kernels::QuantFormat quant_format = kernels::QuantFormat::kQ8_0;
+  kernels::WeightFormat weight_format = kernels::WeightFormat::kBf16RowMajor;  // the fused kernels
   std::string where;  // "ELF 'x', group 'g', launch i (symbol)"
   std::vector<CpuBo*> inputs, outputs;
 };
@@ -261,6 +263,33 @@ void RunAdd(const LaunchOp& op, ThreadPool*) {
   kernels::Add(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
 }
 
+// The fused kernels (kernels/gemv/gemv_fused.h); bo[] in the registry's order.
+void RunRmsGemv(const LaunchOp& op, ThreadPool* pool) {
+  const kernels::FusedWeight w{op.bo[2]->device(), static_cast<size_t>(op.p[0])};
+  void* y = op.bo[3]->device();
+  kernels::RmsNormGemv(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1], &w, 1, &y,
+                       op.y_f32, pool);
+}
+void RunRmsGemv3(const LaunchOp& op, ThreadPool* pool) {
+  kernels::FusedWeight w[3];
+  void* y[3];
+  for (int i = 0; i < 3; ++i) {
+    w[i] = {op.bo[2 + i]->device(), static_cast<size_t>(op.p[i])};
+    y[i] = op.bo[5 + i]->device();
+  }
+  kernels::RmsNormGemv(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[3], w, 3, y,
+                       op.y_f32, pool);
+}
+void RunRmsGemvSiluMul(const LaunchOp& op, ThreadPool* pool) {
+  const size_t rows = op.p[0];
+  kernels::RmsNormGemvSiluMul(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1],
+                              {op.bo[2]->device(), rows}, {op.bo[3]->device(), rows}, As<bf16>(op.bo[4]), pool);
+}
+void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
+  kernels::GemvAdd(op.weight_format, As<bf16>(op.bo[0]), op.p[1], {op.bo[1]->device(), static_cast<size_t>(op.p[0])},
+                   As<bf16>(op.bo[2]), As<bf16>(op.bo[3]), pool);
+}
+
 // The CPU implementation of each device kernel id. Which parameters a kernel
 // binds (inputs first, in the order of LaunchOp::bo) comes from the registry.
 using KernelFn = void (*)(const LaunchOp&, ThreadPool*);
@@ -268,6 +297,8 @@ const std::map<std::string, KernelFn>& Kernels() {
   static const auto* kernels = new std::map<std::string, KernelFn>{
       {"gemv", &RunGemv},     {"rmsnorm", &RunRmsNorm}, {"rope", &RunRope},
       {"silu_mul", &RunSiluMul}, {"add", &RunAdd},
+      {"rms_gemv", &RunRmsGemv}, {"rms_gemv3", &RunRmsGemv3}, {"rms_gemv_silu_mul", &RunRmsGemvSiluMul},
+      {"gemv_add", &RunGemvAdd},
   };
   return *kernels;
 }
@@ -373,7 +404,7 @@ class CpuDevice final : public Device {
         for (const auto& p : kernel->outputs()) {
           if (auto st = bind(p, &op.outputs); !st.ok()) return st;
         }
-        for (int k = 0; k < kernel->int_params_size() && k < 2; ++k) {
+        for (int k = 0; k < kernel->int_params_size() && k < 4; ++k) {
           auto it = l.params().find(kernel->int_params(k));
           if (it == l.params().end() || it->second <= 0) {
             return absl::InvalidArgumentError(absl::StrCat(
@@ -496,14 +527,13 @@ class CpuDevice final : public Device {
       }
       return absl::OkStatus();
     };
-    absl::Status s;
-    if (id == "gemv") {
-      const int64_t rows = op->p[0], cols = op->p[1];
+    // A GEMV weight [rows, cols] in the variant's layout and block format.
+    auto weight = [&](const char* param, int64_t rows, int64_t cols) -> absl::Status {
       if (variant.k() != 0 && variant.k() != cols) {
         return absl::InvalidArgumentError(absl::StrCat(op->where, ": symbol is specialized for K=",
                                                        variant.k(), " but cols=", cols));
       }
-      const elf::BufferObject& w = bo("w");
+      const elf::BufferObject& w = bo(param);
       op->packed = variant.layout() == registry::kPackedPanelV1;
       const std::string w_layout = w.layout().empty() ? std::string(registry::kRowMajor) : w.layout();
       if (w_layout != variant.layout()) {
@@ -515,11 +545,15 @@ class CpuDevice final : public Device {
             op->where, ": weight BO '", w.name(), "' has block format '", elf::BlockFormatName(w.block_format()),
             "' but the kernel reads '", variant.block_format(), "'"));
       }
+      op->weight_format = op->packed ? kernels::WeightFormat::kBf16Packed : kernels::WeightFormat::kBf16RowMajor;
       if (w.block_format() != elf::BLOCK_FORMAT_NONE) {
         auto q = QuantFormatOf(w_layout, w.block_format(), cols);
         if (!q.ok()) return absl::InvalidArgumentError(absl::StrCat(op->where, ": ", q.status().message()));
         op->quantized = true;
         op->quant_format = *q;
+        op->weight_format = *q == kernels::QuantFormat::kQ8_0   ? kernels::WeightFormat::kQ8_0
+                            : *q == kernels::QuantFormat::kQ4_0 ? kernels::WeightFormat::kQ4_0
+                                                                : kernels::WeightFormat::kQ4_1;
       }
       auto need = LayoutBytes(w_layout, w.block_format(), rows, cols);
       if (!need.ok()) return need.status();
@@ -527,9 +561,46 @@ class CpuDevice final : public Device {
         return absl::InvalidArgumentError(absl::StrCat(op->where, ": weight BO '", w.name(),
                                                        "' must be BF16 of at least ", *need, " bytes"));
       }
+      return absl::OkStatus();
+    };
+    absl::Status s;
+    if (id == "gemv") {
+      const int64_t rows = op->p[0], cols = op->p[1];
+      if (!(s = weight("w", rows, cols)).ok()) return s;
       if (!(s = expect("x", cols, true)).ok() || !(s = expect("y", rows, true)).ok()) return s;
       op->x_f32 = bo("x").dtype() == elf::F32;
       op->y_f32 = bo("y").dtype() == elf::F32;
+      return absl::OkStatus();
+    }
+    // The fused kernels: bf16 x (and norm, residual) of cols (rows) elements.
+    if (id == "rms_gemv" || id == "gemv_add" || id == "rms_gemv_silu_mul") {
+      const int64_t rows = op->p[0], cols = op->p[1];
+      const bool silu = id == "rms_gemv_silu_mul";
+      if (!(s = weight(silu ? "w_gate" : "w", rows, cols)).ok()) return s;
+      if (silu && !(s = weight("w_up", rows, cols)).ok()) return s;
+      if (!(s = expect("x", cols, false)).ok()) return s;
+      if (id == "gemv_add") {
+        if (!(s = expect("residual", rows, false)).ok()) return s;
+      } else if (!(s = expect("norm", cols, false)).ok()) {
+        return s;
+      }
+      if (!(s = expect("y", rows, id == "rms_gemv")).ok()) return s;
+      op->y_f32 = bo("y").dtype() == elf::F32;
+      return absl::OkStatus();
+    }
+    if (id == "rms_gemv3") {
+      const int64_t cols = op->p[3];
+      if (!(s = expect("x", cols, false)).ok() || !(s = expect("norm", cols, false)).ok()) return s;
+      for (int i = 0; i < 3; ++i) {
+        const std::string w = absl::StrCat("w", i), y = absl::StrCat("y", i);
+        if (!(s = weight(w.c_str(), op->p[i], cols)).ok() || !(s = expect(y.c_str(), op->p[i], true)).ok()) {
+          return s;
+        }
+      }
+      op->y_f32 = bo("y0").dtype() == elf::F32;
+      if (bo("y1").dtype() != bo("y0").dtype() || bo("y2").dtype() != bo("y0").dtype()) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": outputs y0, y1, y2 differ in dtype"));
+      }
       return absl::OkStatus();
     }
     if (id == "rmsnorm") {

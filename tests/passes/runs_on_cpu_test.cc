@@ -218,6 +218,44 @@ TEST(QuantizeWeights, RunsOnTheCpuDeviceWithinTheQuantizationBoundOfTheBf16Logit
   }
 }
 
+// --- fuse_kernels -------------------------------------------------------------
+
+// The fused stage gives exactly its parent's logits, bf16 or quantized, on cpu and
+// npu2 plans, whether quantize_weights runs before or after it.
+TEST(FuseKernels, RunsOnTheCpuDeviceWithItsParentsLogitsBitForBit) {
+  const std::vector<uint32_t> tokens = {17, 250, 3, 99};
+  const std::vector<std::string> opt = {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"};
+  auto with = [](std::vector<std::string> chain, std::vector<std::string> more) {
+    chain.insert(chain.end(), more.begin(), more.end());
+    return chain;
+  };
+  struct Case {
+    std::vector<std::string> parent, fused;
+    const char* target;
+  };
+  const std::vector<Case> cases = {
+      {{"merge_multi_launch"}, {"merge_multi_launch", "fuse_kernels"}, "cpu"},
+      {opt, with(opt, {"fuse_kernels"}), "cpu"},
+      {{"buffer_object_reuse", "merge_multi_launch"}, {"buffer_object_reuse", "merge_multi_launch", "fuse_kernels"}, "npu2"},
+      {with(opt, {"quantize_weights"}), with(opt, {"quantize_weights", "fuse_kernels"}), "cpu"},
+      {with(opt, {"quantize_weights"}), with(opt, {"fuse_kernels", "quantize_weights"}), "cpu"},
+  };
+  for (int layers : {1, 2}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat(absl::StrJoin(c.fused, " -> "), " on ", c.target, ", ", layers, " layers"));
+      auto parent = BuildChain(TinyShape(layers), c.parent, c.target);
+      auto fused = BuildChain(TinyShape(layers), c.fused, c.target);
+      ASSERT_TRUE(parent.ok() && fused.ok()) << parent.status() << fused.status();
+      ASSERT_TRUE(fused->lineage(fused->lineage_size() - 1).applied() ||
+                  c.fused.back() != "fuse_kernels");
+      auto want = CpuLogits(*parent, tokens);
+      auto got = CpuLogits(*fused, tokens);
+      ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+      EXPECT_EQ(*got, *want);
+    }
+  }
+}
+
 // Synthetic weights as a GGUF would hold them: every GEMV weight of `formats` (by
 // tensor name) in that block format, its bf16 values the blocks dequantized (as
 // LoadGguf gives them) and the blocks kept as its StoredBlocks.

@@ -1,0 +1,106 @@
+// A decoder layer's GEMVs, fused (gemv_fused.h) against unfused (RmsNorm, PackedGemv,
+// SiluMul, Add launched one after the other), bf16 packed weights at llama32_1b and
+// SmolLM2 shapes. Each iteration runs one whole layer's worth: norm + q/k/v, O + add,
+// norm + gate/up + SiLU*mul, down + add. Weights rotate over >= 256 MiB of distinct
+// layers so they come from memory, as in decode. Interleave the two (the host's
+// bandwidth drifts); the decode A/B (tools/bench decode_bench) is what claims cite.
+//   ./bazelw run --config=opt //kernels/gemv:gemv_fused_bench
+// Counters: GB/s of weight bytes.
+#include <algorithm>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_fused.h"
+#include "kernels/norm/rmsnorm.h"
+
+namespace dk::kernels {
+namespace {
+
+struct Model {
+  size_t hidden, q, kv, ffn;
+};
+constexpr Model kModels[] = {{2048, 2048, 512, 8192}, {576, 576, 192, 1536}};
+constexpr size_t kMinRotationBytes = size_t{256} << 20;
+
+struct Layer {
+  PackedGemvWeights q, k, v, o, gate, up, down;
+};
+
+const std::vector<Layer>& Layers(int model) {
+  static std::vector<Layer> sets[2];
+  auto& set = sets[model];
+  if (!set.empty()) return set;
+  const Model m = kModels[model];
+  const size_t bytes = 2 * (m.hidden * (m.q + 2 * m.kv) + m.q * m.hidden + 3 * m.hidden * m.ffn);
+  const size_t copies = std::max<size_t>(1, (kMinRotationBytes + bytes - 1) / bytes);
+  uint32_t state = 12345;
+  auto make = [&](size_t rows, size_t cols) {
+    std::vector<bf16> w(rows * cols);
+    for (auto& e : w) {
+      state = state * 1664525u + 1013904223u;
+      e = F32ToBf16(static_cast<float>(static_cast<int32_t>(state >> 8)) * 1e-9f);
+    }
+    return PackGemvWeights(w.data(), rows, cols, PageMode::kHugePages);
+  };
+  for (size_t c = 0; c < copies; ++c) {
+    set.push_back({make(m.q, m.hidden), make(m.kv, m.hidden), make(m.kv, m.hidden), make(m.hidden, m.q),
+                   make(m.ffn, m.hidden), make(m.ffn, m.hidden), make(m.hidden, m.ffn)});
+  }
+  return set;
+}
+
+void BM_Layer(benchmark::State& state) {
+  const int model = static_cast<int>(state.range(0));
+  const bool fused = state.range(1) != 0;
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const Model m = kModels[model];
+  const auto& layers = Layers(model);
+  std::vector<bf16> h(m.hidden, F32ToBf16(0.5f)), norm(m.hidden, F32ToBf16(1.0f)), xn(m.hidden), q(m.q), k(m.kv),
+      v(m.kv), attn(m.q, F32ToBf16(0.25f)), o(m.hidden), h_mid(m.hidden), g(m.ffn), u(m.ffn), act(m.ffn),
+      down(m.hidden), h_out(m.hidden);
+  size_t i = 0;
+  const size_t bytes = 2 * (m.hidden * (m.q + 2 * m.kv) + m.q * m.hidden + 3 * m.hidden * m.ffn);
+  for (auto _ : state) {
+    const Layer& L = layers[i++ % layers.size()];
+    if (fused) {
+      const FusedWeight w[3] = {{L.q.data.data(), m.q}, {L.k.data.data(), m.kv}, {L.v.data.data(), m.kv}};
+      void* y[3] = {q.data(), k.data(), v.data()};
+      RmsNormGemv(WeightFormat::kBf16Packed, h.data(), norm.data(), 1e-5f, m.hidden, w, 3, y, false, &pool);
+      GemvAdd(WeightFormat::kBf16Packed, attn.data(), m.q, {L.o.data.data(), m.hidden}, h.data(), h_mid.data(), &pool);
+      RmsNormGemvSiluMul(WeightFormat::kBf16Packed, h_mid.data(), norm.data(), 1e-5f, m.hidden,
+                         {L.gate.data.data(), m.ffn}, {L.up.data.data(), m.ffn}, act.data(), &pool);
+      GemvAdd(WeightFormat::kBf16Packed, act.data(), m.ffn, {L.down.data.data(), m.hidden}, h_mid.data(),
+              h_out.data(), &pool);
+    } else {
+      RmsNorm(h.data(), norm.data(), m.hidden, 1e-5f, xn.data());
+      PackedGemv(L.q.data.data(), m.q, m.hidden, xn.data(), q.data(), &pool);
+      PackedGemv(L.k.data.data(), m.kv, m.hidden, xn.data(), k.data(), &pool);
+      PackedGemv(L.v.data.data(), m.kv, m.hidden, xn.data(), v.data(), &pool);
+      PackedGemv(L.o.data.data(), m.hidden, m.q, attn.data(), o.data(), &pool);
+      Add(h.data(), o.data(), m.hidden, h_mid.data());
+      RmsNorm(h_mid.data(), norm.data(), m.hidden, 1e-5f, xn.data());
+      PackedGemv(L.gate.data.data(), m.ffn, m.hidden, xn.data(), g.data(), &pool);
+      PackedGemv(L.up.data.data(), m.ffn, m.hidden, xn.data(), u.data(), &pool);
+      SiluMul(g.data(), u.data(), m.ffn, act.data());
+      PackedGemv(L.down.data.data(), m.hidden, m.ffn, act.data(), down.data(), &pool);
+      Add(h_mid.data(), down.data(), m.hidden, h_out.data());
+    }
+    benchmark::DoNotOptimize(h_out.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
+                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(model == 0 ? "llama32_1b" : "smollm2_135m") + (fused ? " fused" : " unfused"));
+}
+// Interleaved: unfused, fused, unfused, fused for each model and thread count.
+BENCHMARK(BM_Layer)
+    ->ArgNames({"model", "fused", "threads"})
+    ->ArgsProduct({{0, 1}, {0, 1, 0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace dk::kernels
+
+BENCHMARK_MAIN();

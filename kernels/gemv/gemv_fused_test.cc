@@ -1,0 +1,181 @@
+// The fused kernels against the unfused ones run one after the other (RmsNorm,
+// Gemv / PackedGemv / QuantGemv(kInt8), SiluMul, Add), which their own tests check
+// against scalar f64 / f32 references: every output must be BIT-identical, on every
+// SIMD target, both bf16 GEMV paths (vdpbf16ps and widening), both int8 paths (VNNI
+// and Highway), each weight format, 1 to 3 threads, odd row counts around the
+// 64-row unit and the 8-row panel, misaligned inputs.
+#include "kernels/gemv/gemv_fused.h"
+
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/quantize.h"
+#include "kernels/norm/rmsnorm.h"
+#include "kernels/testing/targets.h"
+
+namespace dk::kernels {
+namespace {
+
+using testing::ForEachTarget;
+using testing::Misaligned;
+using testing::RandomBf16;
+
+const WeightFormat kFormats[] = {WeightFormat::kBf16RowMajor, WeightFormat::kBf16Packed, WeightFormat::kQ8_0,
+                                 WeightFormat::kQ4_0, WeightFormat::kQ4_1};
+const char* Name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBf16RowMajor: return "bf16 row-major";
+    case WeightFormat::kBf16Packed: return "bf16 packed";
+    case WeightFormat::kQ8_0: return "q8_0";
+    case WeightFormat::kQ4_0: return "q4_0";
+    case WeightFormat::kQ4_1: return "q4_1";
+  }
+  return "?";
+}
+bool IsBlocks(WeightFormat f) { return f != WeightFormat::kBf16RowMajor && f != WeightFormat::kBf16Packed; }
+QuantFormat BlocksOf(WeightFormat f) {
+  return f == WeightFormat::kQ8_0 ? QuantFormat::kQ8_0 : f == WeightFormat::kQ4_0 ? QuantFormat::kQ4_0 : QuantFormat::kQ4_1;
+}
+
+// One weight matrix in a format, from random bf16 values.
+struct Matrix {
+  size_t rows = 0, cols = 0;
+  std::vector<bf16> rowmajor;
+  PackedGemvWeights packed;
+  std::vector<uint8_t> blocks;
+
+  Matrix(size_t r, size_t c, uint32_t seed) : rows(r), cols(c), rowmajor(RandomBf16(r * c, seed, 0.2f)) {}
+  FusedWeight As(WeightFormat f) {
+    if (f == WeightFormat::kBf16RowMajor) return {rowmajor.data(), rows};
+    if (f == WeightFormat::kBf16Packed) {
+      if (packed.rows == 0) packed = PackGemvWeights(rowmajor.data(), rows, cols);
+      return {packed.data.data(), rows};
+    }
+    blocks.resize(rows * QuantRowBytes(BlocksOf(f), cols));
+    QuantizeWeights(BlocksOf(f), rowmajor.data(), rows, cols, blocks.data());
+    return {blocks.data(), rows};
+  }
+};
+
+// The unfused GEMV of the launch the fused kernel replaces.
+template <typename YT>
+void UnfusedGemv(WeightFormat f, const FusedWeight& w, size_t cols, const bf16* x, YT* y, ThreadPool* pool) {
+  if (IsBlocks(f)) {
+    QuantGemv(BlocksOf(f), QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
+  } else if (f == WeightFormat::kBf16Packed) {
+    PackedGemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
+  } else {
+    Gemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
+  }
+}
+
+template <typename T>
+void ExpectBitEqual(const std::vector<T>& want, const T* got, const char* what) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&want[i], &got[i], sizeof(T)) != 0) {
+      ADD_FAILURE() << what << ": element " << i << " of " << want.size() << " differs";
+      return;
+    }
+  }
+}
+
+// Rows around the 8-row unit / panel and the 64-row SiLU unit; K of 1 block, odd blocks, decode size.
+struct Shape {
+  size_t rows, cols;
+};
+const Shape kShapes[] = {{1, 32}, {7, 64}, {63, 96}, {64, 32}, {65, 160}, {130, 64}, {200, 576}};
+
+// fn(format, pool) for every target, both dot paths, every format, 1-3 threads.
+template <typename Fn>
+void ForEachConfiguration(const Fn& fn) {
+  ThreadPool pool2(2), pool3(3);
+  ForEachTarget([&](const char*) {
+    for (bool fast : {true, false}) {
+      SetGemvBf16DotEnabled(fast);
+      SetQuantGemvVnniEnabled(fast);
+      SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
+      for (WeightFormat f : kFormats) {
+        SCOPED_TRACE(Name(f));
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
+      }
+    }
+  });
+  SetGemvBf16DotEnabled(true);
+  SetQuantGemvVnniEnabled(true);
+}
+
+TEST(FusedGemv, RmsNormGemvIsTheUnfusedLaunchesBitForBit) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
+      const auto x = RandomBf16(s.cols, 1, 3.0f), norm = RandomBf16(s.cols, 2, 1.5f);
+      std::vector<uint8_t> xs, ns;
+      const bf16* xp = Misaligned(x, 2, &xs);
+      const bf16* np = Misaligned(norm, 6, &ns);
+      // q/k/v: three weights of different heights; and one weight with f32 output.
+      Matrix m[3] = {{s.rows, s.cols, 3}, {s.rows / 2 + 1, s.cols, 4}, {s.rows + 9, s.cols, 5}};
+      FusedWeight w[3] = {m[0].As(f), m[1].As(f), m[2].As(f)};
+      std::vector<bf16> xn(s.cols);
+      RmsNorm(xp, np, s.cols, 1e-5f, xn.data());
+      std::vector<bf16> want[3], got[3];
+      void* out[3];
+      for (int i = 0; i < 3; ++i) {
+        want[i].resize(w[i].rows);
+        got[i].assign(w[i].rows, F32ToBf16(7.0f));
+        UnfusedGemv(f, w[i], s.cols, xn.data(), want[i].data(), pool);
+        out[i] = got[i].data();
+      }
+      RmsNormGemv(f, xp, np, 1e-5f, s.cols, w, 3, out, /*y_f32=*/false, pool);
+      for (int i = 0; i < 3; ++i) ExpectBitEqual(want[i], got[i].data(), "bf16 y");
+
+      std::vector<float> want32(w[2].rows), got32(w[2].rows, 7.0f);
+      UnfusedGemv(f, w[2], s.cols, xn.data(), want32.data(), pool);
+      void* out32[1] = {got32.data()};
+      RmsNormGemv(f, xp, np, 1e-5f, s.cols, &w[2], 1, out32, /*y_f32=*/true, pool);
+      ExpectBitEqual(want32, got32.data(), "f32 y");
+    }
+  });
+}
+
+TEST(FusedGemv, RmsNormGemvSiluMulIsTheUnfusedLaunchesBitForBit) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
+      const auto x = RandomBf16(s.cols, 11, 3.0f), norm = RandomBf16(s.cols, 12, 1.5f);
+      Matrix gate(s.rows, s.cols, 13), up(s.rows, s.cols, 14);
+      const FusedWeight wg = gate.As(f), wu = up.As(f);
+      std::vector<bf16> xn(s.cols), g(s.rows), u(s.rows), want(s.rows), got(s.rows, F32ToBf16(7.0f));
+      RmsNorm(x.data(), norm.data(), s.cols, 1e-5f, xn.data());
+      UnfusedGemv(f, wg, s.cols, xn.data(), g.data(), pool);
+      UnfusedGemv(f, wu, s.cols, xn.data(), u.data(), pool);
+      SiluMul(g.data(), u.data(), s.rows, want.data());
+      RmsNormGemvSiluMul(f, x.data(), norm.data(), 1e-5f, s.cols, wg, wu, got.data(), pool);
+      ExpectBitEqual(want, got.data(), "silu(gate) * up");
+    }
+  });
+}
+
+TEST(FusedGemv, GemvAddIsTheUnfusedLaunchesBitForBit) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
+      const auto x = RandomBf16(s.cols, 21, 2.0f), residual = RandomBf16(s.rows, 22, 4.0f);
+      std::vector<uint8_t> rs;
+      const bf16* rp = Misaligned(residual, 10, &rs);
+      Matrix m(s.rows, s.cols, 23);
+      const FusedWeight w = m.As(f);
+      std::vector<bf16> o(s.rows), want(s.rows), got(s.rows, F32ToBf16(7.0f));
+      UnfusedGemv(f, w, s.cols, x.data(), o.data(), pool);
+      Add(rp, o.data(), s.rows, want.data());
+      GemvAdd(f, x.data(), s.cols, w, rp, got.data(), pool);
+      ExpectBitEqual(want, got.data(), "residual + W x");
+    }
+  });
+}
+
+}  // namespace
+}  // namespace dk::kernels
