@@ -248,7 +248,7 @@ bool Fuser::FuseNorm(std::vector<Slot>& slots, int s, int n, const std::set<std:
     notes.insert(absl::StrCat(where, ": feeds ", gemvs.size(), " GEMVs (the fused kernels take 1, 3, or gate + up)"));
     return false;
   }
-  auto symbol = FusedSymbol(id == "rms_gemv3" ? "rms_gemv3" : id, gemvs, where);
+  auto symbol = FusedSymbol(id, gemvs, where);
   if (!symbol.ok()) {
     notes.insert(std::string(symbol.status().message()));
     return false;

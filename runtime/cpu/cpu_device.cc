@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <iterator>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -393,6 +394,10 @@ class CpuDevice final : public Device {
           if (it == bound.end()) {
             return absl::InvalidArgumentError(absl::StrCat(op.where, ": parameter '", param, "' is not bound"));
           }
+          if (role == static_cast<int>(std::size(op.bo))) {
+            return absl::UnimplementedError(absl::StrCat(op.where, ": the cpu device binds at most ",
+                                                         std::size(op.bo), " BOs per launch"));
+          }
           const int idx = bo_index.at(it->second);
           op.bo[role++] = static_cast<CpuBo*>(bos[idx]);
           list->push_back(op.bo[role - 1]);
@@ -404,7 +409,7 @@ class CpuDevice final : public Device {
         for (const auto& p : kernel->outputs()) {
           if (auto st = bind(p, &op.outputs); !st.ok()) return st;
         }
-        for (int k = 0; k < kernel->int_params_size() && k < 4; ++k) {
+        for (int k = 0; k < kernel->int_params_size() && k < static_cast<int>(std::size(op.p)); ++k) {
           auto it = l.params().find(kernel->int_params(k));
           if (it == l.params().end() || it->second <= 0) {
             return absl::InvalidArgumentError(absl::StrCat(
