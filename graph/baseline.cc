@@ -45,6 +45,21 @@ class Ops {
     b_.Launch(prefix_ + op, layer_, GemvSymbol(cols), {{"x", x}}, {{"w", weight, {rows, cols}}},
               {{"y", y}}, {{"rows", rows}, {"cols", cols}});
   }
+  // y = bf16(x + bias), x the f32 output of the GEMV before it: torch's
+  // addmm rounds W x + b once.
+  void BiasAdd(const char* op, const std::string& x, const std::string& bias, int64_t n,
+               const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, "dk_bias_add_f32_bf16", {{"x", x}}, {{"bias", bias, {n}}},
+              {{"y", y}}, {{"n", n}});
+  }
+  // A q/k/v projection, with its bias (into an f32 value `y` + "_acc") when the model has one.
+  void Projection(const char* op, const char* bias_op, const std::string& x, const std::string& weight,
+                  int64_t rows, const std::string& y) {
+    if (!m_.attention_bias()) return Gemv(op, x, weight + ".weight", rows, d_.hidden, y);
+    b_.Value(y + "_acc", {rows}, elf::F32);
+    Gemv(op, x, weight + ".weight", rows, d_.hidden, y + "_acc");
+    BiasAdd(bias_op, y + "_acc", weight + ".bias", rows, y);
+  }
   void Rope(const char* op, const std::string& x, int64_t heads, const std::string& y) {
     b_.Launch(prefix_ + op, layer_, "dk_rope_halfsplit_bf16",
               {{"x", x}, {"cos", "rope.cos"}, {"sin", "rope.sin"}}, {}, {{"y", y}},
@@ -90,9 +105,9 @@ std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, con
 
   // Attention: h_mid = h_in + o_proj(attention(rope(q), rope(k), v)).
   op.Norm("attn_norm", h_in, W + "input_layernorm.weight", L + "xn");
-  op.Gemv("q_proj", L + "xn", W + "self_attn.q_proj.weight", d.q, d.hidden, L + "q");
-  op.Gemv("k_proj", L + "xn", W + "self_attn.k_proj.weight", d.kv, d.hidden, L + "k");
-  op.Gemv("v_proj", L + "xn", W + "self_attn.v_proj.weight", d.kv, d.hidden, L + "v");
+  op.Projection("q_proj", "q_bias", L + "xn", W + "self_attn.q_proj", d.q, L + "q");
+  op.Projection("k_proj", "k_bias", L + "xn", W + "self_attn.k_proj", d.kv, L + "k");
+  op.Projection("v_proj", "v_bias", L + "xn", W + "self_attn.v_proj", d.kv, L + "v");
   op.Rope("rope_q", L + "q", m.n_heads(), L + "q_rot");
   op.Rope("rope_k", L + "k", m.n_kv_heads(), L + "k_rot");
   b.Host("kv_write", i, {{"k", L + "k_rot"}, {"v", L + "v"}});

@@ -124,7 +124,7 @@ constexpr char kNoiseTensor[] = "model.layers.0.self_attn.v_proj.weight";
 
 std::vector<std::string> MutationNames() {
   return {"k_no_rope_last_layer", "drop_last_layer", "rope_unscaled",      "rope_theta_10000",
-          "swap_kv_heads",        "noise_1pct",      "attention_off_by_one"};
+          "swap_kv_heads",        "noise_1pct",      "attention_off_by_one", "no_qkv_bias"};
 }
 
 absl::Status ApplyMutation(const std::string& name, const elf::ModelShape& m, weights::Weights* w,
@@ -165,6 +165,17 @@ absl::Status ApplyMutation(const std::string& name, const elf::ModelShape& m, we
       auto tensor = Mutable(w, L + t);
       if (!tensor.ok()) return tensor.status();
       std::memset((*tensor)->data.data(), 0, (*tensor)->numel() * sizeof(bf16));
+    }
+    return absl::OkStatus();
+  }
+  if (name == "no_qkv_bias") {
+    if (!m.attention_bias()) return absl::InvalidArgumentError("no_qkv_bias: the model has no q/k/v biases");
+    for (int l = 0; l < m.n_layers(); ++l) {
+      for (const char* t : {"q_proj", "k_proj", "v_proj"}) {
+        auto tensor = Mutable(w, absl::StrCat("model.layers.", l, ".self_attn.", t, ".bias"));
+        if (!tensor.ok()) return tensor.status();
+        std::memset((*tensor)->data.data(), 0, (*tensor)->numel() * sizeof(bf16));
+      }
     }
     return absl::OkStatus();
   }

@@ -16,6 +16,8 @@
 //                          rms)^2), deterministic
 //   attention_off_by_one   attention over positions [0, p) instead of [0, p]: the newest
 //                          K/V (just written) left out, except at position 0
+//   no_qkv_bias            the q/k/v projection biases dropped (zero) in every layer
+//                          (models with attention_bias)
 //
 // Thread-safety: the host-op wrappers are driven by one thread, like the host ops.
 #ifndef DK_VERIFY_MUTATIONS_H_

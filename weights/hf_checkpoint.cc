@@ -121,15 +121,30 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
                          /*allow_exceptions=*/false);
   if (cfg.is_discarded()) return absl::InvalidArgumentError(file + ": not valid JSON");
   if (!cfg.is_object()) return absl::InvalidArgumentError(file + ": not a JSON object");
-  const auto model_type = cfg.find("model_type");
-  if (model_type != cfg.end() && model_type->is_string() &&
-      model_type->get<std::string>() != "llama") {
-    return absl::UnimplementedError(absl::StrCat(file, ": model_type \"",
-                                                 model_type->get<std::string>(),
-                                                 "\" is not supported (only llama)"));
+  std::string family = "llama";
+  if (const auto model_type = cfg.find("model_type"); model_type != cfg.end() && model_type->is_string()) {
+    family = model_type->get<std::string>();
+  }
+  if (family != "llama" && family != "qwen2") {
+    return absl::UnimplementedError(absl::StrCat(file, ": model_type \"", family,
+                                                 "\" is not supported (llama, qwen2)"));
+  }
+  // Features a family may switch on in its config.json that the graph does not have.
+  for (const char* key : {"attention_bias", "mlp_bias", "use_sliding_window"}) {
+    const auto it = cfg.find(key);
+    if (it != cfg.end() && it->is_boolean() && it->get<bool>()) {
+      return absl::UnimplementedError(absl::StrCat(file, ": \"", key, "\": true is not supported"));
+    }
+  }
+  if (const auto act = cfg.find("hidden_act"); act != cfg.end() && act->is_string() &&
+                                                 act->get<std::string>() != "silu") {
+    return absl::UnimplementedError(absl::StrCat(file, ": hidden_act \"", act->get<std::string>(),
+                                                 "\" is not supported (silu)"));
   }
   elf::ModelShape s;
   s.set_name(name);
+  if (family != "llama") s.set_family(family);
+  s.set_attention_bias(family == "qwen2");  // Qwen2Attention: q/k/v with bias, o without
   DK_ASSIGN_OR_RETURN(int32_t hidden,
                       JsonPositiveInt(cfg, "hidden_size", file, 0, elf::kMaxDimension));
   DK_ASSIGN_OR_RETURN(int32_t ffn,
@@ -186,9 +201,10 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
 
 std::string HfConfigJson(const elf::ModelShape& s) {
   const bool llama3_vocab = s.vocab() == 128256;
+  const bool qwen2 = s.family() == "qwen2";
   json cfg = {
-      {"architectures", {"LlamaForCausalLM"}},
-      {"model_type", "llama"},
+      {"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+      {"model_type", qwen2 ? "qwen2" : "llama"},
       {"torch_dtype", "bfloat16"},
       {"hidden_size", s.hidden()},
       {"intermediate_size", s.ffn()},
@@ -211,6 +227,15 @@ std::string HfConfigJson(const elf::ModelShape& s) {
       {"pretraining_tp", 1},
       {"use_cache", true},
   };
+  if (qwen2) {
+    // Qwen2Config's own keys (its biases are not configurable); Qwen2.5's token ids.
+    for (const char* key : {"attention_bias", "mlp_bias", "pretraining_tp"}) cfg.erase(key);
+    cfg["bos_token_id"] = 151643;
+    cfg["eos_token_id"] = 151643;
+    cfg["use_sliding_window"] = false;
+    cfg["sliding_window"] = nullptr;
+    cfg["max_window_layers"] = s.n_layers();
+  }
   if (s.rope_scaling().type() == "llama3") {
     const elf::RopeScaling& r = s.rope_scaling();
     cfg["rope_scaling"] = {

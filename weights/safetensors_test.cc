@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -22,6 +23,7 @@ using ::dk::weights::testing::TempDir;
 using ::dk::weights::testing::TinyShape;
 using ::dk::weights::testing::WriteFile;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string WriteSt(const std::string& name, const std::string& bytes) {
   const std::string path = TempDir("st") + "/" + name;
@@ -205,8 +207,55 @@ TEST(HfCheckpointTest, ConfigRoundTripsLlama3RopeScaling) {
               HasSubstr("not valid JSON"));
   EXPECT_THAT(ShapeFromHfConfig(R"({"hidden_size":"big"})", "x", "c.json").status().message(),
               HasSubstr("hidden_size"));
-  EXPECT_EQ(ShapeFromHfConfig(R"({"model_type":"qwen2"})", "x", "c.json").status().code(),
+  EXPECT_EQ(ShapeFromHfConfig(R"({"model_type":"gemma4"})", "x", "c.json").status().code(),
             absl::StatusCode::kUnimplemented);
+}
+
+// Qwen/Qwen2.5-0.5B's published config.json, as it is.
+constexpr char kQwen25Config[] = R"({
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
+  "hidden_size": 896, "initializer_range": 0.02, "intermediate_size": 4864,
+  "max_position_embeddings": 32768, "max_window_layers": 24, "model_type": "qwen2",
+  "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.40.1",
+  "use_cache": true, "use_mrope": false, "use_sliding_window": false, "vocab_size": 151936})";
+
+TEST(HfCheckpointTest, Qwen2ConfigHasQkvBiasAndRoundTrips) {
+  auto s = ShapeFromHfConfig(kQwen25Config, "qwen", "config.json");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->family(), "qwen2");
+  EXPECT_TRUE(s->attention_bias());
+  EXPECT_EQ(s->head_dim(), 64);
+  EXPECT_EQ(s->n_kv_heads(), 2);
+  EXPECT_EQ(s->rope_theta(), 1e6f);
+  EXPECT_EQ(s->rms_eps(), 1e-6f);
+  EXPECT_TRUE(s->tied_embeddings());
+  const auto names = ExpectedTensors(*s);
+  int biases = 0;
+  for (const auto& [name, dims] : names) biases += absl::EndsWith(name, "_proj.bias");
+  EXPECT_EQ(biases, 3 * 24);
+  const std::string text = HfConfigJson(*s);
+  EXPECT_THAT(text, HasSubstr("\"Qwen2ForCausalLM\""));
+  EXPECT_THAT(text, Not(HasSubstr("attention_bias")));
+  auto back = ShapeFromHfConfig(text, "qwen", "config.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->SerializeAsString(), s->SerializeAsString());
+  // What the graph does not have is refused, never silently dropped.
+  std::string sliding = kQwen25Config;
+  sliding.replace(sliding.find("\"use_sliding_window\": false"), 27, "\"use_sliding_window\": true");
+  EXPECT_EQ(ShapeFromHfConfig(sliding, "q", "c.json").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(ShapeFromHfConfig(R"({"model_type":"llama","attention_bias":true,"hidden_size":32,
+                                    "intermediate_size":64,"num_attention_heads":4,
+                                    "num_hidden_layers":2,"vocab_size":16})", "l", "c.json")
+                  .status()
+                  .message(),
+              HasSubstr("attention_bias"));
+  EXPECT_THAT(ShapeFromHfConfig(R"({"hidden_act":"gelu_pytorch_tanh","hidden_size":32})", "g", "c.json")
+                  .status()
+                  .message(),
+              HasSubstr("hidden_act"));
 }
 
 // Writes the tiny tied model by hand: config + the given tensors, as F32.

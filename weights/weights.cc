@@ -116,6 +116,11 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> ExpectedTensors(
     out.push_back({p + "self_attn.q_proj.weight", {q_rows, hidden}});
     out.push_back({p + "self_attn.k_proj.weight", {kv_rows, hidden}});
     out.push_back({p + "self_attn.v_proj.weight", {kv_rows, hidden}});
+    if (s.attention_bias()) {
+      out.push_back({p + "self_attn.q_proj.bias", {q_rows}});
+      out.push_back({p + "self_attn.k_proj.bias", {kv_rows}});
+      out.push_back({p + "self_attn.v_proj.bias", {kv_rows}});
+    }
     out.push_back({p + "self_attn.o_proj.weight", {hidden, q_rows}});
     out.push_back({p + "post_attention_layernorm.weight", {hidden}});
     out.push_back({p + "mlp.gate_proj.weight", {s.ffn(), hidden}});

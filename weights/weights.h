@@ -106,8 +106,9 @@ class Weights {
   std::map<std::string, Tensor> tensors_;
 };
 
-// The tensors a Llama-architecture model of `shape` needs, with their shapes
-// (lm_head.weight only when embeddings are not tied).
+// The tensors a model of `shape` needs in its HF family's names, with their shapes
+// (lm_head.weight only when embeddings are not tied; the q/k/v biases only with
+// attention_bias).
 std::vector<std::pair<std::string, std::vector<int64_t>>> ExpectedTensors(
     const elf::ModelShape& shape);
 

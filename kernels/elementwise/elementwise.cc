@@ -45,6 +45,16 @@ void AddImpl(const bf16* a, const bf16* b, size_t n, bf16* out) {
   for (; i < n; ++i) out[i] = F32ToBf16(Bf16ToF32(a[i]) + Bf16ToF32(b[i]));
 }
 
+void AddBiasImpl(const float* x, const bf16* bias, size_t n, bf16* out) {
+  const hn::ScalableTag<float> df;
+  const size_t nf = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + nf <= n; i += nf) {
+    StoreRoundedBf16(df, hn::Add(hn::LoadU(df, x + i), LoadBf16(df, bias + i)), out + i);
+  }
+  for (; i < n; ++i) out[i] = F32ToBf16(x[i] + Bf16ToF32(bias[i]));
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace dk::kernels
 HWY_AFTER_NAMESPACE();
@@ -54,6 +64,7 @@ namespace dk::kernels {
 
 HWY_EXPORT(SiluMulImpl);
 HWY_EXPORT(AddImpl);
+HWY_EXPORT(AddBiasImpl);
 
 void SiluMul(const bf16* gate, const bf16* up, size_t n, bf16* out) {
   HWY_DYNAMIC_DISPATCH(SiluMulImpl)(gate, up, n, out);
@@ -61,6 +72,10 @@ void SiluMul(const bf16* gate, const bf16* up, size_t n, bf16* out) {
 
 void Add(const bf16* a, const bf16* b, size_t n, bf16* out) {
   HWY_DYNAMIC_DISPATCH(AddImpl)(a, b, n, out);
+}
+
+void AddBias(const float* x, const bf16* bias, size_t n, bf16* out) {
+  HWY_DYNAMIC_DISPATCH(AddBiasImpl)(x, bias, n, out);
 }
 
 absl::Status EmbeddingLookup(const bf16* table, size_t vocab, size_t dim, uint32_t id,

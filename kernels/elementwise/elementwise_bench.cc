@@ -39,6 +39,19 @@ void BM_Add(benchmark::State& state) {
 }
 BENCHMARK(BM_Add)->Arg(576)->Arg(2048);
 
+void BM_AddBias(benchmark::State& state) {
+  const size_t n = state.range(0);
+  const std::vector<float> x(n, 0.5f);
+  const auto bias = Values(n, 2);
+  std::vector<bf16> out(n);
+  for (auto _ : state) {
+    AddBias(x.data(), bias.data(), n, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * n * (sizeof(float) + 2 * sizeof(bf16)));
+}
+BENCHMARK(BM_AddBias)->Arg(128)->Arg(896);  // Qwen2.5-0.5B: k/v 128, q 896
+
 void BM_Embedding(benchmark::State& state) {
   const size_t vocab = 128256, dim = 2048;
   const auto table = Values(vocab * dim, 1);

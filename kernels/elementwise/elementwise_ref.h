@@ -19,6 +19,12 @@ inline float Add(bf16 a, bf16 b) {
   return RoundToBf16(static_cast<float>(static_cast<double>(Bf16ToF32(a)) + Bf16ToF32(b)));
 }
 
+// x + bias is exact in double while their exponents differ by less than 29 (the
+// tests' values); the kernel's f32 sum is that sum rounded to f32, then to bf16.
+inline float AddBias(float x, bf16 bias) {
+  return RoundToBf16(static_cast<float>(static_cast<double>(x) + Bf16ToF32(bias)));
+}
+
 }  // namespace dk::kernels::ref
 
 #endif  // DK_KERNELS_ELEMENTWISE_ELEMENTWISE_REF_H_

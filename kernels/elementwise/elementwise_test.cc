@@ -65,6 +65,34 @@ TEST(Elementwise, AddRoundsTiesToEven) {
   for (const bf16& v : out) EXPECT_EQ(Bf16ToF32(v), 1.0f + 1.0f / 64);
 }
 
+TEST(Elementwise, AddBiasRoundsTheF32SumOnceOnEveryTarget) {
+  ForEachTarget([](const char*) {
+    for (size_t n : kSizes) {
+      const auto x = testing::RandomF32(n, 17 + n, 4.0f);
+      const auto bias = RandomBf16(n, 19 + n, 2.0f);
+      std::vector<uint8_t> sx, sb, so;
+      const float* xp = Misaligned(x, 4, &sx);
+      const bf16* bp = Misaligned(bias, 2, &sb);
+      std::vector<bf16> out_storage(n + 1, bf16{0x1234});
+      bf16* out = Misaligned(out_storage, 6, &so);
+      AddBias(xp, bp, n, out);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(Bf16ToF32(out[i]), ref::AddBias(x[i], bias[i])) << "n=" << n << " i=" << i;
+      }
+      EXPECT_EQ(out[n].bits, 0x1234) << "wrote past the end";
+    }
+  });
+}
+
+TEST(Elementwise, AddBiasDoesNotRoundXFirst) {
+  // x = 1 + 3 * 2^-10, bias 2^-9: once, 1 + 5 * 2^-10 rounds up to 1 + 2^-7; rounding x
+  // to bf16 first (1) and then 1 + 2^-9 would give 1.
+  std::vector<float> x(32, 1.0f + 3.0f / 1024);
+  std::vector<bf16> bias(32, F32ToBf16(1.0f / 512)), out(32);
+  AddBias(x.data(), bias.data(), 32, out.data());
+  for (const bf16& v : out) EXPECT_EQ(Bf16ToF32(v), 1.0f + 1.0f / 128);
+}
+
 TEST(Elementwise, EmbeddingLookupCopiesTheRowAndRejectsBadIds) {
   const size_t vocab = 7, dim = 5;
   const auto table = RandomBf16(vocab * dim, 1);

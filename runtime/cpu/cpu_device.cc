@@ -263,6 +263,9 @@ void RunSiluMul(const LaunchOp& op, ThreadPool*) {
 void RunAdd(const LaunchOp& op, ThreadPool*) {
   kernels::Add(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
 }
+void RunBiasAdd(const LaunchOp& op, ThreadPool*) {
+  kernels::AddBias(As<float>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
 
 // The fused kernels (kernels/gemv/gemv_fused.h); bo[] in the registry's order.
 void RunRmsGemv(const LaunchOp& op, ThreadPool* pool) {
@@ -297,7 +300,7 @@ using KernelFn = void (*)(const LaunchOp&, ThreadPool*);
 const std::map<std::string, KernelFn>& Kernels() {
   static const auto* kernels = new std::map<std::string, KernelFn>{
       {"gemv", &RunGemv},     {"rmsnorm", &RunRmsNorm}, {"rope", &RunRope},
-      {"silu_mul", &RunSiluMul}, {"add", &RunAdd},
+      {"silu_mul", &RunSiluMul}, {"add", &RunAdd}, {"bias_add", &RunBiasAdd},
       {"rms_gemv", &RunRmsGemv}, {"rms_gemv3", &RunRmsGemv3}, {"rms_gemv_silu_mul", &RunRmsGemvSiluMul},
       {"gemv_add", &RunGemvAdd},
   };
@@ -618,6 +621,14 @@ class CpuDevice final : public Device {
       if (!(s = expect("x", n, false)).ok() || !(s = expect("y", n, false)).ok()) return s;
       if (!(s = expect("cos", op->p[1] / 2, false)).ok()) return s;
       return expect("sin", op->p[1] / 2, false);
+    }
+    if (id == "bias_add") {
+      if (bo("x").dtype() != elf::F32) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": BO '", bo("x").name(), "' has dtype ",
+                                                       elf::DType_Name(bo("x").dtype()), ", expected F32"));
+      }
+      if (!(s = expect("x", op->p[0], true)).ok() || !(s = expect("bias", op->p[0], false)).ok()) return s;
+      return expect("y", op->p[0], false);
     }
     // silu_mul, add: every BO holds n bf16.
     for (const auto& [param, name] : bound) {
