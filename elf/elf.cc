@@ -201,8 +201,8 @@ absl::Status ValidateModelShape(const ModelShape& m) {
   if (!m.rope_scaling().type().empty() && m.rope_scaling().type() != "llama3") {
     return bad("unsupported rope_scaling type \"", m.rope_scaling().type(), "\"");
   }
-  if (m.family() != "" && m.family() != "llama" && m.family() != "qwen2") {
-    return bad("unsupported family \"", m.family(), "\" (supported: llama, qwen2)");
+  if (m.family() != "" && m.family() != "llama" && m.family() != "qwen2" && m.family() != "qwen3") {
+    return bad("unsupported family \"", m.family(), "\" (supported: llama, qwen2, qwen3)");
   }
   // Each family's HF model fixes which features it has (config.json does not say).
   const bool qwen2 = m.family() == "qwen2";
@@ -210,6 +210,11 @@ absl::Status ValidateModelShape(const ModelShape& m) {
     return bad(qwen2 ? "family qwen2 has q/k/v biases: set attention_bias: true"
                      : "attention_bias needs family qwen2 (an HF Llama with attention_bias "
                        "also biases o_proj, which is not supported)");
+  }
+  const bool qwen3 = m.family() == "qwen3";
+  if (m.qk_norm() != qwen3) {
+    return bad(qwen3 ? "family qwen3 norms q and k per head: set qk_norm: true"
+                     : "qk_norm needs family qwen3");
   }
   if (m.rope_scaling().original_max_position() < 0 ||
       m.rope_scaling().original_max_position() > kMaxDimension) {

@@ -60,6 +60,12 @@ class Ops {
     Gemv(op, x, weight + ".weight", rows, d_.hidden, y + "_acc");
     BiasAdd(bias_op, y + "_acc", weight + ".bias", rows, y);
   }
+  // RMSNorm of each of `heads` heads of x (QK-norm), weight [head_dim].
+  void HeadNorm(const char* op, const std::string& x, const std::string& weight, int64_t heads,
+                const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, "dk_head_rmsnorm_bf16", {{"x", x}}, {{"w", weight, {m_.head_dim()}}},
+              {{"y", y}}, {{"heads", heads}, {"head_dim", m_.head_dim()}});
+  }
   void Rope(const char* op, const std::string& x, int64_t heads, const std::string& y) {
     b_.Launch(prefix_ + op, layer_, "dk_rope_halfsplit_bf16",
               {{"x", x}, {"cos", "rope.cos"}, {"sin", "rope.sin"}}, {}, {{"y", y}},
@@ -97,8 +103,8 @@ std::string Embedding(ProgramBuilder& b, const elf::ModelShape& m) {
 std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, const std::string& h_in) {
   const std::string L = absl::StrCat("L", i, "."), W = absl::StrCat("model.layers.", i, ".");
   const Dims d(m);
-  for (const char* v : {"xn", "attn", "o", "h_mid", "xn2", "down", "h_out"}) b.Value(L + v, {d.hidden});
-  for (const char* v : {"q", "q_rot"}) b.Value(L + v, {d.q});
+  for (const char* v : {"xn", "o", "h_mid", "xn2", "down", "h_out"}) b.Value(L + v, {d.hidden});
+  for (const char* v : {"q", "q_rot", "attn"}) b.Value(L + v, {d.q});  // q: n_heads x head_dim
   for (const char* v : {"k", "k_rot", "v"}) b.Value(L + v, {d.kv});
   for (const char* v : {"gate", "up", "act"}) b.Value(L + v, {d.ffn});
   Ops op(b, m, i, L);
@@ -108,8 +114,17 @@ std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, con
   op.Projection("q_proj", "q_bias", L + "xn", W + "self_attn.q_proj", d.q, L + "q");
   op.Projection("k_proj", "k_bias", L + "xn", W + "self_attn.k_proj", d.kv, L + "k");
   op.Projection("v_proj", "v_bias", L + "xn", W + "self_attn.v_proj", d.kv, L + "v");
-  op.Rope("rope_q", L + "q", m.n_heads(), L + "q_rot");
-  op.Rope("rope_k", L + "k", m.n_kv_heads(), L + "k_rot");
+  std::string q = L + "q", k = L + "k";
+  if (m.qk_norm()) {
+    b.Value(L + "q_n", {d.q});
+    b.Value(L + "k_n", {d.kv});
+    op.HeadNorm("q_norm", q, W + "self_attn.q_norm.weight", m.n_heads(), L + "q_n");
+    op.HeadNorm("k_norm", k, W + "self_attn.k_norm.weight", m.n_kv_heads(), L + "k_n");
+    q = L + "q_n";
+    k = L + "k_n";
+  }
+  op.Rope("rope_q", q, m.n_heads(), L + "q_rot");
+  op.Rope("rope_k", k, m.n_kv_heads(), L + "k_rot");
   b.Host("kv_write", i, {{"k", L + "k_rot"}, {"v", L + "v"}});
   b.Host("attention", i, {{"q", L + "q_rot"}, {"out", L + "attn"}});
   op.Gemv("o_proj", L + "attn", W + "self_attn.o_proj.weight", d.hidden, d.q, L + "o");

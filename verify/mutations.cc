@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -118,6 +119,42 @@ runtime::HostOpsWrapper Wrap(MutatedHostOps::Hooks hooks) {
   };
 }
 
+// Removes every launch of kernel symbol `symbol` (x -> y) and makes whatever read its y
+// read its x: the model without that step. y must be an INTERMEDIATE BO (a merged stage).
+absl::Status DropLaunches(elf::Program* p, const std::string& symbol) {
+  std::map<std::string, const elf::BufferObject*> bos;
+  for (const auto& b : p->bos()) bos[b.name()] = &b;
+  std::map<std::string, std::string> replace;  // y BO -> x BO
+  for (auto& step : *p->mutable_steps()) {
+    if (!step.has_group()) continue;
+    auto* launches = step.mutable_group()->mutable_launches();
+    for (int i = launches->size() - 1; i >= 0; --i) {
+      if (launches->Get(i).kernel_symbol() != symbol) continue;
+      std::string x, y;
+      for (const auto& b : launches->Get(i).bindings()) {
+        if (b.param() == "x") x = b.bo();
+        if (b.param() == "y") y = b.bo();
+      }
+      if (x.empty() || y.empty() || bos.count(y) == 0 || bos[y]->category() != elf::INTERMEDIATE) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "dropping ", symbol, " needs a stage where its output is an INTERMEDIATE BO (a merged stage)"));
+      }
+      replace[y] = x;
+      launches->DeleteSubrange(i, 1);
+    }
+  }
+  if (replace.empty()) return absl::FailedPreconditionError(absl::StrCat("the program has no ", symbol, " launch"));
+  for (auto& step : *p->mutable_steps()) {
+    if (!step.has_group()) continue;
+    for (auto& l : *step.mutable_group()->mutable_launches()) {
+      for (auto& b : *l.mutable_bindings()) {
+        if (auto it = replace.find(b.bo()); it != replace.end()) b.set_bo(it->second);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 constexpr char kNoiseTensor[] = "model.layers.0.self_attn.v_proj.weight";
@@ -127,8 +164,9 @@ std::vector<std::string> MutationNames() {
           "swap_kv_heads",        "noise_1pct",      "attention_off_by_one", "no_qkv_bias"};
 }
 
-absl::Status ApplyMutation(const std::string& name, const elf::ModelShape& m, weights::Weights* w,
+absl::Status ApplyMutation(const std::string& name, elf::Program* program, weights::Weights* w,
                            runtime::HostOpsWrapper* wrap_host) {
+  const elf::ModelShape& m = program->model();
   const int last = m.n_layers() - 1;
   const std::string L = absl::StrCat("model.layers.", last, ".");
   const int max_context = m.max_context();
@@ -167,6 +205,10 @@ absl::Status ApplyMutation(const std::string& name, const elf::ModelShape& m, we
       std::memset((*tensor)->data.data(), 0, (*tensor)->numel() * sizeof(bf16));
     }
     return absl::OkStatus();
+  }
+  if (name == "no_qk_norm") {
+    if (!m.qk_norm()) return absl::InvalidArgumentError("no_qk_norm: the model has no QK-norm");
+    return DropLaunches(program, "dk_head_rmsnorm_bf16");
   }
   if (name == "no_qkv_bias") {
     if (!m.attention_bias()) return absl::InvalidArgumentError("no_qkv_bias: the model has no q/k/v biases");

@@ -18,6 +18,9 @@
 //                          K/V (just written) left out, except at position 0
 //   no_qkv_bias            the q/k/v projection biases dropped (zero) in every layer
 //                          (models with attention_bias)
+//   no_qk_norm             the QK-norm launches (head_rmsnorm) dropped from the program,
+//                          RoPE reading the raw q / k (models with qk_norm; a merged
+//                          stage, where those values are INTERMEDIATE BOs)
 //
 // Thread-safety: the host-op wrappers are driven by one thread, like the host ops.
 #ifndef DK_VERIFY_MUTATIONS_H_
@@ -36,11 +39,11 @@ namespace dk::verify {
 // The names above.
 std::vector<std::string> MutationNames();
 
-// Applies mutation `name` for `model`: changes `*weights` in place and/or sets
-// `*wrap_host`. InvalidArgument for an unknown name or one that does not apply to the
-// model (rope_unscaled on a model without scaling).
-absl::Status ApplyMutation(const std::string& name, const elf::ModelShape& model,
-                           weights::Weights* weights, runtime::HostOpsWrapper* wrap_host);
+// Applies mutation `name` to the candidate `*program`: changes `*weights` or the
+// program in place and/or sets `*wrap_host`. InvalidArgument for an unknown name or one
+// that does not apply to the model (rope_unscaled on a model without scaling).
+absl::Status ApplyMutation(const std::string& name, elf::Program* program, weights::Weights* weights,
+                           runtime::HostOpsWrapper* wrap_host);
 
 }  // namespace dk::verify
 

@@ -125,9 +125,9 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   if (const auto model_type = cfg.find("model_type"); model_type != cfg.end() && model_type->is_string()) {
     family = model_type->get<std::string>();
   }
-  if (family != "llama" && family != "qwen2") {
+  if (family != "llama" && family != "qwen2" && family != "qwen3") {
     return absl::UnimplementedError(absl::StrCat(file, ": model_type \"", family,
-                                                 "\" is not supported (llama, qwen2)"));
+                                                 "\" is not supported (llama, qwen2, qwen3)"));
   }
   // Features a family may switch on in its config.json that the graph does not have.
   for (const char* key : {"attention_bias", "mlp_bias", "use_sliding_window"}) {
@@ -145,6 +145,7 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   s.set_name(name);
   if (family != "llama") s.set_family(family);
   s.set_attention_bias(family == "qwen2");  // Qwen2Attention: q/k/v with bias, o without
+  s.set_qk_norm(family == "qwen3");         // Qwen3Attention: q_norm, k_norm per head
   DK_ASSIGN_OR_RETURN(int32_t hidden,
                       JsonPositiveInt(cfg, "hidden_size", file, 0, elf::kMaxDimension));
   DK_ASSIGN_OR_RETURN(int32_t ffn,
@@ -201,10 +202,10 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
 
 std::string HfConfigJson(const elf::ModelShape& s) {
   const bool llama3_vocab = s.vocab() == 128256;
-  const bool qwen2 = s.family() == "qwen2";
+  const bool qwen2 = s.family() == "qwen2", qwen3 = s.family() == "qwen3";
   json cfg = {
-      {"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-      {"model_type", qwen2 ? "qwen2" : "llama"},
+      {"architectures", {qwen2 ? "Qwen2ForCausalLM" : qwen3 ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
+      {"model_type", qwen2 ? "qwen2" : qwen3 ? "qwen3" : "llama"},
       {"torch_dtype", "bfloat16"},
       {"hidden_size", s.hidden()},
       {"intermediate_size", s.ffn()},
@@ -227,11 +228,14 @@ std::string HfConfigJson(const elf::ModelShape& s) {
       {"pretraining_tp", 1},
       {"use_cache", true},
   };
-  if (qwen2) {
-    // Qwen2Config's own keys (its biases are not configurable); Qwen2.5's token ids.
-    for (const char* key : {"attention_bias", "mlp_bias", "pretraining_tp"}) cfg.erase(key);
+  if (qwen2 || qwen3) {
+    // Qwen2Config / Qwen3Config's own keys (Qwen2's biases are not configurable);
+    // Qwen2.5's and Qwen3's token ids.
+    cfg.erase("mlp_bias");
+    cfg.erase("pretraining_tp");
+    if (qwen2) cfg.erase("attention_bias");
     cfg["bos_token_id"] = 151643;
-    cfg["eos_token_id"] = 151643;
+    cfg["eos_token_id"] = qwen3 ? 151645 : 151643;
     cfg["use_sliding_window"] = false;
     cfg["sliding_window"] = nullptr;
     cfg["max_window_layers"] = s.n_layers();

@@ -222,6 +222,39 @@ constexpr char kQwen25Config[] = R"({
   "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.40.1",
   "use_cache": true, "use_mrope": false, "use_sliding_window": false, "vocab_size": 151936})";
 
+// Qwen/Qwen3-0.6B's published config.json, as it is.
+constexpr char kQwen3Config[] = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
+TEST(HfCheckpointTest, Qwen3ConfigHasQkNormAndItsOwnHeadDim) {
+  auto s = ShapeFromHfConfig(kQwen3Config, "qwen3", "config.json");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->family(), "qwen3");
+  EXPECT_TRUE(s->qk_norm());
+  EXPECT_FALSE(s->attention_bias());
+  EXPECT_EQ(s->head_dim(), 128);  // not hidden / heads = 64
+  int norms = 0;
+  for (const auto& [name, dims] : ExpectedTensors(*s)) {
+    if (absl::EndsWith(name, "q_norm.weight") || absl::EndsWith(name, "k_norm.weight")) {
+      ++norms;
+      EXPECT_EQ(dims, std::vector<int64_t>{128}) << name;
+    }
+  }
+  EXPECT_EQ(norms, 2 * 28);
+  const std::string text = HfConfigJson(*s);
+  EXPECT_THAT(text, HasSubstr("\"Qwen3ForCausalLM\""));
+  auto back = ShapeFromHfConfig(text, "qwen3", "config.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->SerializeAsString(), s->SerializeAsString());
+}
+
 TEST(HfCheckpointTest, Qwen2ConfigHasQkvBiasAndRoundTrips) {
   auto s = ShapeFromHfConfig(kQwen25Config, "qwen", "config.json");
   ASSERT_TRUE(s.ok()) << s.status();

@@ -121,6 +121,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> ExpectedTensors(
       out.push_back({p + "self_attn.k_proj.bias", {kv_rows}});
       out.push_back({p + "self_attn.v_proj.bias", {kv_rows}});
     }
+    if (s.qk_norm()) {
+      out.push_back({p + "self_attn.q_norm.weight", {s.head_dim()}});
+      out.push_back({p + "self_attn.k_norm.weight", {s.head_dim()}});
+    }
     out.push_back({p + "self_attn.o_proj.weight", {hidden, q_rows}});
     out.push_back({p + "post_attention_layernorm.weight", {hidden}});
     out.push_back({p + "mlp.gate_proj.weight", {s.ffn(), hidden}});

@@ -56,5 +56,12 @@ void RmsNorm(const bf16* x, const bf16* weight, size_t n, float eps, bf16* out) 
   HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, weight, n, eps, out);
 }
 
+void RmsNormHeads(const bf16* x, const bf16* weight, size_t heads, size_t head_dim, float eps,
+                  bf16* out) {
+  for (size_t h = 0; h < heads; ++h) {
+    HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x + h * head_dim, weight, head_dim, eps, out + h * head_dim);
+  }
+}
+
 }  // namespace dk::kernels
 #endif  // HWY_ONCE

@@ -40,6 +40,37 @@ TEST(RmsNorm, MatchesReferenceOnEveryTarget) {
   });
 }
 
+TEST(RmsNorm, HeadsNormalizeEachHeadOnEveryTarget) {
+  ForEachTarget([](const char*) {
+    for (size_t heads : {1, 2, 8, 16}) {
+      for (size_t hd : {2, 64, 128, 256}) {
+        const size_t n = heads * hd;
+        // Heads of very different scales: one norm over all of them would be wrong.
+        auto x = RandomBf16(n, 23 + n, 4.0f);
+        for (size_t h = 0; h < heads; ++h) {
+          for (size_t i = 0; i < hd; ++i) {
+            x[h * hd + i] = F32ToBf16(Bf16ToF32(x[h * hd + i]) * static_cast<float>(1 << (h % 5)));
+          }
+        }
+        const auto w = RandomBf16(hd, 29 + hd, 2.0f);
+        std::vector<uint8_t> sx, so;
+        const bf16* xp = Misaligned(x, 2, &sx);
+        std::vector<bf16> out_storage(n + 1, bf16{0x4321});
+        bf16* out = Misaligned(out_storage, 6, &so);
+        RmsNormHeads(xp, w.data(), heads, hd, 1e-6f, out);
+        for (size_t h = 0; h < heads; ++h) {
+          const auto ref = ref::RmsNorm(x.data() + h * hd, w.data(), hd, 1e-6f);
+          for (size_t i = 0; i < hd; ++i) {
+            ASSERT_LE(Bf16UlpDistance(Bf16ToF32(out[h * hd + i]), ref[i]), 2)
+                << "heads=" << heads << " head_dim=" << hd << " h=" << h << " i=" << i;
+          }
+        }
+        EXPECT_EQ(out[n].bits, 0x4321) << "wrote past the end";
+      }
+    }
+  });
+}
+
 TEST(RmsNorm, InPlaceAndScaleInvariant) {
   // rmsnorm(c * x) == rmsnorm(x) for c a power of two (exact in bf16) and eps ~ 0.
   const size_t n = 2048;

@@ -263,6 +263,9 @@ void RunSiluMul(const LaunchOp& op, ThreadPool*) {
 void RunAdd(const LaunchOp& op, ThreadPool*) {
   kernels::Add(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
 }
+void RunHeadRmsNorm(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNormHeads(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.p[1], op.eps, As<bf16>(op.bo[2]));
+}
 void RunBiasAdd(const LaunchOp& op, ThreadPool*) {
   kernels::AddBias(As<float>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
 }
@@ -301,6 +304,7 @@ const std::map<std::string, KernelFn>& Kernels() {
   static const auto* kernels = new std::map<std::string, KernelFn>{
       {"gemv", &RunGemv},     {"rmsnorm", &RunRmsNorm}, {"rope", &RunRope},
       {"silu_mul", &RunSiluMul}, {"add", &RunAdd}, {"bias_add", &RunBiasAdd},
+      {"head_rmsnorm", &RunHeadRmsNorm},
       {"rms_gemv", &RunRmsGemv}, {"rms_gemv3", &RunRmsGemv3}, {"rms_gemv_silu_mul", &RunRmsGemvSiluMul},
       {"gemv_add", &RunGemvAdd},
   };
@@ -621,6 +625,11 @@ class CpuDevice final : public Device {
       if (!(s = expect("x", n, false)).ok() || !(s = expect("y", n, false)).ok()) return s;
       if (!(s = expect("cos", op->p[1] / 2, false)).ok()) return s;
       return expect("sin", op->p[1] / 2, false);
+    }
+    if (id == "head_rmsnorm") {
+      const int64_t n = op->p[0] * op->p[1];
+      if (!(s = expect("x", n, false)).ok() || !(s = expect("w", op->p[1], false)).ok()) return s;
+      return expect("y", n, false);
     }
     if (id == "bias_add") {
       if (bo("x").dtype() != elf::F32) {

@@ -91,7 +91,7 @@ absl::Status Load(Inputs& in) {
     // After the digest check: the goldens stay HF's, the candidate is broken.
     std::printf("verify: TEST MUTATION %s applied to the candidate\n", m.c_str());
     DK_RETURN_IF_ERROR(dk::verify::ApplyMutation(
-        m, in.program.model(), const_cast<dk::weights::Weights*>(in.setup.weights.get()),
+        m, &in.program, const_cast<dk::weights::Weights*>(in.setup.weights.get()),
         &in.setup.wrap_host));
   }
   return absl::OkStatus();
