@@ -694,7 +694,15 @@ TEST(TokenizerJsonTest, NormalizedAddedTokenIsMatchedAfterNormalizing) {
   auto tok = Tokenizer::FromTokenizerJson(json);
   ASSERT_TRUE(tok.ok()) << tok.status();
   EXPECT_THAT(*(*tok)->Encode("ha b", false), ElementsAre(261, 271));
+  // HF matches it in "ha▁b" too (its normalized form), which the raw text never holds.
+  EXPECT_THAT(*(*tok)->Encode("ha\xE2\x96\x81" "b", false), ElementsAre(261, 271));
   EXPECT_EQ(*(*tok)->Decode({261, 271}), "ha b");
+  // A token that is not `normalized` is matched in the raw text only.
+  auto raw = Tokenizer::FromTokenizerJson(
+      absl::StrReplaceAll(json, {{R"("normalized":true)", R"("normalized":false)"}}));
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_THAT(*(*raw)->Encode("ha b", false), ElementsAre(261, 271));
+  EXPECT_THAT(*(*raw)->Encode("ha\xE2\x96\x81" "b", false), Not(::testing::Contains(271)));
 }
 
 }  // namespace
