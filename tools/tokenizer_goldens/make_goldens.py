@@ -50,7 +50,8 @@ Reference: the HuggingFace `tokenizers` library (version pinned in requirements.
    <unused0>..<unused98>, <start_of_turn> = 105, <end_of_turn> = 106), then the byte
    tokens, then the trained pieces. Training splits words before each "\u2581" (as
    SentencePiece does); the saved file has Gemma's own pre-tokenizer. The alphabet is
-   limited, so rare characters (most CJK, emoji) go through byte fallback. Saved as
+   limited to the 150 most frequent characters, so rare ones (most CJK, emoji) go through
+   byte fallback. Saved as
    tokenizer/testdata/gemma3_style_tokenizer.json.
 
 Both are trained on the corpus plus this repository's documentation at the fixed commit
@@ -275,14 +276,22 @@ def gemma3_style_tokenizer(texts):
     train = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     train.normalizer = normalizers.Replace(" ", SPIECE_UNDERLINE)
     train.pre_tokenizer = pre_tokenizers.Split(SPIECE_UNDERLINE, behavior="merged_with_next")
+    # The alphabet: the 150 most frequent characters, ties broken by code point (the
+    # trainer's own limit_alphabet breaks ties in hash order, so runs would differ); the
+    # others are left out of the training text, so they are encoded by byte fallback.
+    counts = {}
+    for text in texts:
+        for ch in text.replace(" ", SPIECE_UNDERLINE):
+            counts[ch] = counts.get(ch, 0) + 1
+    alphabet = set(sorted(counts, key=lambda ch: (-counts[ch], ch))[:150])
+    kept = ["".join(ch for ch in text if ch in alphabet or ch == " ") for text in texts]
     trainer = trainers.BpeTrainer(
         vocab_size=4000 - 256,
         min_frequency=2,
         special_tokens=GEMMA3_SPECIALS,
-        limit_alphabet=150,
         show_progress=False,
     )
-    train.train_from_iterator(texts, trainer=trainer)
+    train.train_from_iterator(kept, trainer=trainer)
     trained = json.loads(train.to_str())["model"]
     pieces = sorted(trained["vocab"].items(), key=lambda kv: kv[1])
     vocab = {t: i for i, t in enumerate(GEMMA3_SPECIALS)}
