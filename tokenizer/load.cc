@@ -66,7 +66,8 @@ std::string EscapeForRegex(absl::string_view literal) {
   return out;
 }
 
-absl::Status AddPreTokenizer(const Json& pt, TokenizerSpec* spec) {
+// `*byte_level` is set when a ByteLevel pre-tokenizer is part of `pt`.
+absl::Status AddPreTokenizer(const Json& pt, TokenizerSpec* spec, bool* byte_level) {
   if (pt.is_null()) return absl::OkStatus();
   absl::StatusOr<std::string> type = StringField(pt, "type", "pre_tokenizer");
   if (!type.ok()) return type.status();
@@ -76,11 +77,12 @@ absl::Status AddPreTokenizer(const Json& pt, TokenizerSpec* spec) {
       return JsonError("pre_tokenizer Sequence: 'pretokenizers' is not an array");
     }
     for (const Json& child : *list) {
-      if (absl::Status s = AddPreTokenizer(child, spec); !s.ok()) return s;
+      if (absl::Status s = AddPreTokenizer(child, spec, byte_level); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
   if (*type == "ByteLevel") {
+    *byte_level = true;
     if (BoolField(pt, "use_regex", true)) {
       spec->pre_tokenizer_patterns.emplace_back(kGpt2Pattern);
     }
@@ -108,27 +110,138 @@ absl::Status AddPreTokenizer(const Json& pt, TokenizerSpec* spec) {
     }
     absl::StatusOr<std::string> behavior = StringField(pt, "behavior", "pre_tokenizer Split");
     if (!behavior.ok()) return behavior.status();
-    if (absl::AsciiStrToLower(*behavior) != "isolated" || BoolField(pt, "invert", false)) {
+    const std::string lower = absl::AsciiStrToLower(*behavior);
+    SplitBehavior split_behavior = SplitBehavior::kIsolated;
+    if (lower == "mergedwithprevious" || lower == "merged_with_previous") {
+      split_behavior = SplitBehavior::kMergedWithPrevious;
+    } else if (lower != "isolated" || BoolField(pt, "invert", false)) {
       return JsonUnsupported(absl::StrCat("pre_tokenizer Split with behavior '", *behavior,
-                                          "' / invert is not supported (only Isolated)"));
+                                          "' / invert is not supported (only Isolated and ",
+                                          "MergedWithPrevious, invert false)"));
     }
+    if (BoolField(pt, "invert", false)) {
+      return JsonUnsupported("pre_tokenizer Split with invert true is not supported");
+    }
+    spec->pre_tokenizer_behaviors.resize(spec->pre_tokenizer_patterns.size(),
+                                         SplitBehavior::kIsolated);
     spec->pre_tokenizer_patterns.push_back(std::move(regex));
+    spec->pre_tokenizer_behaviors.push_back(split_behavior);
     return absl::OkStatus();
   }
   return JsonUnsupported(absl::StrCat("pre_tokenizer type '", *type,
                                       "' is not supported (ByteLevel, Split, Digits, Sequence)"));
 }
 
-absl::Status CheckDecoder(const Json& decoder) {
-  if (decoder.is_null()) return JsonUnsupported("a null decoder is not supported (need ByteLevel)");
+// A literal {"String": ...} pattern of a Replace normalizer or decoder.
+absl::StatusOr<std::string> ReplacePattern(const Json& obj, absl::string_view ctx) {
+  const Json* pattern = Field(obj, "pattern");
+  if (pattern == nullptr || !pattern->is_object()) {
+    return JsonError(absl::StrCat(ctx, " Replace: missing 'pattern' object"));
+  }
+  const Json* literal = Field(*pattern, "String");
+  if (literal == nullptr || !literal->is_string()) {
+    if (Field(*pattern, "Regex") != nullptr) {
+      return JsonUnsupported(absl::StrCat(ctx, " Replace with a {\"Regex\": ...} pattern is ",
+                                          "not supported (only {\"String\": ...})"));
+    }
+    return JsonError(absl::StrCat(ctx, " Replace: pattern is not {\"String\": ...}"));
+  }
+  if (literal->get<std::string>().empty()) {
+    return JsonError(absl::StrCat(ctx, " Replace: the pattern is empty"));
+  }
+  return literal->get<std::string>();
+}
+
+absl::Status AddNormalizer(const Json& norm, TokenizerSpec* spec) {
+  if (norm.is_null()) return absl::OkStatus();
+  absl::StatusOr<std::string> type = StringField(norm, "type", "normalizer");
+  if (!type.ok()) return type.status();
+  if (*type == "Sequence") {
+    const Json* list = Field(norm, "normalizers");
+    if (list == nullptr || !list->is_array()) {
+      return JsonError("normalizer Sequence: 'normalizers' is not an array");
+    }
+    for (const Json& child : *list) {
+      if (absl::Status s = AddNormalizer(child, spec); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  if (*type == "NFC") {
+    spec->normalizer.push_back({NormalizerStep::Kind::kNfc, "", ""});
+    return absl::OkStatus();
+  }
+  if (*type == "Replace") {
+    absl::StatusOr<std::string> pattern = ReplacePattern(norm, "normalizer");
+    if (!pattern.ok()) return pattern.status();
+    absl::StatusOr<std::string> content = StringField(norm, "content", "normalizer Replace");
+    if (!content.ok()) return content.status();
+    spec->normalizer.push_back({NormalizerStep::Kind::kReplace, *pattern, *content});
+    return absl::OkStatus();
+  }
+  return JsonUnsupported(absl::StrCat("normalizer type '", *type,
+                                      "' is not supported (NFC, Replace, Sequence)"));
+}
+
+// The decoder must match the model: ByteLevel for a byte-level tokenizer, else a Sequence
+// of Replace steps, then ByteFallback, then Fuse (each optional; Gemma's and Llama 2's
+// shape), whose per-token steps are exact when applied token by token.
+absl::Status AddDecoder(const Json& decoder, TokenizerSpec* spec) {
+  if (decoder.is_null()) return JsonUnsupported("a null decoder is not supported");
   absl::StatusOr<std::string> type = StringField(decoder, "type", "decoder");
   if (!type.ok()) return type.status();
-  if (*type == "ByteLevel") return absl::OkStatus();
+  std::vector<const Json*> steps;
   if (*type == "Sequence") {
     const Json* list = Field(decoder, "decoders");
-    if (list != nullptr && list->is_array() && list->size() == 1) return CheckDecoder((*list)[0]);
+    if (list == nullptr || !list->is_array() || list->empty()) {
+      return JsonError("decoder Sequence: 'decoders' is not a non-empty array");
+    }
+    for (const Json& child : *list) steps.push_back(&child);
+  } else {
+    steps.push_back(&decoder);
   }
-  return JsonUnsupported(absl::StrCat("decoder '", *type, "' is not supported (need ByteLevel)"));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    absl::StatusOr<std::string> t = StringField(*steps[i], "type", "decoder");
+    if (!t.ok()) return t.status();
+    if (*t == "ByteLevel") {
+      if (!spec->byte_level) {
+        return JsonUnsupported("decoder ByteLevel without a ByteLevel pre_tokenizer is not supported");
+      }
+      if (steps.size() != 1) {
+        return JsonUnsupported("decoder ByteLevel is only supported on its own");
+      }
+      return absl::OkStatus();
+    }
+    if (spec->byte_level) {
+      return JsonUnsupported(absl::StrCat("decoder '", *t, "' is not supported with a ",
+                                          "ByteLevel pre_tokenizer (need decoder ByteLevel)"));
+    }
+    const DecoderStep::Kind last =
+        spec->decoder.empty() ? DecoderStep::Kind::kReplace : spec->decoder.back().kind;
+    if (*t == "Replace") {
+      if (last != DecoderStep::Kind::kReplace) {
+        return JsonUnsupported("decoder Replace after ByteFallback or Fuse is not supported");
+      }
+      absl::StatusOr<std::string> pattern = ReplacePattern(*steps[i], "decoder");
+      if (!pattern.ok()) return pattern.status();
+      absl::StatusOr<std::string> content = StringField(*steps[i], "content", "decoder Replace");
+      if (!content.ok()) return content.status();
+      spec->decoder.push_back({DecoderStep::Kind::kReplace, *pattern, *content});
+    } else if (*t == "ByteFallback") {
+      if (last != DecoderStep::Kind::kReplace) {
+        return JsonUnsupported("decoder ByteFallback after ByteFallback or Fuse is not supported");
+      }
+      spec->decoder.push_back({DecoderStep::Kind::kByteFallback, "", ""});
+    } else if (*t == "Fuse") {
+      if (i + 1 != steps.size()) {
+        return JsonUnsupported("decoder Fuse is only supported as the last step");
+      }
+      spec->decoder.push_back({DecoderStep::Kind::kFuse, "", ""});
+    } else {
+      return JsonUnsupported(absl::StrCat("decoder '", *t, "' is not supported (ByteLevel, or ",
+                                          "a Sequence of Replace, ByteFallback, Fuse)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status AddPostProcessor(const Json& pp, TokenizerSpec* spec) {
@@ -346,6 +459,13 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
 
   TokenizerSpec spec;
   spec.ignore_merges = BoolField(*model, "ignore_merges", false);
+  spec.byte_fallback = BoolField(*model, "byte_fallback", false);
+  spec.fuse_unk = BoolField(*model, "fuse_unk", false);
+  if (const Json* dropout = Field(*model, "dropout"); dropout != nullptr && !dropout->is_null()) {
+    if (!dropout->is_number() || dropout->get<double>() != 0.0) {
+      return JsonUnsupported("model.dropout is not supported (BPE dropout is random)");
+    }
+  }
   std::vector<bool> filled;
   // Ids must be 0..n-1 without gaps (checked below), n at most the entries of
   // model.vocab and added_tokens: bound each id by that before sizing by it (one
@@ -409,8 +529,10 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
                                             "': lstrip/rstrip/single_word are not supported"));
       }
       if (absl::Status s = place(*id, *content, "added token"); !s.ok()) return s;
-      spec.added_tokens.push_back(
-          TokenizerSpec::AddedToken{*id, *content, BoolField(a, "special", false)});
+      const bool special = BoolField(a, "special", false);
+      // HF's AddedToken defaults `normalized` to !special.
+      spec.added_tokens.push_back(TokenizerSpec::AddedToken{
+          *id, *content, special, BoolField(a, "normalized", !special)});
     }
   }
   for (size_t id = 0; id < filled.size(); ++id) {
@@ -424,22 +546,18 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
     }
   }
 
-  if (const Json* norm = Field(root, "normalizer"); norm != nullptr && !norm->is_null()) {
-    const Json* type = Field(*norm, "type");
-    const Json* list = Field(*norm, "normalizers");
-    const bool empty_sequence = type != nullptr && type->is_string() &&
-                                type->get<std::string>() == "Sequence" && list != nullptr &&
-                                list->is_array() && list->empty();
-    if (!empty_sequence) {
-      return JsonUnsupported(absl::StrCat("normalizer ", norm->dump().substr(0, 80),
-                                          " is not supported"));
-    }
+  if (const Json* norm = Field(root, "normalizer"); norm != nullptr) {
+    if (absl::Status s = AddNormalizer(*norm, &spec); !s.ok()) return s;
   }
+  bool byte_level = false;
   if (const Json* pt = Field(root, "pre_tokenizer"); pt != nullptr) {
-    if (absl::Status s = AddPreTokenizer(*pt, &spec); !s.ok()) return s;
+    if (absl::Status s = AddPreTokenizer(*pt, &spec, &byte_level); !s.ok()) return s;
   }
+  spec.byte_level = byte_level;
   const Json* decoder = Field(root, "decoder");
-  if (absl::Status s = CheckDecoder(decoder == nullptr ? Json() : *decoder); !s.ok()) return s;
+  if (absl::Status s = AddDecoder(decoder == nullptr ? Json() : *decoder, &spec); !s.ok()) {
+    return s;
+  }
   if (const Json* pp = Field(root, "post_processor"); pp != nullptr) {
     if (absl::Status s = AddPostProcessor(*pp, &spec); !s.ok()) return s;
   }

@@ -126,10 +126,16 @@ absl::StatusOr<TranslatedRegex> TranslateRegex(absl::string_view pattern) {
 }
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::Create(
-    const std::vector<std::string>& patterns) {
+    const std::vector<std::string>& patterns, const std::vector<SplitBehavior>& behaviors) {
+  if (behaviors.size() > patterns.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("pre-tokenizer: ", behaviors.size(),
+                                                   " split behaviours for ", patterns.size(),
+                                                   " patterns"));
+  }
   auto pt = std::unique_ptr<PreTokenizer>(new PreTokenizer());
   pt->patterns_ = patterns;
-  for (const std::string& pattern : patterns) {
+  for (size_t index = 0; index < patterns.size(); ++index) {
+    const std::string& pattern = patterns[index];
     absl::StatusOr<TranslatedRegex> t = TranslateRegex(pattern);
     if (!t.ok()) return t.status();
     RE2::Options options;
@@ -144,6 +150,7 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::Create(
           " (translated: ", t->re2_pattern, ")"));
     }
     step.whitespace_lookahead = t->whitespace_lookahead;
+    if (index < behaviors.size()) step.behavior = behaviors[index];
     pt->steps_.push_back(std::move(step));
   }
   return pt;
@@ -154,6 +161,19 @@ void PreTokenizer::SplitOne(const Step& step, absl::string_view text,
   re2::StringPiece groups[2];
   const re2::StringPiece subject(text.data(), text.size());
   const int ngroups = step.whitespace_lookahead ? 2 : 1;
+  const bool merge = step.behavior == SplitBehavior::kMergedWithPrevious;
+  const size_t first_out = out->size();
+  bool previous_was_match = false;
+  // A match: its own piece, or (MergedWithPrevious) glued to the gap before it.
+  auto add_match = [&](size_t start, size_t end) {
+    if (merge && !previous_was_match && out->size() > first_out) {
+      absl::string_view& prev = out->back();
+      prev = absl::string_view(prev.data(), end - (prev.data() - text.data()));
+    } else {
+      out->push_back(text.substr(start, end - start));
+    }
+    previous_was_match = true;
+  };
   size_t pos = 0, last = 0;
   while (pos < text.size()) {
     if (!step.re->Match(subject, pos, text.size(), RE2::UNANCHORED, groups, ngroups)) break;
@@ -168,8 +188,11 @@ void PreTokenizer::SplitOne(const Step& step, absl::string_view text,
       const size_t back = LastCharStart(absl::string_view(groups[0].data(), groups[0].size()));
       if (back > 0) end = start + back;
     }
-    if (start > last) out->push_back(text.substr(last, start - last));
-    out->push_back(text.substr(start, end - start));
+    if (start > last) {
+      out->push_back(text.substr(last, start - last));
+      previous_was_match = false;
+    }
+    add_match(start, end);
     last = pos = end;
   }
   if (last < text.size()) out->push_back(text.substr(last));

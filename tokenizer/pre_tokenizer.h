@@ -19,6 +19,10 @@
 //    becomes a gap piece, which isolated splitting emits anyway.
 //  * Other capturing groups become non-capturing. Any other lookaround, atomic group or
 //    backreference is refused (Unimplemented) rather than silently mistranslated.
+//
+// A split is "isolated" (every match a piece) or, as HF's MergedWithPrevious (Gemma's
+// Split(" ")), each match is appended to the piece before it, unless that piece is itself
+// a match or there is none.
 #ifndef DK_TOKENIZER_PRE_TOKENIZER_H_
 #define DK_TOKENIZER_PRE_TOKENIZER_H_
 
@@ -42,6 +46,9 @@ inline constexpr absl::string_view kLlama3Pattern =
 inline constexpr absl::string_view kDigitsIndividualPattern = R"(\p{N})";
 inline constexpr absl::string_view kDigitsPattern = R"(\p{N}+)";
 
+// HF Split behaviours that are supported.
+enum class SplitBehavior { kIsolated, kMergedWithPrevious };
+
 struct TranslatedRegex {
   std::string re2_pattern;
   bool whitespace_lookahead = false;  // group 1 is the rewritten `\s+(?!\S)` tail
@@ -53,8 +60,10 @@ absl::StatusOr<TranslatedRegex> TranslateRegex(absl::string_view pattern);
 // A sequence of isolated regex splits, applied in order (each to every piece of the last).
 class PreTokenizer {
  public:
+  // `behaviors` parallels `patterns`; a missing entry is kIsolated.
   static absl::StatusOr<std::unique_ptr<PreTokenizer>> Create(
-      const std::vector<std::string>& patterns);
+      const std::vector<std::string>& patterns,
+      const std::vector<SplitBehavior>& behaviors = {});
 
   // Appends the pieces of `text` (views into it) to `pieces`. Concatenated, the pieces are
   // `text`; no piece is empty.
@@ -66,6 +75,7 @@ class PreTokenizer {
   struct Step {
     std::unique_ptr<RE2> re;
     bool whitespace_lookahead = false;
+    SplitBehavior behavior = SplitBehavior::kIsolated;
   };
   void SplitOne(const Step& step, absl::string_view text,
                 std::vector<absl::string_view>* out) const;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "tokenizer/utf8.h"
 
 namespace dk::tokenizer {
@@ -27,6 +28,43 @@ std::string ByteLevelDecode(absl::string_view token) {
     if (b < 0) return std::string(token);
     out.push_back(static_cast<char>(b));
     i += len;
+  }
+  return out;
+}
+
+// HF's ByteFallback test: "<0x" + two characters u8::from_str_radix(.., 16) accepts + ">".
+// (Rust's from_str_radix also takes a leading '+', so "<0x+A>" is byte 0x0A.)
+int ByteFallbackValue(absl::string_view token) {
+  if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return -1;
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+  };
+  const int hi = hex(token[3]), lo = hex(token[4]);
+  if (token[3] == '+' && lo >= 0) return lo;
+  if (hi < 0 || lo < 0) return -1;
+  return hi * 16 + lo;
+}
+
+// The per-token part of a decoder (its Replace and ByteFallback steps) for one token:
+// the bytes it stands for on its own.
+std::string StepsTokenBytes(absl::Span<const DecoderStep> steps, absl::string_view token,
+                            bool* is_byte) {
+  std::string out(token);
+  *is_byte = false;
+  for (const DecoderStep& step : steps) {
+    if (*is_byte) break;
+    if (step.kind == DecoderStep::Kind::kReplace) {
+      absl::StrReplaceAll({{step.pattern, step.content}}, &out);
+    } else if (step.kind == DecoderStep::Kind::kByteFallback) {
+      const int b = ByteFallbackValue(out);
+      if (b >= 0) {
+        out = std::string(1, static_cast<char>(b));
+        *is_byte = true;
+      }
+    }
   }
   return out;
 }
@@ -61,18 +99,59 @@ absl::Status Tokenizer::Init() {
     if (absl::Status s = check_id(id, "post-processor"); !s.ok()) return s;
   }
 
+  if (spec_.byte_level && !spec_.decoder.empty()) {
+    return absl::InvalidArgumentError(
+        "tokenizer: a byte-level tokenizer decodes byte-level; it takes no decoder steps");
+  }
+  if (!spec_.byte_level && spec_.decoder.empty()) {
+    return absl::InvalidArgumentError(
+        "tokenizer: a tokenizer that is not byte-level needs decoder steps");
+  }
+  for (size_t i = 0; i < spec_.decoder.size(); ++i) {
+    const DecoderStep& step = spec_.decoder[i];
+    if (step.kind == DecoderStep::Kind::kReplace && step.pattern.empty()) {
+      return absl::InvalidArgumentError("tokenizer: a Replace decoder has an empty pattern");
+    }
+    // Token by token is exact only for Replace steps, then ByteFallback, then Fuse.
+    if (i > 0 && static_cast<int>(step.kind) <= static_cast<int>(spec_.decoder[i - 1].kind) &&
+        step.kind != DecoderStep::Kind::kReplace) {
+      return absl::InvalidArgumentError(
+          "tokenizer: decoder steps must be Replace..., then ByteFallback, then Fuse");
+    }
+    if (i > 0 && step.kind == DecoderStep::Kind::kReplace &&
+        spec_.decoder[i - 1].kind != DecoderStep::Kind::kReplace) {
+      return absl::InvalidArgumentError(
+          "tokenizer: decoder steps must be Replace..., then ByteFallback, then Fuse");
+    }
+  }
+  for (const NormalizerStep& step : spec_.normalizer) {
+    if (step.kind == NormalizerStep::Kind::kReplace && step.pattern.empty()) {
+      return absl::InvalidArgumentError("tokenizer: a Replace normalizer has an empty pattern");
+    }
+  }
+
   token_to_id_.reserve(n);
   token_bytes_.reserve(n);
+  is_byte_fallback_token_.assign(n, false);
   for (int32_t id = 0; id < n; ++id) {
     // Later duplicates win, as in HF (a vocabulary built as a dict from the token list).
     token_to_id_.insert_or_assign(spec_.tokens[id], id);
-    token_bytes_.push_back(ByteLevelDecode(spec_.tokens[id]));
+    if (spec_.byte_level) {
+      token_bytes_.push_back(ByteLevelDecode(spec_.tokens[id]));
+    } else {
+      bool is_byte = false;
+      token_bytes_.push_back(StepsTokenBytes(spec_.decoder, spec_.tokens[id], &is_byte));
+      is_byte_fallback_token_[id] = is_byte;
+    }
   }
   for (int b = 0; b < 256; ++b) {
     std::string s;
     AppendUtf8(ByteToUnicode(static_cast<uint8_t>(b)), &s);
     auto it = token_to_id_.find(s);
-    byte_token_[b] = it == token_to_id_.end() ? -1 : it->second;
+    byte_token_[b] = spec_.byte_level && it != token_to_id_.end() ? it->second : -1;
+    // HF looks up format!("<{b:#04X}>"): "<0x" and two upper-case hex digits.
+    it = token_to_id_.find(absl::StrFormat("<0x%02X>", b));
+    byte_fallback_token_[b] = it == token_to_id_.end() ? -1 : it->second;
   }
 
   merges_.reserve(spec_.merges.size());
@@ -88,7 +167,8 @@ absl::Status Tokenizer::Init() {
     merges_.insert_or_assign(PairKey(a, b), Merge{static_cast<int32_t>(rank), merged});
   }
 
-  added_by_first_byte_.assign(256, {});
+  raw_added_.assign(256, {});
+  normalized_added_.assign(256, {});
   for (const TokenizerSpec::AddedToken& added : spec_.added_tokens) {
     if (absl::Status s = check_id(added.id, absl::StrCat("added token '", added.content, "'"));
         !s.ok()) {
@@ -102,16 +182,30 @@ absl::Status Tokenizer::Init() {
       return absl::InvalidArgumentError(absl::StrCat("tokenizer: added token ", added.id,
                                                      " is not valid UTF-8"));
     }
-    added_by_first_byte_[static_cast<uint8_t>(added.content[0])].push_back(&added);
+    if (!added.normalized) {
+      raw_added_[static_cast<uint8_t>(added.content[0])].push_back({added.content, added.id});
+      continue;
+    }
+    // HF matches a normalized added token by its normalized content.
+    absl::StatusOr<std::string> content = Normalize(spec_.normalizer, added.content);
+    if (!content.ok()) return content.status();
+    if (content->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tokenizer: added token ", added.id, " is empty once normalized"));
+    }
+    normalized_added_[static_cast<uint8_t>((*content)[0])].push_back({*content, added.id});
+    has_normalized_added_ = true;
   }
-  for (auto& list : added_by_first_byte_) {
-    std::stable_sort(list.begin(), list.end(), [](const auto* x, const auto* y) {
-      return x->content.size() > y->content.size();
-    });
+  for (AddedTable* table : {&raw_added_, &normalized_added_}) {
+    for (auto& list : *table) {
+      std::stable_sort(list.begin(), list.end(), [](const AddedMatch& x, const AddedMatch& y) {
+        return x.content.size() > y.content.size();
+      });
+    }
   }
 
   absl::StatusOr<std::unique_ptr<PreTokenizer>> pt =
-      PreTokenizer::Create(spec_.pre_tokenizer_patterns);
+      PreTokenizer::Create(spec_.pre_tokenizer_patterns, spec_.pre_tokenizer_behaviors);
   if (!pt.ok()) return pt.status();
   pre_tokenizer_ = *std::move(pt);
   return absl::OkStatus();
@@ -138,22 +232,17 @@ absl::StatusOr<absl::string_view> Tokenizer::TokenBytes(int32_t id) const {
   return absl::string_view(token_bytes_[id]);
 }
 
-absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text,
-                                                       bool add_special_tokens) const {
-  if (absl::Status s = ValidateUtf8(text); !s.ok()) return s;
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 3 + 4);
-  if (add_special_tokens) ids.insert(ids.end(), spec_.prefix_ids.begin(), spec_.prefix_ids.end());
-
-  // Added tokens first: leftmost match, longest first (HF's AddedVocabulary).
+template <typename OnText>
+absl::Status Tokenizer::SplitOnAdded(const AddedTable& table, absl::string_view text,
+                                     std::vector<int32_t>* ids, OnText on_text) const {
+  // Leftmost match, longest first (HF's AddedVocabulary).
   size_t segment_start = 0;
   size_t i = 0;
   while (i < text.size()) {
-    const auto& candidates = added_by_first_byte_[static_cast<uint8_t>(text[i])];
-    const TokenizerSpec::AddedToken* match = nullptr;
-    for (const TokenizerSpec::AddedToken* c : candidates) {
-      if (text.substr(i, c->content.size()) == c->content) {
-        match = c;
+    const AddedMatch* match = nullptr;
+    for (const AddedMatch& c : table[static_cast<uint8_t>(text[i])]) {
+      if (text.substr(i, c.content.size()) == c.content) {
+        match = &c;
         break;
       }
     }
@@ -161,22 +250,51 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text,
       ++i;
       continue;
     }
-    if (absl::Status s = EncodeSegment(text.substr(segment_start, i - segment_start), &ids);
-        !s.ok()) {
+    if (absl::Status s = on_text(text.substr(segment_start, i - segment_start)); !s.ok()) {
       return s;
     }
-    ids.push_back(match->id);
+    ids->push_back(match->id);
     i += match->content.size();
     segment_start = i;
   }
-  if (absl::Status s = EncodeSegment(text.substr(segment_start), &ids); !s.ok()) return s;
+  return on_text(text.substr(segment_start));
+}
 
+absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text,
+                                                       bool add_special_tokens) const {
+  if (absl::Status s = ValidateUtf8(text); !s.ok()) return s;
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  if (add_special_tokens) ids.insert(ids.end(), spec_.prefix_ids.begin(), spec_.prefix_ids.end());
+  if (absl::Status s = SplitOnAdded(raw_added_, text, &ids,
+                                    [&](absl::string_view segment) {
+                                      return EncodeSegment(segment, &ids);
+                                    });
+      !s.ok()) {
+    return s;
+  }
   if (add_special_tokens) ids.insert(ids.end(), spec_.suffix_ids.begin(), spec_.suffix_ids.end());
   return ids;
 }
 
 absl::Status Tokenizer::EncodeSegment(absl::string_view segment,
                                       std::vector<int32_t>* ids) const {
+  if (segment.empty()) return absl::OkStatus();
+  std::string normalized;
+  if (!spec_.normalizer.empty()) {
+    absl::StatusOr<std::string> n = Normalize(spec_.normalizer, segment);
+    if (!n.ok()) return n.status();
+    normalized = *std::move(n);
+    segment = normalized;
+  }
+  if (!has_normalized_added_) return EncodeNormalized(segment, ids);
+  return SplitOnAdded(normalized_added_, segment, ids, [&](absl::string_view text) {
+    return EncodeNormalized(text, ids);
+  });
+}
+
+absl::Status Tokenizer::EncodeNormalized(absl::string_view segment,
+                                         std::vector<int32_t>* ids) const {
   if (segment.empty()) return absl::OkStatus();
   std::string prefixed;
   if (spec_.add_prefix_space && segment[0] != ' ') {
@@ -193,7 +311,7 @@ absl::Status Tokenizer::EncodeSegment(absl::string_view segment,
 }
 
 absl::Status Tokenizer::EncodePiece(absl::string_view piece, std::vector<int32_t>* ids) const {
-  if (piece.size() == 1 && byte_token_[static_cast<uint8_t>(piece[0])] >= 0) {
+  if (spec_.byte_level && piece.size() == 1 && byte_token_[static_cast<uint8_t>(piece[0])] >= 0) {
     ids->push_back(byte_token_[static_cast<uint8_t>(piece[0])]);
     return absl::OkStatus();
   }
@@ -216,28 +334,10 @@ absl::Status Tokenizer::EncodePiece(absl::string_view piece, std::vector<int32_t
   return absl::OkStatus();
 }
 
-absl::Status Tokenizer::Bpe(absl::string_view piece, std::vector<int32_t>* ids) const {
-  if (spec_.ignore_merges) {
-    std::string mapped;
-    mapped.reserve(piece.size() * 2);
-    for (char c : piece) AppendUtf8(ByteToUnicode(static_cast<uint8_t>(c)), &mapped);
-    const int32_t whole = TokenToId(mapped);
-    if (whole >= 0) {
-      ids->push_back(whole);
-      return absl::OkStatus();
-    }
-  }
-
-  struct Symbol {
-    int32_t id;
-    int32_t prev;
-    int32_t next;
-    bool alive;
-  };
-  const int32_t n = static_cast<int32_t>(piece.size());
-  std::vector<Symbol> symbols(n);
-  for (int32_t i = 0; i < n; ++i) {
-    const uint8_t b = static_cast<uint8_t>(piece[i]);
+absl::Status Tokenizer::ByteSymbols(absl::string_view piece,
+                                    std::vector<int32_t>* symbols) const {
+  for (char c : piece) {
+    const uint8_t b = static_cast<uint8_t>(c);
     int32_t id = byte_token_[b];
     if (id < 0) {
       if (!spec_.unk_id.has_value()) {
@@ -248,8 +348,86 @@ absl::Status Tokenizer::Bpe(absl::string_view piece, std::vector<int32_t>* ids) 
       }
       id = *spec_.unk_id;
     }
-    symbols[i] = Symbol{id, i - 1, i + 1 < n ? i + 1 : -1, true};
+    symbols->push_back(id);
   }
+  return absl::OkStatus();
+}
+
+// HF BPE's merge_word: one symbol per character in the vocabulary; a missing character
+// becomes its bytes' <0xXX> tokens (byte_fallback, when all exist) or the unknown token,
+// consecutive unknowns fused into one (fuse_unk). As in HF, an unknown still pending is
+// only added at the next character found in the vocabulary (or at the end), after any
+// byte-fallback tokens in between.
+absl::Status Tokenizer::CharSymbols(absl::string_view piece,
+                                    std::vector<int32_t>* symbols) const {
+  bool unk_pending = false;
+  size_t i = 0;
+  while (i < piece.size()) {
+    size_t len = 0;
+    if (NextUtf8(piece.substr(i), &len) != Utf8Step::kValid) {
+      return absl::InternalError("tokenizer: a normalized piece is not valid UTF-8");
+    }
+    const absl::string_view ch = piece.substr(i, len);
+    i += len;
+    if (const int32_t id = TokenToId(ch); id >= 0) {
+      if (unk_pending) symbols->push_back(*spec_.unk_id);
+      unk_pending = false;
+      symbols->push_back(id);
+      continue;
+    }
+    if (spec_.byte_fallback) {
+      bool all = true;
+      for (char c : ch) all = all && byte_fallback_token_[static_cast<uint8_t>(c)] >= 0;
+      if (all) {
+        for (char c : ch) symbols->push_back(byte_fallback_token_[static_cast<uint8_t>(c)]);
+        continue;
+      }
+    }
+    if (!spec_.unk_id.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tokenizer: character '", ch, "' has no token in the vocabulary",
+          spec_.byte_fallback ? " nor byte-fallback tokens" : "",
+          " and there is no unknown token"));
+    }
+    if (unk_pending && !spec_.fuse_unk) symbols->push_back(*spec_.unk_id);
+    unk_pending = true;
+  }
+  if (unk_pending) symbols->push_back(*spec_.unk_id);
+  return absl::OkStatus();
+}
+
+absl::Status Tokenizer::Bpe(absl::string_view piece, std::vector<int32_t>* ids) const {
+  if (spec_.ignore_merges) {
+    std::string mapped;
+    if (spec_.byte_level) {
+      mapped.reserve(piece.size() * 2);
+      for (char c : piece) AppendUtf8(ByteToUnicode(static_cast<uint8_t>(c)), &mapped);
+    } else {
+      mapped = std::string(piece);
+    }
+    const int32_t whole = TokenToId(mapped);
+    if (whole >= 0) {
+      ids->push_back(whole);
+      return absl::OkStatus();
+    }
+  }
+
+  std::vector<int32_t> initial;
+  initial.reserve(piece.size());
+  if (absl::Status s = spec_.byte_level ? ByteSymbols(piece, &initial)
+                                        : CharSymbols(piece, &initial);
+      !s.ok()) {
+    return s;
+  }
+  struct Symbol {
+    int32_t id;
+    int32_t prev;
+    int32_t next;
+    bool alive;
+  };
+  const int32_t n = static_cast<int32_t>(initial.size());
+  std::vector<Symbol> symbols(n);
+  for (int32_t i = 0; i < n; ++i) symbols[i] = Symbol{initial[i], i - 1, i + 1 < n ? i + 1 : -1, true};
 
   // HF's BPE word merge: a min-heap on (rank, position).
   struct Candidate {
@@ -289,13 +467,40 @@ absl::Status Tokenizer::Bpe(absl::string_view piece, std::vector<int32_t>* ids) 
 }
 
 absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int32_t> ids) const {
-  std::string bytes;
   for (int32_t id : ids) {
-    absl::StatusOr<absl::string_view> b = TokenBytes(id);
-    if (!b.ok()) return b.status();
-    bytes.append(b->data(), b->size());
+    if (absl::StatusOr<absl::string_view> b = TokenBytes(id); !b.ok()) return b.status();
   }
+  if (!spec_.byte_level) return DecodeSteps(ids);
+  std::string bytes;
+  for (int32_t id : ids) bytes.append(token_bytes_[id]);
   return Utf8Lossy(bytes);
+}
+
+// HF's decode_chain: Replace in each token; ByteFallback turns each run of <0xXX> tokens
+// into its bytes if they are valid UTF-8, else into one U+FFFD per token; Fuse (and the
+// final join) concatenate. Both per-token steps are already applied in token_bytes_.
+std::string Tokenizer::DecodeSteps(absl::Span<const int32_t> ids) const {
+  std::string out;
+  std::string run;  // bytes of the current run of byte-fallback tokens
+  auto flush = [&] {
+    if (run.empty()) return;
+    if (ValidateUtf8(run).ok()) {
+      out.append(run);
+    } else {
+      for (size_t k = 0; k < run.size(); ++k) out.append("\xEF\xBF\xBD");
+    }
+    run.clear();
+  };
+  for (int32_t id : ids) {
+    if (is_byte_fallback_token_[id]) {
+      run.append(token_bytes_[id]);
+      continue;
+    }
+    flush();
+    out.append(token_bytes_[id]);
+  }
+  flush();
+  return out;
 }
 
 absl::StatusOr<std::string> StreamingDecoder::Next(int32_t id) {

@@ -1,31 +1,43 @@
-// Byte-level BPE tokenizer (GPT-2 / SmolLM2 / Llama 3 style), exact against HuggingFace
-// `tokenizers`.
+// BPE tokenizer (GPT-2 / SmolLM2 / Llama 3 / Qwen2 byte-level, and Gemma-3-style
+// SentencePiece BPE with byte fallback), exact against HuggingFace `tokenizers`.
 //
 // Loading:
 //   * Tokenizer::FromGguf: a GGUF file's `tokenizer.ggml.*` metadata (model "gpt2": tokens,
 //     merges, token_type, bos/eos ids, add_bos_token/add_eos_token, and `pre`, the
 //     pre-tokenizer name: "smollm", "gpt2", "llama-bpe"/"llama3"/"llama-v3").
 //   * Tokenizer::FromTokenizerJson: an HF tokenizer.json (model BPE with vocab + merges,
-//     pre_tokenizer ByteLevel / Split / Digits / Sequence, decoder ByteLevel, added tokens,
+//     byte_fallback, fuse_unk, ignore_merges; normalizer NFC / Replace / Sequence;
+//     pre_tokenizer ByteLevel / Split (Isolated, MergedWithPrevious) / Digits / Sequence;
+//     decoder ByteLevel, or a Sequence of Replace / ByteFallback / Fuse; added tokens;
 //     post_processor TemplateProcessing / ByteLevel / Sequence).
 //   * Tokenizer::Load(path): a .gguf file, a tokenizer.json file, or a checkpoint directory
 //     holding tokenizer.json.
 //
-// Encoding (as HF does): added/special tokens (e.g. <|im_start|>, <|eot_id|>) are matched as
-// whole tokens anywhere in the input (leftmost, longest first); the text between them is
-// pre-tokenized with the model's regexes, each piece is mapped to the GPT-2 byte alphabet
-// and BPE-merged by merge rank. With add_special_tokens, BOS/EOS are added the way the
-// model's HF tokenizer adds them (GGUF: tokenizer.ggml.add_bos_token / add_eos_token;
-// tokenizer.json: its TemplateProcessing post-processor). SmolLM2 adds no BOS.
+// Encoding (as HF does): added tokens that are not `normalized` (all special tokens, e.g.
+// <|im_start|>, <|eot_id|>, <bos>) are matched as whole tokens anywhere in the raw input
+// (leftmost, longest first); the text between them is normalized (NFC, Replace), then
+// `normalized` added tokens are matched the same way in the normalized text; what remains
+// is pre-tokenized with the model's regexes and BPE-merged by merge rank, piece by piece.
+// Byte-level tokenizers (a ByteLevel pre-tokenizer; every GGUF) map each piece to the GPT-2
+// byte alphabet first; the others (Gemma) start BPE from the piece's characters, a
+// character missing from the vocabulary becoming its UTF-8 bytes' <0xXX> tokens
+// (byte_fallback) or the unknown token (consecutive ones fused into one with fuse_unk).
+// With add_special_tokens, BOS/EOS are added the way the model's HF tokenizer adds them
+// (GGUF: tokenizer.ggml.add_bos_token / add_eos_token; tokenizer.json: its
+// TemplateProcessing post-processor). SmolLM2 and Qwen add no BOS; Llama 3 and Gemma do.
 //
 // Invalid UTF-8 input is REJECTED: Encode returns InvalidArgument naming the byte offset of
 // the first ill-formed sequence (HF's Python API cannot even receive such input).
 //
-// Decoding: ids out of [0, vocab_size) are an InvalidArgument error. Bytes that do not form
-// valid UTF-8 (e.g. a prefix of a multi-byte character) are replaced by U+FFFD, one per
-// maximal ill-formed subpart, exactly like HF's decode. StreamingDecoder emits text
-// incrementally and never emits half a character: an incomplete trailing character is held
-// back until the next token completes it (or Finish() replaces it by U+FFFD).
+// Decoding: ids out of [0, vocab_size) are an InvalidArgument error. Byte-level: bytes that
+// do not form valid UTF-8 (e.g. a prefix of a multi-byte character) are replaced by U+FFFD,
+// one per maximal ill-formed subpart, exactly like HF's ByteLevel decoder. Otherwise the
+// decoder's steps run as HF runs them (Replace "▁" -> " "; ByteFallback: a run of <0xXX>
+// tokens becomes its bytes if they are valid UTF-8, else one U+FFFD per token; Fuse).
+// StreamingDecoder emits text incrementally and never emits half a character: an incomplete
+// trailing character is held back until the next token completes it (or Finish() replaces
+// it by U+FFFD; for byte-fallback tokens that is one U+FFFD per maximal ill-formed subpart,
+// where Decode follows HF's one per byte).
 //
 // Tokenizer is immutable after loading and thread-safe (the BPE cache is mutex-guarded).
 #ifndef DK_TOKENIZER_TOKENIZER_H_
@@ -44,14 +56,24 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "weights/gguf.h"
 
 namespace dk::tokenizer {
 
-// Everything a byte-level BPE tokenizer is made of; the loaders fill this in.
+// A step of a decoder that is not ByteLevel (HF's Replace, ByteFallback, Fuse).
+struct DecoderStep {
+  enum class Kind { kReplace, kByteFallback, kFuse };
+  Kind kind = Kind::kFuse;
+  std::string pattern;  // kReplace: the literal replaced in each token; never empty
+  std::string content;  // kReplace: its replacement
+};
+
+// Everything a BPE tokenizer is made of; the loaders fill this in.
 struct TokenizerSpec {
-  // Token strings in the byte-level alphabet (e.g. "Ġworld"), indexed by id.
+  // Token strings indexed by id: in the byte-level alphabet (e.g. "Ġworld") when
+  // byte_level, else plain UTF-8 (e.g. "▁world", "<0x0A>").
   std::vector<std::string> tokens;
   // Merge rules in rank order: (left token, right token).
   std::vector<std::pair<std::string, std::string>> merges;
@@ -59,11 +81,28 @@ struct TokenizerSpec {
     int32_t id = 0;
     std::string content;
     bool special = true;
+    // HF's `normalized`: matched in the normalized text (content normalized too) rather
+    // than in the raw input.
+    bool normalized = false;
   };
   // Tokens matched whole in the input before pre-tokenization.
   std::vector<AddedToken> added_tokens;
-  // Isolated regex splits in order (HF/Oniguruma syntax; see pre_tokenizer.h).
+  // Normalization of the text between non-normalized added tokens (empty: none).
+  std::vector<NormalizerStep> normalizer;
+  // Regex splits in order (HF/Oniguruma syntax; see pre_tokenizer.h).
   std::vector<std::string> pre_tokenizer_patterns;
+  // Parallel to pre_tokenizer_patterns; a missing entry is kIsolated.
+  std::vector<SplitBehavior> pre_tokenizer_behaviors;
+  // Byte-level BPE (ByteLevel pre-tokenizer and decoder). When false, BPE starts from
+  // characters and `decoder` decodes.
+  bool byte_level = true;
+  // Not byte_level: a character missing from the vocabulary becomes its bytes' <0xXX>
+  // tokens (when all of them exist) instead of the unknown token.
+  bool byte_fallback = false;
+  // Not byte_level: consecutive unknown characters become one unknown token.
+  bool fuse_unk = false;
+  // Not byte_level: the decoder's steps (ByteLevel tokenizers decode byte-level).
+  std::vector<DecoderStep> decoder;
   // ByteLevel add_prefix_space: prepend ' ' to text segments not starting with one.
   bool add_prefix_space = false;
   // HF BPE ignore_merges: a piece that is itself a vocabulary token is not merged.
@@ -121,18 +160,40 @@ class Tokenizer {
   }
   // Encodes one text segment that holds no added token.
   absl::Status EncodeSegment(absl::string_view segment, std::vector<int32_t>* ids) const;
+  // Encodes normalized text that holds no added token.
+  absl::Status EncodeNormalized(absl::string_view text, std::vector<int32_t>* ids) const;
   // BPE of one pre-tokenized piece (raw bytes), cached.
   absl::Status EncodePiece(absl::string_view piece, std::vector<int32_t>* ids) const;
   absl::Status Bpe(absl::string_view piece, std::vector<int32_t>* ids) const;
+  // The symbols BPE starts from: one per byte (byte-level) or per character.
+  absl::Status ByteSymbols(absl::string_view piece, std::vector<int32_t>* symbols) const;
+  absl::Status CharSymbols(absl::string_view piece, std::vector<int32_t>* symbols) const;
+  // Decode through `spec_.decoder` (not byte_level).
+  std::string DecodeSteps(absl::Span<const int32_t> ids) const;
+
+  // Added tokens matched in one pass, by first byte, longest first.
+  struct AddedMatch {
+    std::string content;
+    int32_t id;
+  };
+  using AddedTable = std::vector<std::vector<AddedMatch>>;
+  // Calls on_text for each stretch of `text` between added tokens of `table` and pushes
+  // the tokens' ids to `ids` in order.
+  template <typename OnText>
+  absl::Status SplitOnAdded(const AddedTable& table, absl::string_view text,
+                            std::vector<int32_t>* ids, OnText on_text) const;
 
   TokenizerSpec spec_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
   absl::flat_hash_map<std::string, int32_t> token_to_id_;
   absl::flat_hash_map<uint64_t, Merge> merges_;
-  int32_t byte_token_[256];             // id of the single-byte token, -1 if none
-  std::vector<std::string> token_bytes_;  // what each id decodes to
-  // Added tokens by first byte, longest first.
-  std::vector<std::vector<const TokenizerSpec::AddedToken*>> added_by_first_byte_;
+  int32_t byte_token_[256];           // byte_level: the single-byte token, -1 if none
+  int32_t byte_fallback_token_[256];  // the <0xXX> token, -1 if none
+  std::vector<std::string> token_bytes_;  // what each id decodes to on its own
+  std::vector<bool> is_byte_fallback_token_;  // decoded by ByteFallback (not byte_level)
+  AddedTable raw_added_;         // not `normalized`: matched in the raw input
+  AddedTable normalized_added_;  // `normalized`: matched after normalization
+  bool has_normalized_added_ = false;
 
   mutable absl::Mutex cache_mu_;
   mutable absl::flat_hash_map<std::string, std::vector<int32_t>> cache_

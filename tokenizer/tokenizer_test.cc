@@ -9,9 +9,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/utf8.h"
 #include "weights/gguf.h"
@@ -500,6 +502,207 @@ TEST(TokenizerGgufTest, TokenTypeOutsideTheEnumIsRefused) {
                                                     " is not a token type")))
         << s;
   }
+}
+
+// --- Normalizers, SentencePiece-style BPE (Qwen2 / Gemma 3 layouts) ---------------------
+
+TEST(NormalizerTest, NfcComposes) {
+  // e + COMBINING ACUTE -> é; Hangul jamo -> one syllable; marks reordered by class.
+  EXPECT_EQ(*NfcNormalize("caf" + std::string("e") + Cp(0x301)), "caf" + Cp(0xE9));
+  EXPECT_EQ(*NfcNormalize(Cp(0x1100) + Cp(0x1161)), Cp(0xAC00));
+  EXPECT_EQ(*NfcNormalize("q" + Cp(0x307) + Cp(0x323)), "q" + Cp(0x323) + Cp(0x307));
+  EXPECT_EQ(*NfcNormalize("plain ascii, 你好 😀"), "plain ascii, 你好 😀");
+  EXPECT_EQ(*NfcNormalize(""), "");
+}
+
+TEST(NormalizerTest, ReplaceAndSequence) {
+  const std::vector<NormalizerStep> gemma = {
+      {NormalizerStep::Kind::kReplace, " ", "\xE2\x96\x81"}};
+  EXPECT_EQ(*Normalize(gemma, "a b  c"), "a\xE2\x96\x81" "b\xE2\x96\x81\xE2\x96\x81" "c");
+  const std::vector<NormalizerStep> both = {
+      {NormalizerStep::Kind::kNfc, "", ""}, {NormalizerStep::Kind::kReplace, Cp(0xE9), "E"}};
+  EXPECT_EQ(*Normalize(both, "e" + Cp(0x301) + " " + Cp(0xE9)), "E E");  // NFC first
+  EXPECT_EQ(*Normalize({}, "x y"), "x y");
+  EXPECT_FALSE(Normalize({{NormalizerStep::Kind::kReplace, "", "z"}}, "x").ok());
+}
+
+TEST(PreTokenizerTest, SplitMergedWithPrevious) {
+  // As HF's Split(" ", MergedWithPrevious): a match joins the piece before it unless that
+  // piece is a match too.
+  auto pt = PreTokenizer::Create({" "}, {SplitBehavior::kMergedWithPrevious});
+  ASSERT_TRUE(pt.ok()) << pt.status();
+  std::vector<absl::string_view> pieces;
+  (*pt)->Split("a b  c", &pieces);
+  EXPECT_THAT(pieces, ElementsAre("a ", "b ", " ", "c"));
+  pieces.clear();
+  (*pt)->Split(" a", &pieces);
+  EXPECT_THAT(pieces, ElementsAre(" ", "a"));
+  EXPECT_FALSE(PreTokenizer::Create({" "}, {SplitBehavior::kIsolated, SplitBehavior::kIsolated}).ok());
+}
+
+// A Qwen2-shaped tokenizer.json (NFC, the Qwen2 split, ByteLevel) over the tiny vocabulary
+// plus "é" (bytes C3 A9) and its merge.
+std::string TinyQwenJson(absl::string_view normalizer = R"({"type":"NFC"})") {
+  std::string vocab;
+  const TokenizerSpec spec = TinySpec();
+  for (int32_t id = 0; id < 262; ++id) {
+    std::string escaped = absl::StrReplaceAll(spec.tokens[id], {{"\\", "\\\\"}, {"\"", "\\\""}});
+    absl::StrAppend(&vocab, id ? "," : "", "\"", escaped, "\":", id);
+  }
+  const std::string e_acute = Cp(ByteToUnicode(0xC3)) + Cp(ByteToUnicode(0xA9));
+  absl::StrAppend(&vocab, ",\"", e_acute, "\":262");
+  return absl::StrCat(R"({"version":"1.0","added_tokens":[
+      {"id":263,"content":"<|im_start|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],
+    "normalizer":)", normalizer, R"(,
+    "pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]},
+    "post_processor":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},
+    "decoder":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},
+    "model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":"","end_of_word_suffix":"","fuse_unk":false,"byte_fallback":false,"ignore_merges":false,"vocab":{)",
+                      vocab, R"(},"merges":[["h","e"],"l l",["he","ll"],["hell","o"],["Ġ","w"],["l","o"],[")",
+                      Cp(ByteToUnicode(0xC3)), "\",\"", Cp(ByteToUnicode(0xA9)), R"("]]}})");
+}
+
+TEST(TokenizerJsonTest, Qwen2ShapeComposesWithNfc) {
+  auto tok = Tokenizer::FromTokenizerJson(TinyQwenJson());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_FALSE((*tok)->bos_id().has_value());
+  const std::string decomposed = "e" + Cp(0x301);  // e + COMBINING ACUTE ACCENT
+  EXPECT_THAT(*(*tok)->Encode(Cp(0xE9)), ElementsAre(262));
+  EXPECT_THAT(*(*tok)->Encode(decomposed), ElementsAre(262));  // NFC: the same token
+  EXPECT_EQ(*(*tok)->Decode({262}), Cp(0xE9));
+  // The text beside a special token is normalized too; the token is matched raw.
+  EXPECT_THAT(*(*tok)->Encode("<|im_start|>" + decomposed), ElementsAre(263, 262));
+  // Without the normalizer the decomposed form is 'e' and the mark's two bytes.
+  auto raw = Tokenizer::FromTokenizerJson(TinyQwenJson("null"));
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_THAT(*(*raw)->Encode(decomposed), ElementsAre('e', 0xCC, 0x81));
+}
+
+// A Gemma-3-shaped tokenizer.json: Replace(" " -> "▁"), Split(" ", MergedWithPrevious),
+// BPE with byte_fallback and fuse_unk, the SentencePiece decoder, <bos> from the template.
+// Ids: <pad> 0, <eos> 1, <bos> 2, <unk> 3, <0x00>..<0xFF> 4..259, then ▁ h e l o ▁h he
+// hel hell hello ▁hello (260..270). No "w", so "w" falls back to <0x77>.
+std::string TinyGemmaJson(absl::string_view normalizer = "",
+                          absl::string_view decoder = "", bool byte_fallback = true,
+                          bool fuse_unk = true) {
+  std::string vocab = R"("<pad>":0,"<eos>":1,"<bos>":2,"<unk>":3)";
+  for (int b = 0; b < 256; ++b) absl::StrAppend(&vocab, absl::StrFormat(",\"<0x%02X>\":%d", b, b + 4));
+  int id = 260;
+  for (const char* t : {"\xE2\x96\x81", "h", "e", "l", "o", "\xE2\x96\x81h", "he", "hel", "hell",
+                        "hello", "\xE2\x96\x81hello"}) {
+    absl::StrAppend(&vocab, ",\"", t, "\":", id++);
+  }
+  auto added = [](int id, const char* content) {
+    return absl::StrCat(R"({"id":)", id, R"(,"content":")", content,
+                        R"(","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true})");
+  };
+  return absl::StrCat(
+      R"({"version":"1.0","added_tokens":[)", added(0, "<pad>"), ",", added(1, "<eos>"), ",",
+      added(2, "<bos>"), ",", added(3, "<unk>"), R"(],
+    "normalizer":)",
+      normalizer.empty() ? R"({"type":"Replace","pattern":{"String":" "},"content":"▁"})" : normalizer,
+      R"(,
+    "pre_tokenizer":{"type":"Split","pattern":{"String":" "},"behavior":"MergedWithPrevious","invert":false},
+    "post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<bos>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[],"special_tokens":{"<bos>":{"id":"<bos>","ids":[2],"tokens":["<bos>"]}}},
+    "decoder":)",
+      decoder.empty()
+          ? R"({"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"}]})"
+          : decoder,
+      R"(,
+    "model":{"type":"BPE","dropout":null,"unk_token":"<unk>","continuing_subword_prefix":null,"end_of_word_suffix":null,"fuse_unk":)",
+      fuse_unk ? "true" : "false", R"(,"byte_fallback":)", byte_fallback ? "true" : "false",
+      R"(,"ignore_merges":false,"vocab":{)", vocab,
+      R"(},"merges":[["h","e"],["he","l"],["hel","l"],["▁","h"],["hell","o"],["▁","hello"]]}})");
+}
+
+TEST(TokenizerJsonTest, Gemma3Shape) {
+  auto tok = Tokenizer::FromTokenizerJson(TinyGemmaJson());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_FALSE((*tok)->spec().byte_level);
+  EXPECT_EQ((*tok)->bos_id(), 2);
+  // BPE from characters: h e l l o -> he l l o -> hel l o -> hell o -> hello.
+  EXPECT_THAT(*(*tok)->Encode("hello"), ElementsAre(2, 269));
+  // Replace makes " hello" "▁hello"; (h, e) outranks (▁, h), so ▁ + hello at the end.
+  EXPECT_THAT(*(*tok)->Encode(" hello", false), ElementsAre(270));
+  EXPECT_THAT(*(*tok)->Encode("hello hello", false), ElementsAre(269, 270));
+  EXPECT_EQ(*(*tok)->Decode({2, 269, 270}), "<bos>hello hello");
+  EXPECT_EQ(*(*tok)->TokenBytes(270), " hello");
+}
+
+TEST(TokenizerJsonTest, Gemma3ByteFallback) {
+  auto tok = Tokenizer::FromTokenizerJson(TinyGemmaJson());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  // "w" and "你" (E4 BD A0) are not in the vocabulary: their UTF-8 bytes' <0xXX> tokens.
+  EXPECT_THAT(*(*tok)->Encode("w", false), ElementsAre(0x77 + 4));
+  EXPECT_THAT(*(*tok)->Encode("h你", false), ElementsAre(261, 0xE4 + 4, 0xBD + 4, 0xA0 + 4));
+  EXPECT_EQ(*(*tok)->Decode({261, 0xE4 + 4, 0xBD + 4, 0xA0 + 4}), "h你");
+  // A run of byte tokens that is not valid UTF-8: one U+FFFD per token, as HF's ByteFallback
+  // (not one per maximal ill-formed subpart).
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(*(*tok)->Decode({0xE4 + 4, 0xBD + 4, 261}), r + r + "h");
+  EXPECT_EQ(*(*tok)->Decode({0xE4 + 4}), r);
+}
+
+TEST(TokenizerJsonTest, Gemma3UnknownFusedWithoutByteFallback) {
+  auto fused = Tokenizer::FromTokenizerJson(TinyGemmaJson("", "", /*byte_fallback=*/false));
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_THAT(*(*fused)->Encode("h你好h", false), ElementsAre(261, 3, 261));
+  auto unfused = Tokenizer::FromTokenizerJson(
+      TinyGemmaJson("", "", /*byte_fallback=*/false, /*fuse_unk=*/false));
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  EXPECT_THAT(*(*unfused)->Encode("h你好h", false), ElementsAre(261, 3, 3, 261));
+}
+
+TEST(TokenizerJsonTest, UnsupportedNormalizersAndDecodersAreRefused) {
+  auto status = [](const std::string& json) { return Tokenizer::FromTokenizerJson(json).status(); };
+  absl::Status s = status(TinyGemmaJson(R"({"type":"NFKC"})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("normalizer type 'NFKC' is not supported (NFC, Replace, Sequence)"));
+  s = status(TinyGemmaJson(R"({"type":"Sequence","normalizers":[{"type":"NFC"},{"type":"Lowercase"}]})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("normalizer type 'Lowercase'"));
+  s = status(TinyGemmaJson(R"({"type":"Replace","pattern":{"Regex":" +"},"content":"▁"})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Replace with a {\"Regex\": ...} pattern"));
+  s = status(TinyGemmaJson(R"({"type":"Replace","pattern":{"String":""},"content":"x"})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("the pattern is empty"));
+  EXPECT_TRUE(status(TinyGemmaJson(R"({"type":"Sequence","normalizers":[]})")).ok());
+  s = status(TinyGemmaJson("", R"({"type":"ByteLevel"})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("ByteLevel without a ByteLevel pre_tokenizer"));
+  s = status(TinyGemmaJson("", R"({"type":"Sequence","decoders":[{"type":"ByteFallback"},{"type":"Strip","content":" ","start":1,"stop":0}]})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("decoder 'Strip' is not supported"));
+  s = status(TinyGemmaJson("", R"({"type":"Sequence","decoders":[{"type":"Fuse"},{"type":"Replace","pattern":{"String":"▁"},"content":" "}]})"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Fuse is only supported as the last step"));
+  // A Qwen2 file whose decoder is not ByteLevel.
+  s = status(absl::StrReplaceAll(TinyQwenJson(), {{R"("decoder":{"type":"ByteLevel")", R"("decoder":{"type":"Fuse")"}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("need decoder ByteLevel"));
+}
+
+TEST(TokenizerJsonTest, NormalizedAddedTokenIsMatchedAfterNormalizing) {
+  // A `normalized` added token "a b" is matched as "a▁b" once the Replace normalizer ran.
+  std::string json = TinyGemmaJson();
+  json = absl::StrReplaceAll(json, {{R"("vocab":{"<pad>":0,)", R"("vocab":{"<pad>":0,"a b":271,)"},
+                                    {R"(],
+    "normalizer")", R"(,{"id":271,"content":"a b","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false}],
+    "normalizer")"}});
+  auto tok = Tokenizer::FromTokenizerJson(json);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_THAT(*(*tok)->Encode("ha b", false), ElementsAre(261, 271));
+  // HF matches it in "ha▁b" too (its normalized form), which the raw text never holds.
+  EXPECT_THAT(*(*tok)->Encode("ha\xE2\x96\x81" "b", false), ElementsAre(261, 271));
+  EXPECT_EQ(*(*tok)->Decode({261, 271}), "ha b");
+  // A token that is not `normalized` is matched in the raw text only.
+  auto raw = Tokenizer::FromTokenizerJson(
+      absl::StrReplaceAll(json, {{R"("normalized":true)", R"("normalized":false)"}}));
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_THAT(*(*raw)->Encode("ha b", false), ElementsAre(261, 271));
+  EXPECT_THAT(*(*raw)->Encode("ha\xE2\x96\x81" "b", false), Not(::testing::Contains(271)));
 }
 
 }  // namespace

@@ -26,6 +26,37 @@ Reference: the HuggingFace `tokenizers` library (version pinned in requirements.
    <|begin_of_text|>. Saved as tokenizer/testdata/llama3_style_tokenizer.json. It covers
    the tokenizer.json path (split regex, BOS post-processor) without real Llama 3 files.
 
+3. qwen2_style: a small byte-level BPE trained here in Qwen2's tokenizer.json layout (Qwen2.5
+   and Qwen3 share it): normalizer NFC; pre_tokenizer Sequence[Split(Qwen2 regex: Llama 3's
+   with single digits, \p{N}, isolated), ByteLevel(add_prefix_space=False,
+   trim_offsets=False, use_regex=False)]; decoder and post_processor ByteLevel (no BOS);
+   model BPE with ignore_merges=False, byte_fallback=False, fuse_unk=False,
+   continuing_subword_prefix="" and end_of_word_suffix="" as Qwen's file has them. The added
+   tokens are Qwen3's 26 (Qwen2.5's 22 and <tool_response>, </tool_response>, <think>,
+   </think>) in their order, right after the BPE vocabulary as in the real file; the real
+   ids 151643.. are not used: HF keeps such an id only for a token that is also in
+   model.vocab (an added_tokens id past the vocabulary is renumbered to the vocabulary size
+   on load), so the ids stay dense (3000 BPE tokens, then the 26), far below Qwen's 151936.
+   Saved as tokenizer/testdata/qwen2_style_tokenizer.json.
+
+4. gemma3_style: a small SentencePiece-style BPE trained here in Gemma 3's tokenizer.json
+   layout, the one transformers' GemmaConverter (convert_slow_tokenizer.py) writes:
+   normalizer Replace(" " -> "\u2581"); pre_tokenizer Split(" ", MergedWithPrevious) (a
+   no-op once the normalizer has replaced every space); model BPE with unk_token "<unk>",
+   fuse_unk=True, byte_fallback=True and the 256 tokens <0x00>..<0xFF>; no dummy prefix
+   (no Prepend normalizer); decoder Sequence[Replace("\u2581" -> " "), ByteFallback, Fuse];
+   post_processor TemplateProcessing "<bos> $A" (<bos> = id 2). Ids 0..106 are Gemma 3's
+   control tokens in Gemma's order (<pad>, <eos>, <bos>, <unk>, <mask>, [multimodal],
+   <unused0>..<unused98>, <start_of_turn> = 105, <end_of_turn> = 106), then the byte
+   tokens, then the trained pieces. Training splits words before each "\u2581" (as
+   SentencePiece does); the saved file has Gemma's own pre-tokenizer. The alphabet is
+   limited to the 150 most frequent characters, so rare ones (most CJK, emoji) go through
+   byte fallback. Saved as
+   tokenizer/testdata/gemma3_style_tokenizer.json.
+
+Both are trained on the corpus plus this repository's documentation at the fixed commit
+TRAINING_DOCS_COMMIT (read with `git show`, so regenerating gives the same files).
+
 Regenerate (from the repository root):
 
     python3 -m venv .venv
@@ -45,7 +76,9 @@ import sys
 
 import gguf
 import tokenizers
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+import subprocess
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import processors, trainers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,6 +96,71 @@ LLAMA3_SPECIALS = [
     "<|end_header_id|>",
     "<|eot_id|>",
 ]
+
+
+# Qwen2 / Qwen2.5 / Qwen3: Llama 3's split with single digits (\p{N}, not \p{N}{1,3}).
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# Qwen3's added tokens in id order (151643..151668 in the real file), with their `special`.
+QWEN2_ADDED = [
+    ("<|endoftext|>", True),
+    ("<|im_start|>", True),
+    ("<|im_end|>", True),
+    ("<|object_ref_start|>", True),
+    ("<|object_ref_end|>", True),
+    ("<|box_start|>", True),
+    ("<|box_end|>", True),
+    ("<|quad_start|>", True),
+    ("<|quad_end|>", True),
+    ("<|vision_start|>", True),
+    ("<|vision_end|>", True),
+    ("<|vision_pad|>", True),
+    ("<|image_pad|>", True),
+    ("<|video_pad|>", True),
+    ("<tool_call>", False),
+    ("</tool_call>", False),
+    ("<|fim_prefix|>", False),
+    ("<|fim_middle|>", False),
+    ("<|fim_suffix|>", False),
+    ("<|fim_pad|>", False),
+    ("<|repo_name|>", False),
+    ("<|file_sep|>", False),
+    ("<tool_response>", False),
+    ("</tool_response>", False),
+    ("<think>", False),
+    ("</think>", False),
+]
+# Gemma 3's first 107 ids: control tokens (<bos> = 2, <start_of_turn> = 105).
+GEMMA3_SPECIALS = (
+    ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "[multimodal]"]
+    + [f"<unused{i}>" for i in range(99)]
+    + ["<start_of_turn>", "<end_of_turn>"]
+)
+SPIECE_UNDERLINE = "\u2581"
+
+# The documentation the two small tokenizers are trained on (with the corpus), read at a
+# fixed commit so that regenerating them gives the same files.
+TRAINING_DOCS_COMMIT = "77a60ff8ff06edb848b49bffd3323241f4ac8e87"
+TRAINING_DOCS = [
+    "README.md",
+    "optimizations/README.md",
+    "tools/hf_reference/README.md",
+    "tools/peer/README.md",
+    "verify/README.md",
+]
+
+
+def training_texts(corpus):
+    texts = [e["text"] for e in corpus]
+    for path in TRAINING_DOCS:
+        doc = subprocess.run(
+            ["git", "-C", ROOT, "show", f"{TRAINING_DOCS_COMMIT}:{path}"],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        texts.extend(p for p in doc.split("\n\n") if p.strip())
+    return texts
 
 
 def field(reader, key):
@@ -137,13 +235,103 @@ def llama3_style_tokenizer(training_texts):
     return Tokenizer.from_str(json.dumps(spec, ensure_ascii=False))
 
 
-def goldens(tok, corpus, extra):
+def qwen2_style_tokenizer(texts):
+    byte_level = {"add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(**byte_level),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=3000,
+        min_frequency=2,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    assert tok.get_vocab_size() == 3000, tok.get_vocab_size()
+    for content, special in QWEN2_ADDED:
+        token = AddedToken(content, special=special, normalized=False)
+        (tok.add_special_tokens if special else tok.add_tokens)([token])
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    # The model, decoder and post-processor fields exactly as Qwen's tokenizer.json has them.
+    spec = json.loads(tok.to_str())
+    spec["model"].update(
+        dropout=None, unk_token=None, continuing_subword_prefix="", end_of_word_suffix="",
+        fuse_unk=False, byte_fallback=False, ignore_merges=False,
+    )
+    spec["decoder"] = dict(type="ByteLevel", **byte_level)
+    spec["post_processor"] = dict(type="ByteLevel", **byte_level)
+    tok = Tokenizer.from_str(json.dumps(spec, ensure_ascii=False))
+    assert tok.token_to_id("<|endoftext|>") == 3000 and tok.token_to_id("</think>") == 3025
+    return tok
+
+
+def gemma3_style_tokenizer(texts):
+    # Training: words start at each U+2581, as SentencePiece splits them.
+    train = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    train.normalizer = normalizers.Replace(" ", SPIECE_UNDERLINE)
+    train.pre_tokenizer = pre_tokenizers.Split(SPIECE_UNDERLINE, behavior="merged_with_next")
+    # The alphabet: the 150 most frequent characters, ties broken by code point (the
+    # trainer's own limit_alphabet breaks ties in hash order, so runs would differ); the
+    # others are left out of the training text, so they are encoded by byte fallback.
+    counts = {}
+    for text in texts:
+        for ch in text.replace(" ", SPIECE_UNDERLINE):
+            counts[ch] = counts.get(ch, 0) + 1
+    alphabet = set(sorted(counts, key=lambda ch: (-counts[ch], ch))[:150])
+    kept = ["".join(ch for ch in text if ch in alphabet or ch == " ") for text in texts]
+    trainer = trainers.BpeTrainer(
+        vocab_size=4000 - 256,
+        min_frequency=2,
+        special_tokens=GEMMA3_SPECIALS,
+        show_progress=False,
+    )
+    train.train_from_iterator(kept, trainer=trainer)
+    trained = json.loads(train.to_str())["model"]
+    pieces = sorted(trained["vocab"].items(), key=lambda kv: kv[1])
+    vocab = {t: i for i, t in enumerate(GEMMA3_SPECIALS)}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for piece, _ in pieces:
+        if piece not in vocab:
+            vocab[piece] = len(vocab)
+    merges = [tuple(m) for m in trained["merges"]]
+
+    tok = Tokenizer(models.BPE(vocab, merges, unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+    tok.normalizer = normalizers.Replace(" ", SPIECE_UNDERLINE)
+    tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace(SPIECE_UNDERLINE, " "), decoders.ByteFallback(), decoders.Fuse()]
+    )
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in GEMMA3_SPECIALS])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A <bos> $B", special_tokens=[("<bos>", 2)]
+    )
+    assert tok.token_to_id("<bos>") == 2 and tok.token_to_id("<start_of_turn>") == 105
+    assert tok.token_to_id("<0x00>") == 107 and tok.get_vocab_size() < 262144
+    return tok
+
+
+def goldens(tok, corpus, extra, roundtrip=False):
     cases = []
     for entry in corpus:
         text = entry["text"]
         ids = tok.encode(text, add_special_tokens=True).ids
         decoded = tok.decode(ids, skip_special_tokens=False)
-        cases.append({"category": entry["category"], "text": text, "ids": ids, "decoded": decoded})
+        case = {"category": entry["category"], "text": text, "ids": ids, "decoded": decoded}
+        if roundtrip:
+            # Whether HF's own decode(encode(s)) gives s back; where not (e.g. NFC changes
+            # s), what it gives instead.
+            plain = tok.decode(tok.encode(text, add_special_tokens=False).ids, skip_special_tokens=False)
+            case["roundtrip"] = plain == text
+            if plain != text:
+                case["roundtrip_text"] = plain
+        cases.append(case)
     out = {
         "reference": f"tokenizers=={tokenizers.__version__}, gguf=={importlib.metadata.version('gguf')}",
         "generator": "tools/tokenizer_goldens/make_goldens.py",
@@ -185,6 +373,20 @@ def main():
     write_json(
         os.path.join(args.out_dir, "llama3_style_goldens.json"),
         goldens(small, corpus, {"model": "llama3_style (trained here, Llama 3 tokenizer.json layout)", "adds_bos": True}),
+    )
+
+    texts = training_texts(corpus)
+    qwen = qwen2_style_tokenizer(texts)
+    qwen.save(os.path.join(args.out_dir, "qwen2_style_tokenizer.json"), pretty=True)
+    write_json(
+        os.path.join(args.out_dir, "qwen2_style_goldens.json"),
+        goldens(qwen, corpus, {"model": "qwen2_style (trained here, Qwen2/Qwen2.5/Qwen3 tokenizer.json layout)", "adds_bos": False}, roundtrip=True),
+    )
+    gemma = gemma3_style_tokenizer(texts)
+    gemma.save(os.path.join(args.out_dir, "gemma3_style_tokenizer.json"), pretty=True)
+    write_json(
+        os.path.join(args.out_dir, "gemma3_style_goldens.json"),
+        goldens(gemma, corpus, {"model": "gemma3_style (trained here, Gemma 3 tokenizer.json layout)", "adds_bos": True}, roundtrip=True),
     )
 
 
