@@ -201,8 +201,9 @@ absl::Status ValidateModelShape(const ModelShape& m) {
   if (!m.rope_scaling().type().empty() && m.rope_scaling().type() != "llama3") {
     return bad("unsupported rope_scaling type \"", m.rope_scaling().type(), "\"");
   }
-  if (m.family() != "" && m.family() != "llama" && m.family() != "qwen2" && m.family() != "qwen3") {
-    return bad("unsupported family \"", m.family(), "\" (supported: llama, qwen2, qwen3)");
+  if (m.family() != "" && m.family() != "llama" && m.family() != "qwen2" && m.family() != "qwen3" &&
+      m.family() != "gemma3") {
+    return bad("unsupported family \"", m.family(), "\" (supported: llama, qwen2, qwen3, gemma3)");
   }
   // Each family's HF model fixes which features it has (config.json does not say).
   const bool qwen2 = m.family() == "qwen2";
@@ -211,10 +212,32 @@ absl::Status ValidateModelShape(const ModelShape& m) {
                      : "attention_bias needs family qwen2 (an HF Llama with attention_bias "
                        "also biases o_proj, which is not supported)");
   }
-  const bool qwen3 = m.family() == "qwen3";
-  if (m.qk_norm() != qwen3) {
-    return bad(qwen3 ? "family qwen3 norms q and k per head: set qk_norm: true"
-                     : "qk_norm needs family qwen3");
+  const bool qwen3 = m.family() == "qwen3", gemma3 = m.family() == "gemma3";
+  if (m.qk_norm() != (qwen3 || gemma3)) {
+    return bad(m.qk_norm() ? "qk_norm needs family qwen3 or gemma3"
+                           : "families qwen3 and gemma3 norm q and k per head: set qk_norm: true");
+  }
+  // Gemma 3's other features (GELU-tanh, (1 + w) norms, sandwich norms, the embedding
+  // scale, sliding layers) are independent fields: config.json reading sets them all for
+  // gemma3_text, and the verify mutations switch single ones off in a candidate.
+  if (!m.ffn_activation().empty() && m.ffn_activation() != "silu" && m.ffn_activation() != "gelu_tanh") {
+    return bad("unsupported ffn_activation \"", m.ffn_activation(), "\" (silu, gelu_tanh)");
+  }
+  bool sliding = false;
+  if (m.layer_types_size() != 0 && m.layer_types_size() != m.n_layers()) {
+    return bad("layer_types has ", m.layer_types_size(), " entries for ", m.n_layers(), " layers");
+  }
+  for (const std::string& t : m.layer_types()) {
+    if (t != "full_attention" && t != "sliding_attention") {
+      return bad("layer type \"", t, "\" is neither full_attention nor sliding_attention");
+    }
+    sliding |= t == "sliding_attention";
+  }
+  if (sliding && !(m.sliding_window() > 0 && m.rope_local_theta() > 0)) {
+    return bad("sliding_attention layers need sliding_window > 0 and rope_local_theta > 0");
+  }
+  if (m.sliding_window() < 0 || !(m.query_pre_attn_scalar() >= 0)) {
+    return bad("sliding_window and query_pre_attn_scalar must not be negative");
   }
   if (m.rope_scaling().original_max_position() < 0 ||
       m.rope_scaling().original_max_position() > kMaxDimension) {

@@ -29,6 +29,10 @@ std::string GemvSymbol(int64_t cols) {
   return v.ok() ? (*v)->symbol() : "dk_gemv_bf16_rowmajor";
 }
 
+bool Sliding(const elf::ModelShape& m, int layer) {
+  return layer >= 0 && layer < m.layer_types_size() && m.layer_types(layer) == "sliding_attention";
+}
+
 // The kernels of the graph. Each op is one launch in a group of its own, named
 // `prefix` + op, at `layer`; values and weight tensors are named in full.
 class Ops {
@@ -37,8 +41,8 @@ class Ops {
       : b_(b), m_(m), d_(m), layer_(layer), prefix_(std::move(prefix)) {}
 
   void Norm(const char* op, const std::string& x, const std::string& weight, const std::string& y) {
-    b_.Launch(prefix_ + op, layer_, "dk_rmsnorm_bf16", {{"x", x}}, {{"w", weight, {d_.hidden}}},
-              {{"y", y}}, {{"n", d_.hidden}});
+    b_.Launch(prefix_ + op, layer_, m_.norm_plus_one() ? "dk_rmsnorm_plus1_bf16" : "dk_rmsnorm_bf16",
+              {{"x", x}}, {{"w", weight, {d_.hidden}}}, {{"y", y}}, {{"n", d_.hidden}});
   }
   void Gemv(const char* op, const std::string& x, const std::string& weight, int64_t rows, int64_t cols,
             const std::string& y) {
@@ -63,21 +67,25 @@ class Ops {
   // RMSNorm of each of `heads` heads of x (QK-norm), weight [head_dim].
   void HeadNorm(const char* op, const std::string& x, const std::string& weight, int64_t heads,
                 const std::string& y) {
-    b_.Launch(prefix_ + op, layer_, "dk_head_rmsnorm_bf16", {{"x", x}}, {{"w", weight, {m_.head_dim()}}},
-              {{"y", y}}, {{"heads", heads}, {"head_dim", m_.head_dim()}});
+    b_.Launch(prefix_ + op, layer_, m_.norm_plus_one() ? "dk_head_rmsnorm_plus1_bf16" : "dk_head_rmsnorm_bf16",
+              {{"x", x}}, {{"w", weight, {m_.head_dim()}}}, {{"y", y}},
+              {{"heads", heads}, {"head_dim", m_.head_dim()}});
   }
+  // RoPE with the sliding layers' table ("rope_local.*") when this layer is one.
   void Rope(const char* op, const std::string& x, int64_t heads, const std::string& y) {
+    const std::string table = Sliding(m_, layer_) ? "rope_local." : "rope.";
     b_.Launch(prefix_ + op, layer_, "dk_rope_halfsplit_bf16",
-              {{"x", x}, {"cos", "rope.cos"}, {"sin", "rope.sin"}}, {}, {{"y", y}},
+              {{"x", x}, {"cos", table + "cos"}, {"sin", table + "sin"}}, {}, {{"y", y}},
               {{"heads", heads}, {"head_dim", m_.head_dim()}});
   }
   void Add(const char* op, const std::string& a, const std::string& b, const std::string& y) {
     b_.Launch(prefix_ + op, layer_, "dk_add_bf16", {{"a", a}, {"b", b}}, {}, {{"y", y}},
               {{"n", d_.hidden}});
   }
-  void SiluMul(const char* op, const std::string& gate, const std::string& up, const std::string& y) {
-    b_.Launch(prefix_ + op, layer_, "dk_silu_mul_bf16", {{"gate", gate}, {"up", up}}, {}, {{"y", y}},
-              {{"n", d_.ffn}});
+  // The FFN's activation times up: SiLU, or Gemma's GELU-tanh.
+  void ActMul(const char* op, const std::string& gate, const std::string& up, const std::string& y) {
+    b_.Launch(prefix_ + op, layer_, m_.ffn_activation() == "gelu_tanh" ? "dk_gelu_tanh_mul_bf16" : "dk_silu_mul_bf16",
+              {{"gate", gate}, {"up", up}}, {}, {{"y", y}}, {{"n", d_.ffn}});
   }
 
  private:
@@ -96,6 +104,13 @@ std::string Embedding(ProgramBuilder& b, const elf::ModelShape& m) {
   b.Value("rope.sin", {d.half});
   b.Host("embedding", -1, {{"out", "h0"}});
   b.Host("rope_lookup", -1, {{"cos", "rope.cos"}, {"sin", "rope.sin"}});
+  for (int i = 0; i < m.n_layers(); ++i) {
+    if (!Sliding(m, i)) continue;
+    b.Value("rope_local.cos", {d.half});
+    b.Value("rope_local.sin", {d.half});
+    b.Host("rope_lookup", -1, {{"cos", "rope_local.cos"}, {"sin", "rope_local.sin"}}, {{"local", 1}});
+    break;
+  }
   return "h0";
 }
 
@@ -128,15 +143,30 @@ std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, con
   b.Host("kv_write", i, {{"k", L + "k_rot"}, {"v", L + "v"}});
   b.Host("attention", i, {{"q", L + "q_rot"}, {"out", L + "attn"}});
   op.Gemv("o_proj", L + "attn", W + "self_attn.o_proj.weight", d.hidden, d.q, L + "o");
-  op.Add("attn_add", h_in, L + "o", L + "h_mid");
+  // Gemma 3's sandwich: the attention output normed before its residual add.
+  std::string o = L + "o";
+  if (m.sandwich_norms()) {
+    b.Value(L + "o_n", {d.hidden});
+    op.Norm("post_attn_norm", o, W + "post_attention_layernorm.weight", L + "o_n");
+    o = L + "o_n";
+  }
+  op.Add("attn_add", h_in, o, L + "h_mid");
 
-  // MLP: h_out = h_mid + down(silu(gate) * up).
-  op.Norm("ffn_norm", L + "h_mid", W + "post_attention_layernorm.weight", L + "xn2");
+  // MLP: h_out = h_mid + down(act(gate) * up) (Gemma 3: the down output normed first).
+  op.Norm("ffn_norm", L + "h_mid",
+          W + (m.sandwich_norms() ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"),
+          L + "xn2");
   op.Gemv("gate_proj", L + "xn2", W + "mlp.gate_proj.weight", d.ffn, d.hidden, L + "gate");
   op.Gemv("up_proj", L + "xn2", W + "mlp.up_proj.weight", d.ffn, d.hidden, L + "up");
-  op.SiluMul("silu_mul", L + "gate", L + "up", L + "act");
+  op.ActMul(m.ffn_activation() == "gelu_tanh" ? "gelu_mul" : "silu_mul", L + "gate", L + "up", L + "act");
   op.Gemv("down_proj", L + "act", W + "mlp.down_proj.weight", d.hidden, d.ffn, L + "down");
-  op.Add("ffn_add", L + "h_mid", L + "down", L + "h_out");
+  std::string down = L + "down";
+  if (m.sandwich_norms()) {
+    b.Value(L + "down_n", {d.hidden});
+    op.Norm("post_ffn_norm", down, W + "post_feedforward_layernorm.weight", L + "down_n");
+    down = L + "down_n";
+  }
+  op.Add("ffn_add", L + "h_mid", down, L + "h_out");
   return L + "h_out";
 }
 

@@ -119,9 +119,10 @@ runtime::HostOpsWrapper Wrap(MutatedHostOps::Hooks hooks) {
   };
 }
 
-// Removes every launch of kernel symbol `symbol` (x -> y) and makes whatever read its y
-// read its x: the model without that step. y must be an INTERMEDIATE BO (a merged stage).
-absl::Status DropLaunches(elf::Program* p, const std::string& symbol) {
+// Removes every launch of kernel symbol `symbol` (x -> y; with `weight_suffix`, only those
+// whose weight "w" is a tensor named so) and makes whatever read its y read its x: the
+// model without that step. y must be an INTERMEDIATE BO (a merged stage).
+absl::Status DropLaunches(elf::Program* p, const std::string& symbol, const std::string& weight_suffix = "") {
   std::map<std::string, const elf::BufferObject*> bos;
   for (const auto& b : p->bos()) bos[b.name()] = &b;
   std::map<std::string, std::string> replace;  // y BO -> x BO
@@ -130,10 +131,15 @@ absl::Status DropLaunches(elf::Program* p, const std::string& symbol) {
     auto* launches = step.mutable_group()->mutable_launches();
     for (int i = launches->size() - 1; i >= 0; --i) {
       if (launches->Get(i).kernel_symbol() != symbol) continue;
-      std::string x, y;
+      std::string x, y, w;
       for (const auto& b : launches->Get(i).bindings()) {
         if (b.param() == "x") x = b.bo();
         if (b.param() == "y") y = b.bo();
+        if (b.param() == "w") w = b.bo();
+      }
+      if (!weight_suffix.empty() &&
+          (bos.count(w) == 0 || !absl::EndsWith(bos[w]->weight_tensor(), weight_suffix))) {
+        continue;
       }
       if (x.empty() || y.empty() || bos.count(y) == 0 || bos[y]->category() != elf::INTERMEDIATE) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -143,7 +149,9 @@ absl::Status DropLaunches(elf::Program* p, const std::string& symbol) {
       launches->DeleteSubrange(i, 1);
     }
   }
-  if (replace.empty()) return absl::FailedPreconditionError(absl::StrCat("the program has no ", symbol, " launch"));
+  if (replace.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("the program has no ", symbol, " launch", weight_suffix.empty() ? "" : " of ", weight_suffix));
+  }
   for (auto& step : *p->mutable_steps()) {
     if (!step.has_group()) continue;
     for (auto& l : *step.mutable_group()->mutable_launches()) {
@@ -155,13 +163,30 @@ absl::Status DropLaunches(elf::Program* p, const std::string& symbol) {
   return absl::OkStatus();
 }
 
+// Every launch of kernel symbol `from` made a launch of `to` (the same parameters).
+absl::Status SwapSymbol(elf::Program* p, const std::string& from, const std::string& to) {
+  int swapped = 0;
+  for (auto& step : *p->mutable_steps()) {
+    if (!step.has_group()) continue;
+    for (auto& l : *step.mutable_group()->mutable_launches()) {
+      if (l.kernel_symbol() != from) continue;
+      l.set_kernel_symbol(to);
+      ++swapped;
+    }
+  }
+  if (swapped == 0) return absl::FailedPreconditionError(absl::StrCat("the program has no ", from, " launch"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 constexpr char kNoiseTensor[] = "model.layers.0.self_attn.v_proj.weight";
 
 std::vector<std::string> MutationNames() {
   return {"k_no_rope_last_layer", "drop_last_layer", "rope_unscaled",      "rope_theta_10000",
-          "swap_kv_heads",        "noise_1pct",      "attention_off_by_one", "no_qkv_bias"};
+          "swap_kv_heads",        "noise_1pct",      "attention_off_by_one", "no_qkv_bias",
+          "no_qk_norm",           "no_gelu",         "no_norm_plus_one",     "no_post_ffn_norm",
+          "no_embedding_scale",   "no_sliding_window", "no_local_rope"};
 }
 
 absl::Status ApplyMutation(const std::string& name, elf::Program* program, weights::Weights* w,
@@ -208,7 +233,32 @@ absl::Status ApplyMutation(const std::string& name, elf::Program* program, weigh
   }
   if (name == "no_qk_norm") {
     if (!m.qk_norm()) return absl::InvalidArgumentError("no_qk_norm: the model has no QK-norm");
-    return DropLaunches(program, "dk_head_rmsnorm_bf16");
+    return DropLaunches(program, m.norm_plus_one() ? "dk_head_rmsnorm_plus1_bf16" : "dk_head_rmsnorm_bf16");
+  }
+  // Gemma 3's features, each switched off alone.
+  if (name == "no_gelu") return SwapSymbol(program, "dk_gelu_tanh_mul_bf16", "dk_silu_mul_bf16");
+  if (name == "no_norm_plus_one") {
+    DK_RETURN_IF_ERROR(SwapSymbol(program, "dk_rmsnorm_plus1_bf16", "dk_rmsnorm_bf16"));
+    return m.qk_norm() ? SwapSymbol(program, "dk_head_rmsnorm_plus1_bf16", "dk_head_rmsnorm_bf16")
+                       : absl::OkStatus();
+  }
+  if (name == "no_post_ffn_norm") {
+    return DropLaunches(program, "dk_rmsnorm_plus1_bf16", "post_feedforward_layernorm.weight");
+  }
+  if (name == "no_embedding_scale" || name == "no_sliding_window" || name == "no_local_rope") {
+    // Read by the host ops from the program's model shape.
+    elf::ModelShape* shape = program->mutable_model();
+    if (name == "no_embedding_scale") {
+      if (!shape->embedding_scale()) return absl::InvalidArgumentError("no_embedding_scale: the model has none");
+      shape->set_embedding_scale(false);
+    } else if (name == "no_sliding_window") {
+      if (shape->sliding_window() == 0) return absl::InvalidArgumentError("no_sliding_window: the model has none");
+      for (std::string& t : *shape->mutable_layer_types()) t = "full_attention";
+    } else {
+      if (!(shape->rope_local_theta() > 0)) return absl::InvalidArgumentError("no_local_rope: the model has none");
+      shape->set_rope_local_theta(shape->rope_theta());
+    }
+    return absl::OkStatus();
   }
   if (name == "no_qkv_bias") {
     if (!m.attention_bias()) return absl::InvalidArgumentError("no_qkv_bias: the model has no q/k/v biases");

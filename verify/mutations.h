@@ -21,6 +21,12 @@
 //   no_qk_norm             the QK-norm launches (head_rmsnorm) dropped from the program,
 //                          RoPE reading the raw q / k (models with qk_norm; a merged
 //                          stage, where those values are INTERMEDIATE BOs)
+//   no_gelu                Gemma's GELU-tanh * up launches run as SiLU * up
+//   no_norm_plus_one       Gemma's (1 + w) norms run as Llama's w norms
+//   no_post_ffn_norm       Gemma's post_feedforward_layernorm launches dropped (a merged stage)
+//   no_embedding_scale     the embedding row not scaled by sqrt(hidden)
+//   no_sliding_window      every layer attends to all positions (sliding layers too)
+//   no_local_rope          sliding layers' RoPE with the global theta
 //
 // Thread-safety: the host-op wrappers are driven by one thread, like the host ops.
 #ifndef DK_VERIFY_MUTATIONS_H_

@@ -125,10 +125,12 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   if (const auto model_type = cfg.find("model_type"); model_type != cfg.end() && model_type->is_string()) {
     family = model_type->get<std::string>();
   }
-  if (family != "llama" && family != "qwen2" && family != "qwen3") {
-    return absl::UnimplementedError(absl::StrCat(file, ": model_type \"", family,
-                                                 "\" is not supported (llama, qwen2, qwen3)"));
+  if (family == "gemma3_text") family = "gemma3";  // Gemma3ForCausalLM's text config
+  if (family != "llama" && family != "qwen2" && family != "qwen3" && family != "gemma3") {
+    return absl::UnimplementedError(absl::StrCat(
+        file, ": model_type \"", family, "\" is not supported (llama, qwen2, qwen3, gemma3_text)"));
   }
+  const bool gemma3 = family == "gemma3";
   // Features a family may switch on in its config.json that the graph does not have.
   for (const char* key : {"attention_bias", "mlp_bias", "use_sliding_window"}) {
     const auto it = cfg.find(key);
@@ -136,16 +138,34 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
       return absl::UnimplementedError(absl::StrCat(file, ": \"", key, "\": true is not supported"));
     }
   }
-  if (const auto act = cfg.find("hidden_act"); act != cfg.end() && act->is_string() &&
-                                                 act->get<std::string>() != "silu") {
-    return absl::UnimplementedError(absl::StrCat(file, ": hidden_act \"", act->get<std::string>(),
-                                                 "\" is not supported (silu)"));
+  // Gemma 3 names it hidden_activation; its FFN is GELU-tanh, every other family's SiLU.
+  const char* want_act = gemma3 ? "gelu_pytorch_tanh" : "silu";
+  for (const char* key : {"hidden_act", "hidden_activation"}) {
+    const auto act = cfg.find(key);
+    if (act != cfg.end() && act->is_string() && act->get<std::string>() != want_act) {
+      return absl::UnimplementedError(absl::StrCat(file, ": ", key, " \"", act->get<std::string>(),
+                                                   "\" is not supported for ", family, " (", want_act, ")"));
+    }
+  }
+  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"}) {
+    const auto it = cfg.find(key);
+    if (it != cfg.end() && !it->is_null()) {
+      return absl::UnimplementedError(absl::StrCat(file, ": \"", key, "\" is not supported (null)"));
+    }
   }
   elf::ModelShape s;
   s.set_name(name);
   if (family != "llama") s.set_family(family);
-  s.set_attention_bias(family == "qwen2");  // Qwen2Attention: q/k/v with bias, o without
-  s.set_qk_norm(family == "qwen3");         // Qwen3Attention: q_norm, k_norm per head
+  s.set_attention_bias(family == "qwen2");           // Qwen2Attention: q/k/v with bias, o without
+  s.set_qk_norm(family == "qwen3" || gemma3);        // q_norm, k_norm per head
+  if (gemma3) {
+    s.set_ffn_activation("gelu_tanh");
+    s.set_norm_plus_one(true);
+    s.set_sandwich_norms(true);
+    s.set_embedding_scale(true);
+    DK_ASSIGN_OR_RETURN(double scalar, JsonNumber(cfg, "query_pre_attn_scalar", file, 0));
+    s.set_query_pre_attn_scalar(static_cast<float>(scalar));
+  }
   DK_ASSIGN_OR_RETURN(int32_t hidden,
                       JsonPositiveInt(cfg, "hidden_size", file, 0, elf::kMaxDimension));
   DK_ASSIGN_OR_RETURN(int32_t ffn,
@@ -163,17 +183,28 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   DK_ASSIGN_OR_RETURN(int32_t max_pos, JsonPositiveInt(cfg, "max_position_embeddings", file,
                                                        2048, elf::kMaxDimension));
   DK_ASSIGN_OR_RETURN(double eps, JsonNumber(cfg, "rms_norm_eps", file, 1e-6));
-  double theta = 10000.0;
-  // transformers >= 5 writes rope_theta and the scaling inside rope_parameters.
+  double theta = 10000.0, local_theta = 10000.0;
+  DK_ASSIGN_OR_RETURN(theta, JsonNumber(cfg, "rope_theta", file, theta));
+  DK_ASSIGN_OR_RETURN(local_theta, JsonNumber(cfg, "rope_local_base_freq", file, local_theta));
+  // transformers >= 5 writes rope_theta and the scaling inside rope_parameters (Gemma 3:
+  // one object per layer type).
   const auto params = cfg.find("rope_parameters");
   if (params != cfg.end() && params->is_object()) {
-    DK_ASSIGN_OR_RETURN(theta, JsonNumber(*params, "rope_theta", file, theta));
-    DK_RETURN_IF_ERROR(ParseRopeScaling(*params, file, s));
+    const auto full = params->find("full_attention"), local = params->find("sliding_attention");
+    const json& global = full != params->end() && full->is_object() ? *full : *params;
+    DK_ASSIGN_OR_RETURN(theta, JsonNumber(global, "rope_theta", file, theta));
+    DK_RETURN_IF_ERROR(ParseRopeScaling(global, file, s));
+    if (local != params->end() && local->is_object()) {
+      DK_ASSIGN_OR_RETURN(local_theta, JsonNumber(*local, "rope_theta", file, local_theta));
+      if (elf::ModelShape scaled; !ParseRopeScaling(*local, file, scaled).ok() ||
+                                  !scaled.rope_scaling().type().empty()) {
+        return absl::UnimplementedError(absl::StrCat(file, ": RoPE scaling of sliding layers is not supported"));
+      }
+    }
   }
-  DK_ASSIGN_OR_RETURN(theta, JsonNumber(cfg, "rope_theta", file, theta));
   const auto scaling = cfg.find("rope_scaling");
   if (scaling != cfg.end()) DK_RETURN_IF_ERROR(ParseRopeScaling(*scaling, file, s));
-  bool tied = false;
+  bool tied = gemma3;  // Gemma3TextConfig's default
   const auto tie = cfg.find("tie_word_embeddings");
   if (tie != cfg.end() && !tie->is_null()) {
     if (!tie->is_boolean()) {
@@ -193,6 +224,28 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   s.set_rope_theta(static_cast<float>(theta));
   s.set_tied_embeddings(tied);
   s.set_max_context(max_pos);
+  if (gemma3) {
+    // layer_types, or (older configs) every sliding_window_pattern-th layer full.
+    if (const auto lt = cfg.find("layer_types"); lt != cfg.end() && lt->is_array()) {
+      for (const auto& t : *lt) {
+        if (!t.is_string()) return absl::InvalidArgumentError(absl::StrCat(file, ": layer_types holds a non-string"));
+        s.add_layer_types(t.get<std::string>());
+      }
+    } else {
+      int64_t pattern = 6;
+      for (const char* key : {"sliding_window_pattern", "_sliding_window_pattern"}) {
+        DK_ASSIGN_OR_RETURN(double v, JsonNumber(cfg, key, file, static_cast<double>(pattern)));
+        pattern = static_cast<int64_t>(v);
+      }
+      if (pattern <= 0) return absl::InvalidArgumentError(absl::StrCat(file, ": sliding_window_pattern must be positive"));
+      for (int i = 0; i < layers; ++i) {
+        s.add_layer_types((i + 1) % pattern == 0 ? "full_attention" : "sliding_attention");
+      }
+    }
+    DK_ASSIGN_OR_RETURN(int32_t window, JsonPositiveInt(cfg, "sliding_window", file, 4096, elf::kMaxDimension));
+    s.set_sliding_window(window);
+    s.set_rope_local_theta(static_cast<float>(local_theta));
+  }
   // What the sizes imply together (heads dividing, the KV cache's size, ...).
   if (absl::Status st = elf::ValidateModelShape(s); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", st.message()));
@@ -202,10 +255,11 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
 
 std::string HfConfigJson(const elf::ModelShape& s) {
   const bool llama3_vocab = s.vocab() == 128256;
-  const bool qwen2 = s.family() == "qwen2", qwen3 = s.family() == "qwen3";
+  const bool qwen2 = s.family() == "qwen2", qwen3 = s.family() == "qwen3", gemma3 = s.family() == "gemma3";
   json cfg = {
-      {"architectures", {qwen2 ? "Qwen2ForCausalLM" : qwen3 ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
-      {"model_type", qwen2 ? "qwen2" : qwen3 ? "qwen3" : "llama"},
+      {"architectures",
+       {qwen2 ? "Qwen2ForCausalLM" : qwen3 ? "Qwen3ForCausalLM" : gemma3 ? "Gemma3ForCausalLM" : "LlamaForCausalLM"}},
+      {"model_type", qwen2 ? "qwen2" : qwen3 ? "qwen3" : gemma3 ? "gemma3_text" : "llama"},
       {"torch_dtype", "bfloat16"},
       {"hidden_size", s.hidden()},
       {"intermediate_size", s.ffn()},
@@ -239,6 +293,25 @@ std::string HfConfigJson(const elf::ModelShape& s) {
     cfg["use_sliding_window"] = false;
     cfg["sliding_window"] = nullptr;
     cfg["max_window_layers"] = s.n_layers();
+  }
+  if (gemma3) {
+    // Gemma3TextConfig's keys, as google/gemma-3-270m's config.json has them.
+    for (const char* key : {"mlp_bias", "pretraining_tp", "hidden_act"}) cfg.erase(key);
+    cfg["hidden_activation"] = "gelu_pytorch_tanh";
+    cfg["bos_token_id"] = 2;
+    cfg["eos_token_id"] = 1;
+    cfg["pad_token_id"] = 0;
+    // An int in Gemma3TextConfig (256 for the 270M model).
+    cfg["query_pre_attn_scalar"] = s.query_pre_attn_scalar() > 0
+                                       ? static_cast<int64_t>(std::lround(s.query_pre_attn_scalar()))
+                                       : int64_t{s.head_dim()};
+    cfg["sliding_window"] = s.sliding_window();
+    cfg["rope_local_base_freq"] = ShortestDouble(s.rope_local_theta());
+    cfg["layer_types"] = json::array();
+    for (const std::string& t : s.layer_types()) cfg["layer_types"].push_back(t);
+    cfg["final_logit_softcapping"] = nullptr;
+    cfg["attn_logit_softcapping"] = nullptr;
+    cfg["use_bidirectional_attention"] = false;
   }
   if (s.rope_scaling().type() == "llama3") {
     const elf::RopeScaling& r = s.rope_scaling();

@@ -255,6 +255,62 @@ TEST(HfCheckpointTest, Qwen3ConfigHasQkNormAndItsOwnHeadDim) {
   EXPECT_EQ(back->SerializeAsString(), s->SerializeAsString());
 }
 
+// google/gemma-3-270m's published config.json (no tie_word_embeddings: tied by default;
+// the older sliding_window_pattern instead of layer_types).
+constexpr char kGemma3Config[] = R"({
+  "_sliding_window_pattern": 6, "architectures": ["Gemma3ForCausalLM"], "attention_bias": false,
+  "attention_dropout": 0.0, "attn_logit_softcapping": null, "bos_token_id": 2, "eos_token_id": 1,
+  "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 640, "initializer_range": 0.02, "intermediate_size": 2048,
+  "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4,
+  "num_hidden_layers": 18, "num_key_value_heads": 1, "pad_token_id": 0,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0,
+  "rope_scaling": null, "rope_theta": 1000000.0, "sliding_window": 512,
+  "torch_dtype": "bfloat16", "use_bidirectional_attention": false, "use_cache": true,
+  "vocab_size": 262144})";
+
+TEST(HfCheckpointTest, Gemma3ConfigHasAllItsFeaturesAndRoundTrips) {
+  auto s = ShapeFromHfConfig(kGemma3Config, "gemma", "config.json");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->family(), "gemma3");
+  EXPECT_TRUE(s->qk_norm());
+  EXPECT_TRUE(s->norm_plus_one());
+  EXPECT_TRUE(s->sandwich_norms());
+  EXPECT_TRUE(s->embedding_scale());
+  EXPECT_TRUE(s->tied_embeddings());
+  EXPECT_EQ(s->ffn_activation(), "gelu_tanh");
+  EXPECT_EQ(s->sliding_window(), 512);
+  EXPECT_EQ(s->rope_local_theta(), 1e4f);
+  EXPECT_EQ(s->rope_theta(), 1e6f);
+  EXPECT_EQ(s->query_pre_attn_scalar(), 256.0f);
+  ASSERT_EQ(s->layer_types_size(), 18);
+  for (int i = 0; i < 18; ++i) {
+    EXPECT_EQ(s->layer_types(i), (i + 1) % 6 == 0 ? "full_attention" : "sliding_attention") << i;
+  }
+  int norms = 0;
+  for (const auto& [name, dims] : ExpectedTensors(*s)) norms += absl::EndsWith(name, "feedforward_layernorm.weight");
+  EXPECT_EQ(norms, 2 * 18);
+  const std::string text = HfConfigJson(*s);
+  EXPECT_THAT(text, HasSubstr("\"gemma3_text\""));
+  EXPECT_THAT(text, HasSubstr("\"query_pre_attn_scalar\": 256,"));  // an int, as HF requires
+  auto back = ShapeFromHfConfig(text, "gemma", "config.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->SerializeAsString(), s->SerializeAsString());
+  // transformers 5's per-layer-type rope_parameters give the same thetas.
+  std::string v5 = kGemma3Config;
+  v5.replace(v5.find("\"rope_scaling\": null"), 20,
+             R"("rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                 "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})");
+  auto s5 = ShapeFromHfConfig(v5, "gemma", "config.json");
+  ASSERT_TRUE(s5.ok()) << s5.status();
+  EXPECT_EQ(s5->rope_local_theta(), 1e4f);
+  EXPECT_EQ(s5->rope_theta(), 1e6f);
+  // What the graph does not have is refused.
+  std::string capped = kGemma3Config;
+  capped.replace(capped.find("\"final_logit_softcapping\": null"), 31, "\"final_logit_softcapping\": 30.0");
+  EXPECT_EQ(ShapeFromHfConfig(capped, "g", "c.json").status().code(), absl::StatusCode::kUnimplemented);
+}
+
 TEST(HfCheckpointTest, Qwen2ConfigHasQkvBiasAndRoundTrips) {
   auto s = ShapeFromHfConfig(kQwen25Config, "qwen", "config.json");
   ASSERT_TRUE(s.ok()) << s.status();

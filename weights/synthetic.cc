@@ -79,12 +79,19 @@ absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint6
   for (int j = 0; j < static_cast<int>(jobs.size()); ++j) {
     for (int64_t b = 0; b < jobs[j].numel; b += kChunk) tasks.push_back({j, b});
   }
+  const bool norm_plus_one = shape.norm_plus_one();
   SharedThreadPool().Run(static_cast<int64_t>(tasks.size()), [&](int64_t task, int) {
     const Job& job = jobs[tasks[task].first];
     const int64_t begin = tasks[task].second;
     const int64_t end = std::min(begin + kChunk, job.numel);
     if (job.norm) {
-      for (int64_t i = begin; i < end; ++i) job.data[i] = bf16{0x3F80};  // 1.0
+      // Every norm scales by 1: weight 1.0, or 0.0 where the norm scales by (1 + w)
+      // (Gemma; its checkpoints store the weight zero-centered). A scale of 2 in every
+      // one of Gemma 3's six norms per layer doubled the bf16 noise between two correct
+      // implementations (HF's eager vs sdpa attention: 4.3% vs 1.8% relative L2 after
+      // 18 layers).
+      const bf16 one = norm_plus_one ? bf16{0x0000} : bf16{0x3F80};
+      for (int64_t i = begin; i < end; ++i) job.data[i] = one;
       return;
     }
     for (int64_t i = begin; i < end; ++i) job.data[i] = SyntheticElement(job.key, i);

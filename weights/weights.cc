@@ -113,6 +113,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> ExpectedTensors(
   for (int l = 0; l < s.n_layers(); ++l) {
     const std::string p = absl::StrCat("model.layers.", l, ".");
     out.push_back({p + "input_layernorm.weight", {hidden}});
+    if (s.sandwich_norms()) {
+      out.push_back({p + "pre_feedforward_layernorm.weight", {hidden}});
+      out.push_back({p + "post_feedforward_layernorm.weight", {hidden}});
+    }
     out.push_back({p + "self_attn.q_proj.weight", {q_rows, hidden}});
     out.push_back({p + "self_attn.k_proj.weight", {kv_rows, hidden}});
     out.push_back({p + "self_attn.v_proj.weight", {kv_rows, hidden}});

@@ -156,7 +156,7 @@ absl::StatusOr<Weights> LoadWeights(const std::string& path);
 
 // Deterministic synthetic weights for `shape`: the same seed gives the same bytes on
 // every machine. Linear and embedding weights ~ uniform with std 0.02 (HF's
-// initializer_range), norm weights 1.0. Element i of tensor `name` is a pure
+// initializer_range), norm weights 1.0 (0.0 with norm_plus_one: a scale of 1 either way). Element i of tensor `name` is a pure
 // function of (seed, FNV-1a-64(name), i) (splitmix64 mixing), so any slice can be
 // generated independently and in parallel. ResourceExhausted when a tensor cannot
 // be allocated (a valid but huge shape), never an abort.

@@ -35,6 +35,29 @@ void SiluMulImpl(const bf16* gate, const bf16* up, size_t n, bf16* out) {
   }
 }
 
+// gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))), in f32 as torch's
+// CPU kernel computes it for bf16, rounded to bf16 before the product with up.
+constexpr float kGeluBeta = 0.7978845608028654f, kGeluKappa = 0.044715f;
+
+void GeluTanhMulImpl(const bf16* gate, const bf16* up, size_t n, bf16* out) {
+  const hn::ScalableTag<float> df;
+  const size_t nf = hn::Lanes(df);
+  const auto half = hn::Set(df, 0.5f), one = hn::Set(df, 1.0f);
+  const auto beta = hn::Set(df, kGeluBeta), kappa = hn::Set(df, kGeluKappa);
+  size_t i = 0;
+  for (; i + nf <= n; i += nf) {
+    const auto g = LoadBf16(df, gate + i);
+    const auto inner = hn::Mul(beta, hn::MulAdd(hn::Mul(kappa, g), hn::Mul(g, g), g));
+    const auto gelu = hn::Mul(hn::Mul(half, g), hn::Add(one, hn::CallTanh(df, inner)));
+    StoreRoundedBf16(df, hn::Mul(RoundToBf16(df, gelu), LoadBf16(df, up + i)), out + i);
+  }
+  for (; i < n; ++i) {
+    const float g = Bf16ToF32(gate[i]);
+    const float gelu = 0.5f * g * (1.0f + std::tanh(kGeluBeta * (g + kGeluKappa * g * g * g)));
+    out[i] = F32ToBf16(dk::RoundToBf16(gelu) * Bf16ToF32(up[i]));
+  }
+}
+
 void AddImpl(const bf16* a, const bf16* b, size_t n, bf16* out) {
   const hn::ScalableTag<float> df;
   const size_t nf = hn::Lanes(df);
@@ -64,10 +87,15 @@ namespace dk::kernels {
 
 HWY_EXPORT(SiluMulImpl);
 HWY_EXPORT(AddImpl);
+HWY_EXPORT(GeluTanhMulImpl);
 HWY_EXPORT(AddBiasImpl);
 
 void SiluMul(const bf16* gate, const bf16* up, size_t n, bf16* out) {
   HWY_DYNAMIC_DISPATCH(SiluMulImpl)(gate, up, n, out);
+}
+
+void GeluTanhMul(const bf16* gate, const bf16* up, size_t n, bf16* out) {
+  HWY_DYNAMIC_DISPATCH(GeluTanhMulImpl)(gate, up, n, out);
 }
 
 void Add(const bf16* a, const bf16* b, size_t n, bf16* out) {

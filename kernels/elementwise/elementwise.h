@@ -1,5 +1,6 @@
 // Small decode kernels on bf16 activations, with torch's bf16 rounding points:
 //  * SiluMul:  out = bf16(bf16(silu(gate)) * up)      (LlamaMLP: act_fn(gate) * up)
+//  * GeluTanhMul: out = bf16(bf16(gelu_tanh(gate)) * up) (Gemma's MLP, gelu_pytorch_tanh)
 //  * Add:      out = bf16(a + b)                      (residual add)
 //  * AddBias:  out = bf16(x + bias), x f32            (Linear's bias: addmm rounds once)
 //  * EmbeddingLookup: out = table[id, :]              (bf16 row copy)
@@ -18,6 +19,7 @@
 namespace dk::kernels {
 
 void SiluMul(const bf16* gate, const bf16* up, size_t n, bf16* out);
+void GeluTanhMul(const bf16* gate, const bf16* up, size_t n, bf16* out);
 void Add(const bf16* a, const bf16* b, size_t n, bf16* out);
 void AddBias(const float* x, const bf16* bias, size_t n, bf16* out);
 

@@ -27,6 +27,18 @@ void BM_SiluMul(benchmark::State& state) {
 }
 BENCHMARK(BM_SiluMul)->Arg(1536)->Arg(8192);
 
+void BM_GeluTanhMul(benchmark::State& state) {
+  const size_t n = state.range(0);
+  const auto g = Values(n, 8), u = Values(n, 2);
+  std::vector<bf16> out(n);
+  for (auto _ : state) {
+    GeluTanhMul(g.data(), u.data(), n, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * n * 3 * sizeof(bf16));
+}
+BENCHMARK(BM_GeluTanhMul)->Arg(2048);  // Gemma 3 270M FFN
+
 void BM_Add(benchmark::State& state) {
   const size_t n = state.range(0);
   const auto a = Values(n, 8), b = Values(n, 2);

@@ -15,6 +15,12 @@ inline float SiluMul(bf16 gate, bf16 up) {
   return RoundToBf16(static_cast<float>(static_cast<double>(silu) * Bf16ToF32(up)));
 }
 
+inline float GeluTanhMul(bf16 gate, bf16 up) {
+  const double g = Bf16ToF32(gate);
+  const double gelu = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+  return RoundToBf16(static_cast<float>(static_cast<double>(RoundToBf16(static_cast<float>(gelu))) * Bf16ToF32(up)));
+}
+
 inline float Add(bf16 a, bf16 b) {
   return RoundToBf16(static_cast<float>(static_cast<double>(Bf16ToF32(a)) + Bf16ToF32(b)));
 }

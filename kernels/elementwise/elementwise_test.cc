@@ -1,5 +1,6 @@
 #include "kernels/elementwise/elementwise.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -36,6 +37,40 @@ TEST(Elementwise, SiluMulMatchesReferenceOnEveryTarget) {
       EXPECT_EQ(out[n].bits, 0x1234) << "wrote past the end";
     }
   });
+}
+
+TEST(Elementwise, GeluTanhMulMatchesReferenceOnEveryTarget) {
+  ForEachTarget([](const char*) {
+    for (size_t n : kSizes) {
+      const auto gate = RandomBf16(n, 41 + n, 8.0f);
+      const auto up = RandomBf16(n, 43 + n, 3.0f);
+      std::vector<uint8_t> sg, so;
+      const bf16* g = Misaligned(gate, 2, &sg);
+      std::vector<bf16> out_storage(n + 1, bf16{0x1234});
+      bf16* out = Misaligned(out_storage, 10, &so);
+      GeluTanhMul(g, up.data(), n, out);
+      for (size_t i = 0; i < n; ++i) {
+        // tanh within an f32 ulp or two of libm's: one bf16 step per rounding point. For
+        // gate << 0, 1 + tanh(...) cancels in f32 (as in torch's f32 kernel): there the
+        // error is at most a few f32 ulps of |gate * up|, far below any bf16 step of it.
+        const float want = ref::GeluTanhMul(gate[i], up[i]);
+        const float got = Bf16ToF32(out[i]);
+        const float floor = std::fabs(Bf16ToF32(gate[i]) * Bf16ToF32(up[i])) * 0x1p-21f;
+        if (std::fabs(got - want) > floor) {
+          ASSERT_LE(Bf16UlpDistance(got, want), 2) << "n=" << n << " i=" << i << " gate=" << Bf16ToF32(gate[i]);
+        }
+      }
+      EXPECT_EQ(out[n].bits, 0x1234) << "wrote past the end";
+    }
+  });
+}
+
+TEST(Elementwise, GeluTanhIsNotSilu) {
+  // gelu_tanh(1) = 0.8412, silu(1) = 0.7311: the two activations differ by far more
+  // than the tolerance above.
+  std::vector<bf16> g(16, F32ToBf16(1.0f)), u(16, F32ToBf16(1.0f)), out(16);
+  GeluTanhMul(g.data(), u.data(), 16, out.data());
+  for (const bf16& v : out) EXPECT_EQ(Bf16ToF32(v), RoundToBf16(0.84119199f));
 }
 
 TEST(Elementwise, AddIsExactlyRoundedOnEveryTarget) {

@@ -13,7 +13,8 @@ namespace dk::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void RmsNormImpl(const bf16* x, const bf16* weight, size_t n, float eps, bf16* out) {
+// plus_one: Gemma's out = bf16((x * inv) * (1 + w)), all in f32.
+void RmsNormImpl(const bf16* x, const bf16* weight, size_t n, float eps, bf16* out, bool plus_one) {
   if (n == 0) return;
   const hn::ScalableTag<float> df;
   const size_t nf = hn::Lanes(df);
@@ -33,6 +34,15 @@ void RmsNormImpl(const bf16* x, const bf16* weight, size_t n, float eps, bf16* o
   const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
 
   const auto vinv = hn::Set(df, inv);
+  if (plus_one) {
+    const auto one = hn::Set(df, 1.0f);
+    for (i = 0; i + nf <= n; i += nf) {
+      const auto normed = hn::Mul(LoadBf16(df, x + i), vinv);
+      StoreRoundedBf16(df, hn::Mul(normed, hn::Add(one, LoadBf16(df, weight + i))), out + i);
+    }
+    for (; i < n; ++i) out[i] = F32ToBf16((Bf16ToF32(x[i]) * inv) * (1.0f + Bf16ToF32(weight[i])));
+    return;
+  }
   for (i = 0; i + nf <= n; i += nf) {
     const auto normed = RoundToBf16(df, hn::Mul(LoadBf16(df, x + i), vinv));
     StoreRoundedBf16(df, hn::Mul(LoadBf16(df, weight + i), normed), out + i);
@@ -53,13 +63,17 @@ namespace dk::kernels {
 HWY_EXPORT(RmsNormImpl);
 
 void RmsNorm(const bf16* x, const bf16* weight, size_t n, float eps, bf16* out) {
-  HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, weight, n, eps, out);
+  HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, weight, n, eps, out, false);
+}
+
+void RmsNormPlusOne(const bf16* x, const bf16* weight, size_t n, float eps, bf16* out) {
+  HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, weight, n, eps, out, true);
 }
 
 void RmsNormHeads(const bf16* x, const bf16* weight, size_t heads, size_t head_dim, float eps,
-                  bf16* out) {
+                  bf16* out, bool plus_one) {
   for (size_t h = 0; h < heads; ++h) {
-    HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x + h * head_dim, weight, head_dim, eps, out + h * head_dim);
+    HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x + h * head_dim, weight, head_dim, eps, out + h * head_dim, plus_one);
   }
 }
 

@@ -263,6 +263,16 @@ void RunSiluMul(const LaunchOp& op, ThreadPool*) {
 void RunAdd(const LaunchOp& op, ThreadPool*) {
   kernels::Add(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
 }
+void RunRmsNormPlusOne(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNormPlusOne(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));
+}
+void RunHeadRmsNormPlusOne(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNormHeads(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.p[1], op.eps, As<bf16>(op.bo[2]),
+                        /*plus_one=*/true);
+}
+void RunGeluTanhMul(const LaunchOp& op, ThreadPool*) {
+  kernels::GeluTanhMul(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
 void RunHeadRmsNorm(const LaunchOp& op, ThreadPool*) {
   kernels::RmsNormHeads(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.p[1], op.eps, As<bf16>(op.bo[2]));
 }
@@ -304,7 +314,8 @@ const std::map<std::string, KernelFn>& Kernels() {
   static const auto* kernels = new std::map<std::string, KernelFn>{
       {"gemv", &RunGemv},     {"rmsnorm", &RunRmsNorm}, {"rope", &RunRope},
       {"silu_mul", &RunSiluMul}, {"add", &RunAdd}, {"bias_add", &RunBiasAdd},
-      {"head_rmsnorm", &RunHeadRmsNorm},
+      {"head_rmsnorm", &RunHeadRmsNorm}, {"rmsnorm_plus1", &RunRmsNormPlusOne},
+      {"head_rmsnorm_plus1", &RunHeadRmsNormPlusOne}, {"gelu_tanh_mul", &RunGeluTanhMul},
       {"rms_gemv", &RunRmsGemv}, {"rms_gemv3", &RunRmsGemv3}, {"rms_gemv_silu_mul", &RunRmsGemvSiluMul},
       {"gemv_add", &RunGemvAdd},
   };
@@ -518,9 +529,13 @@ class CpuDevice final : public Device {
   }
 
   // Sizes of the bound BOs against the launch's parameters.
-  absl::Status CheckSizes(const std::string& id, const registry::KernelVariant& variant,
+  absl::Status CheckSizes(const std::string& kernel_id, const registry::KernelVariant& variant,
                           const elf::Program& program, const std::map<std::string, std::string>& bound,
                           const std::map<std::string, int>& bo_index, LaunchOp* op) {
+    // Gemma's norms bind the sizes Llama's do.
+    const std::string id = kernel_id == "rmsnorm_plus1"        ? "rmsnorm"
+                           : kernel_id == "head_rmsnorm_plus1" ? "head_rmsnorm"
+                                                               : kernel_id;
     auto bo = [&](const char* param) -> const elf::BufferObject& {
       return program.bos(bo_index.at(bound.at(param)));
     };

@@ -1,7 +1,9 @@
 // Host steps of the CPU backend: embedding, RoPE lookup, KV cache, attention, top-k.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/attention/attention.h"
@@ -20,12 +22,15 @@ namespace {
 class CpuHostOps final : public HostOps {
  public:
   CpuHostOps(const elf::ModelShape& m, const EmbeddingRows* embedding, int max_context, ThreadPool* pool,
-             kernels::RopeTable rope)
+             kernels::RopeTable rope, std::optional<kernels::RopeTable> rope_local)
       : m_(m),
         embedding_(embedding),
         max_context_(max_context),
         pool_(pool),
         rope_(std::move(rope)),
+        rope_local_(std::move(rope_local)),
+        // Gemma: the embedding times bf16(sqrt(hidden)) (a bf16 buffer in HF).
+        embedding_scale_(m.embedding_scale() ? RoundToBf16(std::sqrt(static_cast<float>(m.hidden()))) : 0.0f),
         kv_stride_(size_t{static_cast<size_t>(m.n_kv_heads())} * max_context * m.head_dim()),
         k_cache_(kv_stride_ * m.n_layers()),
         v_cache_(kv_stride_ * m.n_layers()) {
@@ -61,14 +66,26 @@ class CpuHostOps final : public HostOps {
     if (kind == "embedding") {
       auto out = need("out");
       if (!out.ok()) return out.status();
-      return embedding_->Read(token, static_cast<bf16*>(*out));
+      DK_RETURN_IF_ERROR(embedding_->Read(token, static_cast<bf16*>(*out)));
+      if (embedding_scale_ != 0) {
+        bf16* h = static_cast<bf16*>(*out);
+        for (int i = 0; i < m_.hidden(); ++i) h[i] = F32ToBf16(Bf16ToF32(h[i]) * embedding_scale_);
+      }
+      return absl::OkStatus();
     }
     if (kind == "rope_lookup") {
       auto c = need("cos"), s = need("sin");
       if (!c.ok()) return c.status();
       if (!s.ok()) return s.status();
-      std::memcpy(*c, rope_.cos(position), hd / 2 * sizeof(bf16));
-      std::memcpy(*s, rope_.sin(position), hd / 2 * sizeof(bf16));
+      // "local": the sliding layers' table (rope_local_theta).
+      const auto local = step.params().find("local");
+      const bool use_local = local != step.params().end() && local->second != 0;
+      if (use_local && !rope_local_) {
+        return absl::InvalidArgumentError("rope_lookup local: the model has no rope_local_theta");
+      }
+      const kernels::RopeTable& table = use_local ? *rope_local_ : rope_;
+      std::memcpy(*c, table.cos(position), hd / 2 * sizeof(bf16));
+      std::memcpy(*s, table.sin(position), hd / 2 * sizeof(bf16));
       return absl::OkStatus();
     }
     if (step.layer() < 0 || step.layer() >= m_.n_layers()) {
@@ -98,10 +115,18 @@ class CpuHostOps final : public HostOps {
       dims.n_kv_heads = m_.n_kv_heads();
       dims.head_dim = hd;
       dims.max_ctx = max_context_;
+      // A sliding layer attends to positions (position - window, position] only: the
+      // caches from `first` on, read as a cache that starts there (the kv-head stride
+      // stays max_context).
+      const bool sliding = step.layer() < m_.layer_types_size() &&
+                           m_.layer_types(step.layer()) == "sliding_attention";
+      const size_t first =
+          sliding && position >= m_.sliding_window() ? position - m_.sliding_window() + 1 : 0;
+      const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(hd);
       return kernels::DecodeAttention(dims, static_cast<const bf16*>(*q),
-                                      k_cache_.data() + step.layer() * kv_stride_,
-                                      v_cache_.data() + step.layer() * kv_stride_, position,
-                                      static_cast<bf16*>(*out), pool_);
+                                      k_cache_.data() + step.layer() * kv_stride_ + first * hd,
+                                      v_cache_.data() + step.layer() * kv_stride_ + first * hd, position - first,
+                                      static_cast<bf16*>(*out), pool_, 1.0f / std::sqrt(scalar));
     }
     if (kind == "topk") {
       auto logits = need("logits");
@@ -132,6 +157,8 @@ class CpuHostOps final : public HostOps {
   const int max_context_;
   ThreadPool* pool_;
   kernels::RopeTable rope_;
+  std::optional<kernels::RopeTable> rope_local_;  // sliding layers' (Gemma 3)
+  const float embedding_scale_;                   // 0: none
   const size_t kv_stride_;  // elements per layer: [n_kv_heads][max_context][head_dim]
   AlignedBuffer<bf16> k_cache_, v_cache_;
   std::vector<uint32_t> ids_;
@@ -218,9 +245,18 @@ absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& m
   const int max_context = options.max_context > 0 ? options.max_context : model.max_context();
   auto table = kernels::RopeTable::Create(rope, max_context);
   if (!table.ok()) return table.status();
+  std::optional<kernels::RopeTable> local;
+  if (model.rope_local_theta() > 0) {
+    kernels::RopeConfig local_rope;  // unscaled, as HF's sliding layers
+    local_rope.head_dim = model.head_dim();
+    local_rope.theta = model.rope_local_theta();
+    auto lt = kernels::RopeTable::Create(local_rope, max_context);
+    if (!lt.ok()) return lt.status();
+    local = *std::move(lt);
+  }
   auto ops = std::make_unique<CpuHostOps>(model, embedding, max_context,
                                           options.pool ? options.pool : &SharedThreadPool(),
-                                          *std::move(table));
+                                          *std::move(table), std::move(local));
   if (!ops->ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the KV cache for ", max_context,
                                                      " positions"));
