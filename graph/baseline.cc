@@ -118,8 +118,11 @@ std::string Embedding(ProgramBuilder& b, const elf::ModelShape& m) {
 std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, const std::string& h_in) {
   const std::string L = absl::StrCat("L", i, "."), W = absl::StrCat("model.layers.", i, ".");
   const Dims d(m);
-  for (const char* v : {"xn", "o", "h_mid", "xn2", "down", "h_out"}) b.Value(L + v, {d.hidden});
-  for (const char* v : {"q", "q_rot", "attn"}) b.Value(L + v, {d.q});  // q: n_heads x head_dim
+  // attn is n_heads x head_dim wide like q (hidden only when head_dim = hidden / n_heads).
+  for (const std::string v : {"xn", "attn", "o", "h_mid", "xn2", "down", "h_out"}) {
+    b.Value(L + v, {v == "attn" ? d.q : d.hidden});
+  }
+  for (const char* v : {"q", "q_rot"}) b.Value(L + v, {d.q});
   for (const char* v : {"k", "k_rot", "v"}) b.Value(L + v, {d.kv});
   for (const char* v : {"gate", "up", "act"}) b.Value(L + v, {d.ffn});
   Ops op(b, m, i, L);

@@ -406,7 +406,10 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir) {
   return w;
 }
 
-absl::Status WriteHfCheckpoint(const Weights& w, const std::string& dir) {
+absl::Status WriteHfCheckpoint(const Weights& w, const std::string& dir, int shards) {
+  if (shards < 1 || shards > 99999) {
+    return absl::InvalidArgumentError(absl::StrCat("shards ", shards, " is outside [1, 99999]"));
+  }
   // mkdir -p: every prefix ending before a '/', then the whole path.
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
     if (pos < dir.size() && dir[pos] != '/') continue;
@@ -427,8 +430,34 @@ absl::Status WriteHfCheckpoint(const Weights& w, const std::string& dir) {
     tensors.push_back({name, w.Find(name)});
   }
   std::sort(tensors.begin(), tensors.end());
-  DK_RETURN_IF_ERROR(WriteSafetensorsBf16(JoinPath(dir, "model.safetensors"), tensors,
-                                          {{"format", "pt"}}));
+  if (shards == 1) {
+    DK_RETURN_IF_ERROR(WriteSafetensorsBf16(JoinPath(dir, "model.safetensors"), tensors,
+                                            {{"format", "pt"}}));
+  } else {
+    int64_t total = 0;
+    for (const auto& [name, t] : tensors) total += t->numel() * 2;
+    json index = {{"metadata", {{"total_size", total}}}, {"weight_map", json::object()}};
+    size_t next = 0;
+    int64_t written = 0;
+    for (int s = 1; s <= shards; ++s) {
+      char file[64];
+      std::snprintf(file, sizeof(file), "model-%05d-of-%05d.safetensors", s, shards);
+      // Up to this shard's share of the bytes (at least one tensor while any are left).
+      std::vector<std::pair<std::string, const Tensor*>> part;
+      while (next < tensors.size() &&
+             (part.empty() || s == shards || written + tensors[next].second->numel() * 2 <= total * s / shards)) {
+        written += tensors[next].second->numel() * 2;
+        index["weight_map"][tensors[next].first] = file;
+        part.push_back(tensors[next++]);
+      }
+      DK_RETURN_IF_ERROR(WriteSafetensorsBf16(JoinPath(dir, file), part, {{"format", "pt"}}));
+    }
+    const std::string index_path = JoinPath(dir, "model.safetensors.index.json");
+    std::ofstream idx(index_path, std::ios::binary | std::ios::trunc);
+    idx << index.dump(2) << "\n";
+    idx.close();
+    if (!idx) return absl::DataLossError(absl::StrCat("error writing ", index_path));
+  }
   const std::string config_path = JoinPath(dir, "config.json");
   std::ofstream out(config_path, std::ios::binary | std::ios::trunc);
   out << HfConfigJson(shape);

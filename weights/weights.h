@@ -125,8 +125,8 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
                                                   const std::string& name,
                                                   const std::string& file);
 
-// config.json text for LlamaForCausalLM of `shape` in bfloat16 (what
-// WriteHfCheckpoint writes).
+// config.json text for `shape`'s HF family (LlamaForCausalLM, Qwen2ForCausalLM,
+// Qwen3ForCausalLM, Gemma3ForCausalLM) in bfloat16 (what WriteHfCheckpoint writes).
 std::string HfConfigJson(const elf::ModelShape& shape);
 
 // HF checkpoint directory: config.json + model.safetensors, or sharded
@@ -162,10 +162,12 @@ absl::StatusOr<Weights> LoadWeights(const std::string& path);
 // be allocated (a valid but huge shape), never an abort.
 absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed = 1);
 
-// Writes `w` as an HF checkpoint directory (config.json for LlamaForCausalLM in
-// bfloat16, model.safetensors) that transformers loads. Writes the tensors
+// Writes `w` as an HF checkpoint directory (config.json of its family in bfloat16,
+// model.safetensors) that transformers loads. Writes the tensors
 // ExpectedTensors(w.shape()) lists (CheckWeights must pass); creates `dir` if needed.
-absl::Status WriteHfCheckpoint(const Weights& w, const std::string& dir);
+// shards > 1: as HF shards big checkpoints, model-0000i-of-0000N.safetensors (tensors
+// in name order, split near equal bytes) and model.safetensors.index.json.
+absl::Status WriteHfCheckpoint(const Weights& w, const std::string& dir, int shards = 1);
 
 }  // namespace dk::weights
 

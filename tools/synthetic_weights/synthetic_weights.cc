@@ -26,6 +26,9 @@
 ABSL_FLAG(std::string, config, "", "model shape, a dk.elf.ModelShape text proto");
 ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the synthetic values");
+ABSL_FLAG(int, shards, 1,
+          "safetensors files: 1 writes model.safetensors, N > 1 model-0000i-of-0000N.safetensors "
+          "and model.safetensors.index.json, as HF shards a checkpoint");
 
 namespace {
 
@@ -55,7 +58,7 @@ absl::Status Run() {
   const std::string digest = w.Digest();
   const double digest_s = Since(t0);
   t0 = std::chrono::steady_clock::now();
-  DK_RETURN_IF_ERROR(dk::weights::WriteHfCheckpoint(w, out));
+  DK_RETURN_IF_ERROR(dk::weights::WriteHfCheckpoint(w, out, absl::GetFlag(FLAGS_shards)));
   const double write_s = Since(t0);
   std::fprintf(stderr,
                "%s: %zu tensors, %.2f GB; generate %.2f s, digest %.2f s, write %.2f s\n",
@@ -73,6 +76,11 @@ int main(int argc, char** argv) {
   for (const absl::Status& s : {dk::cli::RequireFlag("config", absl::GetFlag(FLAGS_config)),
                                 dk::cli::RequireFlag("out", absl::GetFlag(FLAGS_out))}) {
     if (!s.ok()) return dk::ExitWithError("synthetic_weights", s, dk::kExitUsage);
+  }
+  if (const int shards = absl::GetFlag(FLAGS_shards); shards < 1 || shards > 99999) {
+    return dk::ExitWithError("synthetic_weights",
+                             absl::InvalidArgumentError(absl::StrCat("--shards ", shards, " is outside [1, 99999]")),
+                             dk::kExitUsage);
   }
   if (absl::Status s = Run(); !s.ok()) return dk::ExitWithError("synthetic_weights", s);
   return dk::kExitOk;

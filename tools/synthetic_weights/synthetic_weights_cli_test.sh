@@ -25,5 +25,11 @@ grep -qE "NOT_FOUND|INVALID_ARGUMENT" <<<"$o" && fail "a status code name in fro
 o="$("$sw" --config "$config" --out "$out" 2>/dev/null)" || fail "the valid config is refused"
 grep -q "^sha256:" <<<"$o" || fail "no digest printed: $o"
 [[ -s "$out/model.safetensors" && -s "$out/config.json" ]] || fail "no checkpoint in $out"
+expect_exit "--shards 0" 2 "synthetic_weights: --shards 0 is outside [1, 99999]" \
+  --config "$config" --out "$out" --shards 0
+"$sw" --config "$config" --out "$TEST_TMPDIR/sharded" --shards 2 >/dev/null 2>&1 || fail "--shards 2 is refused"
+for f in model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json; do
+  [[ -s "$TEST_TMPDIR/sharded/$f" ]] || fail "--shards 2 wrote no $f"
+done
 
 finish
