@@ -64,6 +64,33 @@ int RunsPerToken(const Program& p) {
   return runs;
 }
 
+std::map<int, int> RunsPerLayer(const Program& p) {
+  std::map<int, int> runs;
+  for (int i = 0; i < p.model().n_layers(); ++i) runs[i] = 0;
+  runs[-1] = 0;
+  for (const auto& s : p.steps()) {
+    if (s.has_group()) ++runs[s.group().layer() < 0 ? -1 : s.group().layer()];
+  }
+  return runs;
+}
+
+std::string DescribeRuns(const Program& p) {
+  const std::map<int, int> runs = RunsPerLayer(p);
+  std::set<int> per_layer;
+  std::string each;
+  for (const auto& [layer, n] : runs) {
+    if (layer < 0) continue;
+    per_layer.insert(n);
+    absl::StrAppend(&each, each.empty() ? "" : ", ", "L", layer, " ", n);
+  }
+  const int layers = static_cast<int>(runs.size()) - 1;
+  const std::string layer_part =
+      per_layer.size() == 1 ? absl::StrCat(*per_layer.begin(), " per layer (",
+                                           layers == 1 ? "1 layer" : absl::StrCat("all ", layers, " layers"), ")")
+                            : absl::StrCat("per layer ", each);
+  return absl::StrCat(layer_part, " + ", runs.at(-1), " model-wide = ", RunsPerToken(p), " per token");
+}
+
 std::string HumanBytes(int64_t bytes) {
   if (bytes >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", bytes / double(int64_t{1} << 30));
   if (bytes >= (int64_t{1} << 20)) return absl::StrFormat("%.1f MiB", bytes / double(1 << 20));

@@ -6,6 +6,7 @@
 #define DK_ELF_STATS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -19,6 +20,14 @@ absl::StatusOr<const registry::Kernel*> KernelOf(const Launch& launch);
 
 // Device runs per token: one per launch group.
 int RunsPerToken(const Program& program);
+
+// Device runs by layer: launch groups of each layer (0 .. n_layers - 1, every layer
+// listed), and model-wide ones (layer -1: the LM head) under key -1.
+std::map<int, int> RunsPerLayer(const Program& program);
+
+// "2 per layer (all 16 layers) + 1 model-wide = 33 per token", or with layers that
+// differ: "per layer L0 2, L1 3 + 1 model-wide = 6 per token".
+std::string DescribeRuns(const Program& program);
 
 // Bytes written to BOs per token by the host (WRITE BOs, counted once per group
 // that binds them as input).

@@ -127,21 +127,13 @@ absl::StatusOr<const KernelVariant*> SelectVariant(absl::string_view kernel_id,
                                           block_format, " and K=", k));
 }
 
-absl::StatusOr<GemvPlan> CheckGemv(const TargetConstraints& target, int64_t rows,
-                                   int64_t k) {
+namespace {
+
+// The tiling of a GEMV of `rows` rows whose tiles each reduce `k` columns (all of
+// them, or one K-split chunk).
+absl::StatusOr<GemvPlan> Tile(const TargetConstraints& target, int64_t rows, int64_t k) {
   const GemvLimits& g = target.gemv();
   const std::string& t = target.name();
-  if (rows <= 0 || k <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("GEMV shape ", rows, "x", k, " is empty"));
-  }
-  if (g.k_multiple() > 0 && k % g.k_multiple() != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("K=", k, " is not a multiple of ", g.k_multiple(), " required by ", t));
-  }
-  if (g.k_max() > 0 && k > g.k_max()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("K=", k, " exceeds ", t, " K_max ", g.k_max()));
-  }
   if (g.max_rows_per_launch() > 0 && rows > g.max_rows_per_launch()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "N=", rows, " exceeds ", t, " rows per launch ", g.max_rows_per_launch(),
@@ -161,11 +153,52 @@ absl::StatusOr<GemvPlan> CheckGemv(const TargetConstraints& target, int64_t rows
       " divisible by tile_m * herd_m"));
 }
 
-absl::Status CheckGroupSize(const TargetConstraints& target, int launches) {
-  if (target.max_launches_per_group() > 0 && launches > target.max_launches_per_group()) {
+absl::Status CheckShape(const TargetConstraints& target, int64_t rows, int64_t k) {
+  const GemvLimits& g = target.gemv();
+  if (rows <= 0 || k <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("GEMV shape ", rows, "x", k, " is empty"));
+  }
+  if (g.k_multiple() > 0 && k % g.k_multiple() != 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat(launches, " launches in one group exceed ", target.name(), "'s limit of ",
-                     target.max_launches_per_group()));
+        absl::StrCat("K=", k, " is not a multiple of ", g.k_multiple(), " required by ", target.name()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GemvPlan> CheckGemv(const TargetConstraints& target, int64_t rows,
+                                   int64_t k) {
+  if (absl::Status st = CheckShape(target, rows, k); !st.ok()) return st;
+  const GemvLimits& g = target.gemv();
+  if (g.k_max() > 0 && k > g.k_max()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("K=", k, " exceeds ", target.name(), " K_max ", g.k_max()));
+  }
+  return Tile(target, rows, k);
+}
+
+absl::StatusOr<GemvPlan> CheckKSplitGemv(const TargetConstraints& target, int64_t rows,
+                                         int64_t k) {
+  if (absl::Status st = CheckShape(target, rows, k); !st.ok()) return st;
+  const int64_t chunk = target.gemv().k_split_chunk();
+  if (chunk <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat(target.name(), " has no K-split GEMV"));
+  }
+  if (k % chunk != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "K=", k, " is not a multiple of ", target.name(), "'s K-split chunk ", chunk));
+  }
+  auto plan = Tile(target, rows, chunk);
+  if (plan.ok()) plan->k_chunk = chunk;
+  return plan;
+}
+
+absl::Status CheckGroupSize(const TargetConstraints& target, int bodies) {
+  if (target.max_launches_per_group() > 0 && bodies > target.max_launches_per_group()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(bodies, " distinct launch bodies in one group exceed ", target.name(),
+                     "'s limit of ", target.max_launches_per_group()));
   }
   return absl::OkStatus();
 }

@@ -47,15 +47,23 @@ bool IsWeightParam(const Kernel& kernel, absl::string_view param);
 
 // A GEMV launch shape accepted by a target.
 struct GemvPlan {
-  int64_t tile_m = 0;  // rows per tile (0 on targets without tiling)
+  int64_t tile_m = 0;   // rows per tile (0 on targets without tiling)
+  int64_t k_chunk = 0;  // K-split GEMV: columns per tile (0: the plain GEMV)
 };
 // OK with a plan if `target` can run a [rows, k] GEMV in one launch; otherwise
 // FailedPrecondition with the reason (e.g. "K=8192 exceeds npu2 K_max 8160").
 absl::StatusOr<GemvPlan> CheckGemv(const TargetConstraints& target, int64_t rows,
                                    int64_t k);
 
-// FailedPrecondition if a group of `launches` launches exceeds the target's limit.
-absl::Status CheckGroupSize(const TargetConstraints& target, int launches);
+// OK with a plan (k_chunk set) if `target` can run a [rows, k] GEMV as its K-split
+// GEMV (kernel gemv_ksplit): it has one, k is a multiple of its chunk, and the tiles
+// of one chunk fit. Otherwise FailedPrecondition with the reason.
+absl::StatusOr<GemvPlan> CheckKSplitGemv(const TargetConstraints& target, int64_t rows,
+                                         int64_t k);
+
+// FailedPrecondition if a group of `bodies` distinct launch bodies (launches of one
+// symbol with the same integer parameters count once) exceeds the target's limit.
+absl::Status CheckGroupSize(const TargetConstraints& target, int bodies);
 
 }  // namespace dk::registry
 

@@ -79,6 +79,31 @@ TEST(Registry, Npu2GemvLimitsFromTheReferenceDeployment) {
   EXPECT_FALSE(CheckGroupSize(**npu, 9).ok());
 }
 
+TEST(Registry, Npu2KSplitGemvReducesK512AtATime) {
+  auto npu = FindTarget("npu2");
+  ASSERT_TRUE(npu.ok());
+  // The down projection of Llama-3.2-1B: K=8192 > K_max, 16 chunks of 512; the tiles
+  // are sized for K=512, so tile_m 32 fits (8*32*512*2 + 8*32*2 = 262656 bytes).
+  auto down = CheckKSplitGemv(**npu, 2048, 8192);
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_EQ(down->k_chunk, 512);
+  EXPECT_EQ(down->tile_m, 32);
+  // Qwen2.5-0.5B's O (K=896) and down (K=4864): no multiple of 512.
+  for (int64_t k : {896, 4864}) {
+    auto st = CheckKSplitGemv(**npu, 896, k).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(st.message().find(absl::StrCat("K=", k, " is not a multiple of npu2's K-split chunk 512")),
+              std::string::npos)
+        << st;
+  }
+  EXPECT_FALSE(CheckKSplitGemv(**npu, 2048, 8000).ok());  // K % 64 first
+  // The cpu target has no K-split GEMV (it has no K limit either).
+  auto cpu = FindTarget("cpu");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_NE(CheckKSplitGemv(**cpu, 2048, 8192).status().message().find("cpu has no K-split GEMV"),
+            std::string::npos);
+}
+
 TEST(Registry, ParseRejectsBadData) {
   EXPECT_FALSE(Parse("kernels { id: \"a\" variants { symbol: \"x\" } }"
                      "kernels { id: \"a\" variants { symbol: \"y\" } }").ok());

@@ -8,6 +8,7 @@
 #ifndef DK_UTIL_THREAD_POOL_H_
 #define DK_UTIL_THREAD_POOL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -76,6 +77,14 @@ inline size_t SplitPoint(size_t n, size_t parts, size_t i, size_t align) {
   const size_t blocks = (n + align - 1) / align;
   const size_t begin = blocks * i / parts * align;
   return begin < n ? begin : n;
+}
+
+// How many tasks a kernel splits `units` units of work into on `pool` (nullptr: the
+// caller alone): enough per thread to rebalance when one core is slowed by a
+// neighbour.
+inline int64_t TaskCount(size_t units, const ThreadPool* pool) {
+  const size_t threads = pool ? pool->num_threads() : 1;
+  return static_cast<int64_t>(std::min(units, threads == 1 ? 1 : threads * 4));
 }
 
 }  // namespace dk

@@ -221,12 +221,6 @@ const bf16* PadX(const bf16* x, size_t cols) {
   return scratch.data();
 }
 
-// Enough tasks per thread to rebalance when one core is slowed by a neighbour.
-int64_t TaskCount(size_t units, ThreadPool* pool) {
-  const size_t threads = pool ? pool->num_threads() : 1;
-  return static_cast<int64_t>(std::min(units, threads == 1 ? 1 : threads * 4));
-}
-
 template <typename XT, typename YT>
 void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
               ThreadPool* pool) {

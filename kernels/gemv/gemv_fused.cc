@@ -73,11 +73,6 @@ T* Scratch(int slot, size_t n) {
   return buffers[slot].data();
 }
 
-int64_t TaskCount(size_t units, ThreadPool* pool) {
-  const size_t threads = pool ? pool->num_threads() : 1;
-  return static_cast<int64_t>(std::min(units, threads == 1 ? 1 : threads * 4));
-}
-
 // body(i, r0, r1) for every unit of rows [r0, r1) of weights i < n, the units of all
 // weights spread over the pool as one job.
 template <typename F>

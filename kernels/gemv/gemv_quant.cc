@@ -298,12 +298,6 @@ internal::Q8Activations QuantizeActivations(const float* x, size_t cols) {
   return {q.data(), d.data(), sum.data(), sx.data()};
 }
 
-// Enough tasks per thread to rebalance when one core is slowed by a neighbour.
-int64_t TaskCount(size_t units, ThreadPool* pool) {
-  const size_t threads = pool ? pool->num_threads() : 1;
-  return static_cast<int64_t>(std::min(units, threads == 1 ? 1 : threads * 4));
-}
-
 template <typename XT, typename YT>
 void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
          size_t cols, const XT* x, YT* y, ThreadPool* pool) {

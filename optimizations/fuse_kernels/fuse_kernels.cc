@@ -141,6 +141,9 @@ bool Fuser::FuseAdd(std::vector<Slot>& slots, int s, int j) {
     const std::string* other = Bound(add, mine[0] == 'a' ? "b" : "a");
     if (in == nullptr || other == nullptr || !Private(*in, s, 2)) continue;
     const int g = Writer(slots, *in);
+    if (g >= 0 && g < j && slots[g].kernel == "gemv_ksplit") {
+      notes.insert(absl::StrCat(group_, " ", add.kernel_symbol(), ": its GEMV is K-split (npu2), which has no fused variant"));
+    }
     if (g < 0 || g > j || slots[g].kernel != "gemv") continue;
     const elf::Launch& gemv = *slots[g].launch;
     if (bos_.at(*in)->dtype() != elf::BF16) continue;

@@ -41,16 +41,33 @@ std::string GroupName(int layer, const std::string& kind) {
   return layer < 0 ? kind : absl::StrCat("L", layer, ".", kind);
 }
 
-// Why a GEMV launch must run alone on `target` ("" if it may be merged).
-std::string MustRunAlone(const elf::Launch& l, const std::string& group,
-                         const registry::TargetConstraints& target) {
+bool IsGemv(const elf::Launch& l) {
   auto kernel = KernelOf(l);
-  if (!kernel.ok() || (*kernel)->id() != "gemv") return "";
-  const auto rows = l.params().find("rows"), cols = l.params().find("cols");
-  if (rows == l.params().end() || cols == l.params().end()) return "";
-  auto plan = registry::CheckGemv(target, rows->second, cols->second);
-  if (plan.ok()) return "";
-  return absl::StrCat(group, " GEMV: ", plan.status().message(), "; kept as a separate group");
+  return kernel.ok() && ((*kernel)->id() == "gemv" || (*kernel)->id() == "gemv_ksplit");
+}
+
+int64_t Param(const elf::Launch& l, const std::string& name) {
+  const auto it = l.params().find(name);
+  return it == l.params().end() ? 0 : it->second;
+}
+
+// `l`, a bf16 GEMV, switched to the target's K-split GEMV (a K-split one stays as it
+// is); FailedPrecondition with the reason if the target cannot run it so.
+absl::Status ToKSplit(elf::Launch& l, const registry::TargetConstraints& target) {
+  const registry::Kernel* kernel = nullptr;
+  DK_ASSIGN_OR_RETURN(const registry::KernelVariant* variant, registry::FindSymbol(l.kernel_symbol(), &kernel));
+  if (kernel->id() == "gemv_ksplit") return absl::OkStatus();
+  if (!variant->block_format().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("a GEMV in ", variant->block_format(),
+                                                      " blocks has no K-split variant"));
+  }
+  DK_ASSIGN_OR_RETURN(const registry::GemvPlan plan,
+                      registry::CheckKSplitGemv(target, Param(l, "rows"), Param(l, "cols")));
+  DK_ASSIGN_OR_RETURN(const registry::KernelVariant* ksplit,
+                      registry::SelectVariant("gemv_ksplit", variant->layout(), 0));
+  l.set_kernel_symbol(ksplit->symbol());
+  (*l.mutable_params())["k_chunk"] = plan.k_chunk;
+  return absl::OkStatus();
 }
 
 // What the merge did, for the lineage record.
@@ -59,7 +76,42 @@ struct Report {
   std::set<std::string> skipped;       // kinds not selected by Options::groups
   std::map<std::string, int> merged;   // kind -> launches in its first merged group
   std::string two_k;                   // the first group linking two GEMV symbols
+  std::string k_split;     // the GEMV switched to the K-split GEMV with the largest K
+  int64_t k_split_cols = 0;  // its K
+  int k_split_count = 0;     // how many GEMVs were switched
 };
+
+// Counts a GEMV switched to the K-split GEMV; the one with the largest K is the
+// lineage's example.
+void NoteKSplit(Report& report, const std::string& group, const std::string& why, const elf::Launch& l) {
+  ++report.k_split_count;
+  if (Param(l, "cols") <= report.k_split_cols) return;
+  report.k_split_cols = Param(l, "cols");
+  report.k_split = absl::StrCat(group, " (", why, ") ", Param(l, "rows"), "x", Param(l, "cols"), " as ",
+                                Param(l, "cols") / Param(l, "k_chunk"), " chunks of K=", Param(l, "k_chunk"));
+}
+
+// Why a GEMV launch must run alone on `target` ("" if it may be merged). A plain
+// GEMV beyond the target's K_max that its K-split GEMV can take is switched to it.
+std::string MustRunAlone(elf::Launch& l, const std::string& group,
+                         const registry::TargetConstraints& target, Report& report) {
+  auto kernel = KernelOf(l);
+  if (!kernel.ok() || !IsGemv(l) || !l.params().count("rows") || !l.params().count("cols")) return "";
+  const int64_t rows = Param(l, "rows"), cols = Param(l, "cols");
+  if ((*kernel)->id() == "gemv_ksplit") {
+    auto plan = registry::CheckKSplitGemv(target, rows, cols);
+    return plan.ok() ? "" : absl::StrCat(group, " K-split GEMV: ", plan.status().message(),
+                                         "; kept as a separate group");
+  }
+  auto plan = registry::CheckGemv(target, rows, cols);
+  if (plan.ok()) return "";
+  const int64_t k_max = target.gemv().k_max();
+  if (k_max > 0 && cols > k_max && ToKSplit(l, target).ok()) {
+    NoteKSplit(report, group, absl::StrCat("K=", cols, " > K_max ", k_max), l);
+    return "";
+  }
+  return absl::StrCat(group, " GEMV: ", plan.status().message(), "; kept as a separate group");
+}
 
 // Consecutive groups of one layer from step `s` on (advanced past them).
 std::vector<const elf::LaunchGroup*> NextRun(const elf::Program& p, int& s) {
@@ -78,31 +130,99 @@ struct Chunk {
   std::string name;
 };
 
+// A launch of the run with the name of the group it came from.
+struct Item {
+  elf::Launch launch;
+  std::string group;
+};
+
+// On a target whose O + FFN merge runs the O and down projections (the run's first
+// and last GEMV) as K-split GEMVs: switches both, or neither and returns why not.
+std::string KSplitOAndDown(std::vector<Item>& items, const registry::TargetConstraints& target,
+                           Report& report) {
+  std::vector<size_t> gemvs;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (IsGemv(items[i].launch)) gemvs.push_back(i);
+  }
+  if (gemvs.size() < 2) return "";
+  std::vector<elf::Launch> switched;
+  for (const size_t i : {gemvs.front(), gemvs.back()}) {
+    elf::Launch l = items[i].launch;
+    if (absl::Status st = ToKSplit(l, target); !st.ok()) {
+      return absl::StrCat(i == gemvs.front() ? "O" : "down", " GEMV (", items[i].group, "): ", st.message());
+    }
+    switched.push_back(std::move(l));
+  }
+  for (const size_t i : {gemvs.front(), gemvs.back()}) {
+    elf::Launch& l = switched[i == gemvs.front() ? 0 : 1];
+    if (l.kernel_symbol() != items[i].launch.kernel_symbol()) NoteKSplit(report, items[i].group, "O + FFN merge", l);
+    items[i].launch = std::move(l);
+  }
+  return "";
+}
+
+// A launch's body: its symbol and integer parameters (launches with the same body
+// are one kernel stitched several times).
+std::string Body(const elf::Launch& l) {
+  const std::map<std::string, int64_t> params(l.params().begin(), l.params().end());
+  std::string body = l.kernel_symbol();
+  for (const auto& [k, v] : params) absl::StrAppend(&body, " ", k, "=", v);
+  return body;
+}
+
 // The launches of `run` in chunks within the target's limits: a GEMV the target
-// cannot merge alone, and at most max_launches_per_group launches per chunk.
+// cannot merge alone, at most max_launches_per_group distinct launch bodies per
+// chunk, and on a target whose O + FFN merge needs the K-split GEMV, its O and down
+// GEMVs K-split, or else one chunk per GEMV (elementwise launches with the GEMV
+// before them).
 std::vector<Chunk> SplitAtTargetLimits(const std::vector<const elf::LaunchGroup*>& run, int layer,
                                        const std::string& kind, const registry::TargetConstraints& target,
                                        Report& report) {
-  std::vector<Chunk> chunks(1);
+  std::vector<Item> items;
   for (const auto* g : run) {
-    for (const auto& l : g->launches()) {
-      const std::string alone = MustRunAlone(l, g->name(), target);
-      if (!alone.empty()) {
-        report.notes.push_back(alone);
-        if (!chunks.back().launches.empty()) chunks.emplace_back();
-        chunks.back().launches.push_back(l);
-        chunks.back().name = g->name();
-        chunks.emplace_back();
-        continue;
-      }
-      const int limit = target.max_launches_per_group();
-      if (limit > 0 && static_cast<int>(chunks.back().launches.size()) >= limit) {
-        report.notes.push_back(absl::StrCat(GroupName(layer, kind), ": more than ", limit,
-                                            " launches exceed ", target.name(), "'s limit per group; split"));
-        chunks.emplace_back();
-      }
-      chunks.back().launches.push_back(l);
+    for (const auto& l : g->launches()) items.push_back({l, g->name()});
+  }
+  bool per_gemv = false;
+  if (kind == "o_gemv_ffn" && target.o_ffn_merge_needs_k_split()) {
+    const std::string why = KSplitOAndDown(items, target, report);
+    if (!why.empty()) {
+      report.notes.push_back(absl::StrCat(GroupName(layer, kind), ": ", target.name(),
+                                          " merges O + FFN through K-split GEMVs, but the ", why,
+                                          "; one group per GEMV"));
+      per_gemv = true;
     }
+  }
+  std::vector<Chunk> chunks(1);
+  std::set<std::string> bodies;  // of chunks.back()
+  bool chunk_has_gemv = false;
+  auto next_chunk = [&] {
+    if (!chunks.back().launches.empty()) chunks.emplace_back();
+    bodies.clear();
+    chunk_has_gemv = false;
+  };
+  for (Item& item : items) {
+    elf::Launch& l = item.launch;
+    const std::string alone = MustRunAlone(l, item.group, target, report);
+    if (!alone.empty()) {
+      report.notes.push_back(alone);
+      next_chunk();
+      chunks.back().launches.push_back(l);
+      chunks.back().name = item.group;
+      chunks.emplace_back();
+      continue;
+    }
+    const bool gemv = IsGemv(l);
+    if (per_gemv && gemv && chunk_has_gemv) next_chunk();
+    const int limit = target.max_launches_per_group();
+    if (limit > 0 && !bodies.count(Body(l)) && static_cast<int>(bodies.size()) >= limit) {
+      report.notes.push_back(absl::StrCat(GroupName(layer, kind), ": more than ", limit,
+                                          " distinct launch bodies exceed ", target.name(),
+                                          "'s limit per group; split"));
+      next_chunk();
+    }
+    bodies.insert(Body(l));
+    chunk_has_gemv |= gemv;
+    chunks.back().launches.push_back(std::move(l));
   }
   if (chunks.back().launches.empty()) chunks.pop_back();
   return chunks;
@@ -130,8 +250,7 @@ void AddMergedGroups(std::vector<Chunk> chunks, int layer, const std::string& ki
     g->set_entry_symbol(absl::StrReplaceAll(g->name(), {{".", "_"}}));
     std::set<std::string> gemv_symbols;
     for (auto& l : chunk.launches) {
-      auto kernel = KernelOf(l);
-      if (kernel.ok() && (*kernel)->id() == "gemv") gemv_symbols.insert(l.kernel_symbol());
+      if (IsGemv(l)) gemv_symbols.insert(l.kernel_symbol());
       *g->add_launches() = std::move(l);
     }
     if (gemv_symbols.size() > 1 && report.two_k.empty()) {
@@ -235,6 +354,9 @@ std::string AppliedReason(const Report& report, int runs_before, int runs_after,
                                     absl::StrJoin(kinds, ", "), "; ", intermediates,
                                     " values stay on the device");
   if (!report.two_k.empty()) absl::StrAppend(&reason, "; 2-K rename: ", report.two_k);
+  if (report.k_split_count > 0) {
+    absl::StrAppend(&reason, "; ", report.k_split_count, " GEMVs K-split, e.g. ", report.k_split);
+  }
   if (!report.notes.empty()) {
     absl::StrAppend(&reason, "; skipped: ", report.notes[0],
                     report.notes.size() > 1 ? absl::StrCat(" (+", report.notes.size() - 1, " more)") : "");
@@ -249,7 +371,7 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   const int runs_before = RunsPerToken(p);
   Report report;
   google::protobuf::RepeatedPtrField<elf::Step> merged_steps = MergeRuns(p, target, options, report);
-  const bool merged = GroupShapes(merged_steps) != GroupShapes(p.steps());
+  const bool merged = GroupShapes(merged_steps) != GroupShapes(p.steps()) || report.k_split_count > 0;
   p.mutable_steps()->Swap(&merged_steps);
   DK_ASSIGN_OR_RETURN(const bool rebound, BindToProducers(p));
   RemoveUnusedBos(p);

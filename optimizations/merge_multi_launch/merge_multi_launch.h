@@ -5,8 +5,12 @@
 // partitions). Values produced and consumed inside a merged group stay on the
 // device (INTERMEDIATE) unless the host needs them. A group that needs two
 // specializations of a kernel (GEMV K=2048 and K=8192) links both symbols.
-// Target limits (launches per group, GEMV shapes) split groups; each split is
-// recorded with its reason. DESIGN.md s.5.
+// Target limits (distinct launch bodies per group, GEMV shapes) split groups; each
+// split is recorded with its reason. On npu2 a GEMV beyond K_max runs as the K-split
+// GEMV (gemv_ksplit, K in chunks of 512) where K allows, and O + FFN merges only
+// through K-split O and down GEMVs, as the reference deploys it (Llama-3.2-1B,
+// Qwen3-0.6B: 2 runs per layer); where their K forbids (Qwen2.5-0.5B: K 896, 4864)
+// it becomes one group per GEMV (5 runs per layer). DESIGN.md s.5.
 #ifndef DK_OPTIMIZATIONS_MERGE_MULTI_LAUNCH_MERGE_MULTI_LAUNCH_H_
 #define DK_OPTIMIZATIONS_MERGE_MULTI_LAUNCH_MERGE_MULTI_LAUNCH_H_
 

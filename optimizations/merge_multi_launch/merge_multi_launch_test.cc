@@ -35,13 +35,28 @@ std::vector<GroupInfo> Groups(const elf::Program& p) {
 
 const elf::LineageEntry& Last(const elf::Program& p) { return p.lineage(p.lineage_size() - 1); }
 
-// On npu2, a down GEMV with K = 8192 > K_max 8160 cannot join a group.
-elf::ModelShape NpuShape(int ffn, int vocab) {
+// A tiny model npu2 can tile: O's K (n_heads x head_dim) and down's K (ffn) are
+// set against npu2's K-split chunk (512) and K_max (8160).
+elf::ModelShape NpuShape(int head_dim, int ffn, int vocab) {
   elf::ModelShape m = TinyShape();
   m.set_name("tiny_npu");
+  m.set_head_dim(head_dim);
   m.set_ffn(ffn);
   m.set_vocab(vocab);
   return m;
+}
+
+// The launches of a program's groups that run `kernel_id`.
+std::vector<const elf::Launch*> LaunchesOf(const elf::Program& p, const std::string& kernel_id) {
+  std::vector<const elf::Launch*> out;
+  for (const auto& s : p.steps()) {
+    if (!s.has_group()) continue;
+    for (const auto& l : s.group().launches()) {
+      auto kernel = KernelOf(l);
+      if (kernel.ok() && (*kernel)->id() == kernel_id) out.push_back(&l);
+    }
+  }
+  return out;
 }
 
 TEST(MergeMultiLaunch, MatchesGoldens) {
@@ -98,59 +113,106 @@ TEST(MergeMultiLaunch, OnlyTheSelectedGroups) {
   EXPECT_TRUE(elf::ValidateProgram(*p).ok());
 }
 
-TEST(MergeMultiLaunch, Npu2KeepsADownGemvBeyondKMaxSeparate) {
-  auto p = BuildChain(NpuShape(8192, 512), {kName}, "npu2");
+// As the reference deploys Llama-3.2-1B: O + FFN in one run on npu2, its O and down
+// GEMVs K-split (here O K=512, down K=8192 > K_max 8160).
+TEST(MergeMultiLaunch, Npu2MergesOAndFfnThroughKSplitGemvs) {
+  auto p = BuildChain(NpuShape(128, 8192, 512), {kName}, "npu2");
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(Groups(*p), (std::vector<GroupInfo>{{"L0.rms_gemv_rope", 6},
-                                                {"L0.o_gemv_ffn.part0", 6},
-                                                {"L0.down_proj", 1},
-                                                {"L0.o_gemv_ffn.part1", 1},
-                                                {"lm_head", 2}}));
+  EXPECT_EQ(Groups(*p), (std::vector<GroupInfo>{
+                            {"L0.rms_gemv_rope", 6}, {"L0.o_gemv_ffn", 8}, {"lm_head", 2}}));
+  const auto ksplit = LaunchesOf(*p, "gemv_ksplit");
+  ASSERT_EQ(ksplit.size(), 2u);  // O and down; q/k/v, gate, up and the LM head stay plain
+  EXPECT_EQ(ksplit[0]->params().at("cols"), 512);
+  EXPECT_EQ(ksplit[1]->params().at("cols"), 8192);
+  for (const elf::Launch* l : ksplit) {
+    EXPECT_EQ(l->params().at("k_chunk"), 512);
+    EXPECT_EQ(l->kernel_symbol(), "dk_gemv_ksplit_bf16_rowmajor");
+  }
+  EXPECT_EQ(LaunchesOf(*p, "gemv").size(), 6u);
   EXPECT_EQ(Last(*p).target(), "npu2");
   EXPECT_TRUE(Last(*p).applied());
-  EXPECT_NE(Last(*p).reason().find("L0.down_proj GEMV: K=8192 exceeds npu2 K_max 8160; kept as a "
-                                   "separate group"),
+  EXPECT_NE(Last(*p).reason().find("16 -> 3 device runs per token"), std::string::npos) << Last(*p).reason();
+  EXPECT_NE(Last(*p).reason().find("2 GEMVs K-split, e.g. L0.down_proj (O + FFN merge) 64x8192 as 16 "
+                                   "chunks of K=512"),
             std::string::npos)
       << Last(*p).reason();
-  // The same program on cpu has no such limit.
-  auto cpu = BuildChain(NpuShape(8192, 512), {kName}, "cpu");
+  EXPECT_TRUE(elf::ValidateProgram(*p).ok());
+  // The same program on cpu: no limits, nothing K-split.
+  auto cpu = BuildChain(NpuShape(128, 8192, 512), {kName}, "cpu");
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(RunsPerToken(*cpu), 3);
+  EXPECT_TRUE(LaunchesOf(*cpu, "gemv_ksplit").empty());
 }
 
-TEST(MergeMultiLaunch, Npu2KeepsAnLmHeadNoTileFitsSeparateUnderADistinctName) {
-  // Vocab 300 is no multiple of tile_m * herd_m: the LM-head GEMV runs alone and
-  // keeps its group's name; the final norm left over must not take that name too.
+// As the reference deploys Qwen2.5-0.5B: O's K (here 64) is no multiple of 512, so
+// O + FFN runs as one group per GEMV, each elementwise launch with the GEMV before
+// it; a down GEMV beyond K_max still runs K-split in its own group.
+TEST(MergeMultiLaunch, Npu2SplitsOAndFfnPerGemvWhereKForbidsTheKSplit) {
+  auto p = BuildChain(NpuShape(16, 8192, 512), {kName}, "npu2");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Groups(*p), (std::vector<GroupInfo>{{"L0.rms_gemv_rope", 6},
+                                                {"L0.o_gemv_ffn.part0", 3},
+                                                {"L0.o_gemv_ffn.part1", 1},
+                                                {"L0.o_gemv_ffn.part2", 2},
+                                                {"L0.o_gemv_ffn.part3", 2},
+                                                {"lm_head", 2}}));
+  EXPECT_NE(Last(*p).reason().find("L0.o_gemv_ffn: npu2 merges O + FFN through K-split GEMVs, but the O GEMV "
+                                   "(L0.o_proj): K=64 is not a multiple of npu2's K-split chunk 512; one "
+                                   "group per GEMV"),
+            std::string::npos)
+      << Last(*p).reason();
+  const auto ksplit = LaunchesOf(*p, "gemv_ksplit");
+  ASSERT_EQ(ksplit.size(), 1u);
+  EXPECT_EQ(ksplit[0]->params().at("cols"), 8192);
+  EXPECT_NE(Last(*p).reason().find("1 GEMVs K-split, e.g. L0.down_proj (K=8192 > K_max 8160) 64x8192 as 16 "
+                                   "chunks of K=512"),
+            std::string::npos)
+      << Last(*p).reason();
+  EXPECT_TRUE(elf::ValidateProgram(*p).ok());
+}
+
+TEST(MergeMultiLaunch, Npu2KeepsAGemvNoKernelFitsSeparateUnderItsName) {
+  // The tiny model: down's K=96 is no multiple of 64, and vocab 300 no multiple of
+  // tile_m * herd_m. Those GEMVs run alone under their group's name; the final norm
+  // left over must not take the LM head's name too.
   auto p = BuildChain(TinyShape(), {kName}, "npu2");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(Groups(*p), (std::vector<GroupInfo>{{"L0.rms_gemv_rope", 6},
-                                                {"L0.o_gemv_ffn.part0", 6},
-                                                {"L0.down_proj", 1},
+                                                {"L0.o_gemv_ffn.part0", 3},
                                                 {"L0.o_gemv_ffn.part1", 1},
+                                                {"L0.o_gemv_ffn.part2", 2},
+                                                {"L0.down_proj", 1},
+                                                {"L0.o_gemv_ffn.part3", 1},
                                                 {"lm_head.part0", 1},
                                                 {"lm_head", 1}}));
-  EXPECT_NE(Last(*p).reason().find("L0.down_proj GEMV: K=96 is not a multiple of 64 required by npu2"),
-            std::string::npos)
-      << Last(*p).reason();
+  // The lineage names the first of the three notes (O + FFN per GEMV, down_proj and
+  // lm_head alone).
+  EXPECT_NE(Last(*p).reason().find("one group per GEMV (+2 more)"), std::string::npos) << Last(*p).reason();
+  EXPECT_TRUE(elf::ValidateProgram(*p).ok());
 }
 
-TEST(MergeMultiLaunch, Npu2GroupsHoldAtMostEightLaunches) {
-  // 16 LM-head partitions of 32 rows + the final norm = 17 launches: 8 + 8 + 1.
-  auto p = BuildChain(NpuShape(128, 512), {"layout_alignment", kName}, "npu2", 32);
+TEST(MergeMultiLaunch, GroupLimitCountsDistinctLaunchBodies) {
+  // npu2 with room for 4 distinct bodies per group. The attention input has 6
+  // launches and 5 bodies (k and v are one GEMV body): split before rope_k, not after
+  // v. The LM head, 16 partitions of 32 rows + the final norm, is 2 bodies: one group
+  // of 17 launches (the reference runs its 19-partition LM head as one ELF).
+  auto p = BuildChain(NpuShape(16, 128, 512), {"layout_alignment"}, "npu2", 32);
   ASSERT_TRUE(p.ok()) << p.status();
-  auto target = registry::FindTarget("npu2");
-  for (const auto& s : p->steps()) {
-    if (!s.has_group()) continue;
-    EXPECT_TRUE(registry::CheckGroupSize(**target, s.group().launches_size()).ok()) << s.group().name();
-  }
-  EXPECT_EQ(Groups(*p), (std::vector<GroupInfo>{{"L0.rms_gemv_rope", 6},
-                                                {"L0.o_gemv_ffn", 8},
-                                                {"lm_head.part0", 8},
-                                                {"lm_head.part1", 8},
-                                                {"lm_head.part2", 1}}));
-  EXPECT_NE(Last(*p).reason().find("lm_head: more than 8 launches exceed npu2's limit per group; split"),
+  registry::TargetConstraints target = **registry::FindTarget("npu2");
+  target.set_max_launches_per_group(4);
+  target.set_o_ffn_merge_needs_k_split(false);
+  auto changed = merge_multi_launch::Run(*p, target);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_EQ(Groups(*p), (std::vector<GroupInfo>{{"L0.rms_gemv_rope.part0", 5},
+                                                {"L0.rms_gemv_rope.part1", 1},
+                                                {"L0.o_gemv_ffn.part0", 5},
+                                                {"L0.o_gemv_ffn.part1", 3},
+                                                {"lm_head", 17}}));
+  EXPECT_NE(Last(*p).reason().find("more than 4 distinct launch bodies exceed npu2's limit per group; split"),
             std::string::npos)
       << Last(*p).reason();
+  EXPECT_TRUE(registry::CheckGroupSize(target, 4).ok());
+  EXPECT_FALSE(registry::CheckGroupSize(target, 5).ok());
 }
 
 TEST(MergeMultiLaunch, SecondRunChangesNothingAndSaysSo) {
@@ -162,8 +224,10 @@ TEST(MergeMultiLaunch, SecondRunChangesNothingAndSaysSo) {
   };
   for (const Case& c : {Case{TinyShape(2), {kName}, "cpu", 128},
                         Case{TinyShape(), {"layout_alignment", "buffer_object_reuse", kName}, "cpu", 128},
-                        Case{NpuShape(8192, 512), {kName}, "npu2", 128},
-                        Case{NpuShape(128, 512), {"layout_alignment", kName}, "npu2", 32}}) {
+                        Case{NpuShape(128, 8192, 512), {kName}, "npu2", 128},
+                        Case{NpuShape(16, 8192, 512), {kName}, "npu2", 128},
+                        Case{TinyShape(), {kName}, "npu2", 128},
+                        Case{NpuShape(16, 128, 512), {"layout_alignment", kName}, "npu2", 32}}) {
     SCOPED_TRACE(std::string(c.target) + " " + c.shape.name());
     auto p = BuildChain(c.shape, c.chain, c.target, c.rows);
     ASSERT_TRUE(p.ok()) << p.status();

@@ -115,6 +115,7 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
     if (cols % elf::kBlockElems != 0) return Decision{Action::kUnfit, format, cls, ""};
     return Decision{Action::kQuantize, format, cls, ""};
   };
+  std::set<std::string> ksplit_kept;  // classes read by K-split GEMVs
   for (auto& step : *p.mutable_steps()) {
     if (!step.has_group()) continue;
     for (auto& l : *step.mutable_group()->mutable_launches()) {
@@ -127,6 +128,10 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
         if (!w->weight_tensor().empty()) weights.push_back(w);
       }
       if (weights.empty()) continue;
+      if (kernel->id() == "gemv_ksplit") {  // npu2's K-split GEMV reads bf16 only
+        for (const elf::BufferObject* w : weights) ksplit_kept.insert(ClassOf(w->weight_tensor()));
+        continue;
+      }
       const int64_t cols = l.params().at("cols");
       std::vector<Decision> decisions;
       std::set<std::pair<bool, elf::BlockFormat>> quantize_formats;  // (quantize?, format)
@@ -193,6 +198,10 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   }
   std::string kept_note;
   for (const auto& [format, classes] : kept) absl::StrAppend(&kept_note, "; kept ", format, ": ", absl::StrJoin(classes, ", "));
+  if (!ksplit_kept.empty()) {
+    absl::StrAppend(&kept_note, "; K-split GEMVs (npu2) stay bf16, no block-format variant: ",
+                    absl::StrJoin(ksplit_kept, ", "));
+  }
   const std::string requantized_note =
       requantized.empty() ? ""
                           : absl::StrCat("; replaces the earlier ", absl::StrJoin(requantized, ", "),

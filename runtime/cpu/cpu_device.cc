@@ -14,6 +14,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_fused.h"
+#include "kernels/gemv/gemv_ksplit.h"
 #include "kernels/gemv/gemv_quant.h"
 #include "kernels/gemv/quantize.h"
 #include "kernels/norm/rmsnorm.h"
@@ -248,6 +249,17 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
              : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
   }
 }
+// npu2's K-split GEMV: K in chunks of p[2] columns, the partials added in order.
+void RunGemvKSplit(const LaunchOp& op, ThreadPool* pool) {
+  const bf16* w = As<bf16>(op.bo[0]);
+  const size_t rows = op.p[0], cols = op.p[1], k_chunk = op.p[2];
+  auto call = [&](const auto* x, auto* y) { kernels::KSplitGemv(w, op.packed, rows, cols, k_chunk, x, y, pool); };
+  if (op.x_f32) {
+    op.y_f32 ? call(As<float>(op.bo[1]), As<float>(op.bo[2])) : call(As<float>(op.bo[1]), As<bf16>(op.bo[2]));
+  } else {
+    op.y_f32 ? call(As<bf16>(op.bo[1]), As<float>(op.bo[2])) : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+  }
+}
 void RunRmsNorm(const LaunchOp& op, ThreadPool*) {
   kernels::RmsNorm(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));
 }
@@ -312,7 +324,7 @@ void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
 using KernelFn = void (*)(const LaunchOp&, ThreadPool*);
 const std::map<std::string, KernelFn>& Kernels() {
   static const auto* kernels = new std::map<std::string, KernelFn>{
-      {"gemv", &RunGemv},     {"rmsnorm", &RunRmsNorm}, {"rope", &RunRope},
+      {"gemv", &RunGemv},     {"gemv_ksplit", &RunGemvKSplit}, {"rmsnorm", &RunRmsNorm}, {"rope", &RunRope},
       {"silu_mul", &RunSiluMul}, {"add", &RunAdd}, {"bias_add", &RunBiasAdd},
       {"head_rmsnorm", &RunHeadRmsNorm}, {"rmsnorm_plus1", &RunRmsNormPlusOne},
       {"head_rmsnorm_plus1", &RunHeadRmsNormPlusOne}, {"gelu_tanh_mul", &RunGeluTanhMul},
@@ -591,8 +603,13 @@ class CpuDevice final : public Device {
       return absl::OkStatus();
     };
     absl::Status s;
-    if (id == "gemv") {
+    if (id == "gemv" || id == "gemv_ksplit") {
       const int64_t rows = op->p[0], cols = op->p[1];
+      if (id == "gemv_ksplit" && (op->p[2] <= 0 || !kernels::KSplitGemvShapeOk(cols, op->p[2]))) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": K-split GEMV needs cols (", cols,
+                                                       ") a multiple of k_chunk (", op->p[2],
+                                                       "), itself a multiple of 32"));
+      }
       if (!(s = weight("w", rows, cols)).ok()) return s;
       if (!(s = expect("x", cols, true)).ok() || !(s = expect("y", rows, true)).ok()) return s;
       op->x_f32 = bo("x").dtype() == elf::F32;

@@ -57,6 +57,14 @@ TEST_F(ProfileE2eTest, JsonRecord) {
   // before, relative to the runfiles tree.
   EXPECT_EQ(j["gate"]["goldens"], "tests/profile/goldens.json");
   EXPECT_EQ(j["weights"]["source"], "synthetic(seed=1)");
+  ASSERT_EQ(j["plans"].size(), 2u);
+  EXPECT_EQ(j["plans"][0]["name"], "decode_opt");
+  EXPECT_EQ(j["plans"][0]["target"], "cpu");
+  EXPECT_EQ(j["plans"][0]["runs_by_layer"]["L1"], 2);
+  EXPECT_EQ(j["plans"][0]["runs_by_layer"]["model_wide"], 1);
+  EXPECT_EQ(j["plans"][1]["name"], "npu2_opt");
+  EXPECT_EQ(j["plans"][1]["target"], "npu2");
+  EXPECT_THAT(j["plans"][1]["merge_reason"].get<std::string>(), HasSubstr("applied: "));
   ASSERT_EQ(j["stages"].size(), 5u);
   const char* names[] = {"decode", "decode_aligned", "decode_bo", "decode_opt", "decode_bad"};
   const char* statuses[] = {"baseline", "applied", "applied", "applied", "reverted"};
@@ -178,6 +186,10 @@ TEST_F(ProfileE2eTest, Markdown) {
   EXPECT_THAT(md, HasSubstr("Reverted (excluded from the final figures): `:decode_bad`"));
   EXPECT_THAT(md, HasSubstr("group: rms_gemv_rope"));
   EXPECT_THAT(md, HasSubstr("host: attention"));
+  // The plans: decode_opt (cpu) and npu2_opt, their device runs and merge reasons.
+  EXPECT_THAT(md, HasSubstr("## Device plans by target"));
+  EXPECT_THAT(md, HasSubstr("| `:decode_opt` | cpu | 2 per layer (all 2 layers) + 1 model-wide = 5 per token | applied: "));
+  EXPECT_THAT(md, HasSubstr("| `:npu2_opt` | npu2 | "));
 }
 
 TEST_F(ProfileE2eTest, HtmlIsSelfContained) {

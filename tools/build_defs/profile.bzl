@@ -66,12 +66,25 @@ def _decode_profile_impl(ctx):
         })
         files.append(stage.elf)
     model = ctx.attr.model or ctx.attr.final[DecodeElfInfo].model
+    plans = []
+    for plan in ctx.attr.plans:
+        info = plan[DecodeElfInfo]
+        if info.model != ctx.attr.final[DecodeElfInfo].model:
+            fail("decode_profile %s: plan %s is of model %s, the chain of %s" % (
+                ctx.label,
+                plan.label,
+                info.model,
+                ctx.attr.final[DecodeElfInfo].model,
+            ))
+        plans.append({"name": plan.label.name, "label": str(plan.label), "elf": info.elf.short_path})
+        files.append(info.elf)
     manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
     ctx.actions.write(manifest, json.encode({
         "model": model,
         "package": ctx.label.package,
         "label": str(ctx.label),
         "stages": stages,
+        "plans": plans,
     }))
     files += [manifest, ctx.file.goldens, ctx.file.tokenizer]
 
@@ -119,6 +132,11 @@ decode_profile = rule(
             providers = [DecodeElfInfo],
         ),
         "model": attr.string(doc = "The model's name (default: the baseline's)."),
+        "plans": attr.label_list(
+            doc = "Decode ELFs of the same model whose device runs and merge reason the record " +
+                  "lists, per target (e.g. the chain planned for npu2); read, not timed.",
+            providers = [DecodeElfInfo],
+        ),
         "goldens": attr.label(
             doc = "The verify gate's goldens (HF reference, or for tests the C++ baseline).",
             mandatory = True,

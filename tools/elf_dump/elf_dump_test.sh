@@ -17,6 +17,9 @@ expect dump "$out" 'pass: "merge_multi_launch"'
 out="$("$elf_dump" --summary "$opt")" || fail "--summary exited $?"
 expect summary "$out" "launch groups (device runs per token): 3, launches: 18, host steps: 5"
 expect summary "$out" "BOs: 4 WRITE, 13 STATIC, 12 INTERMEDIATE, 6 OUTPUT"
+expect summary "$out" "device runs: 2 per layer (1 layer) + 1 model-wide = 3 per token"
+out="$("$elf_dump" --summary "$decode")" || fail "--summary exited $?"
+expect summary "$out" "device runs: 14 per layer (1 layer) + 2 model-wide = 16 per token"
 
 out="$("$elf_dump" --diff "$bo" "$opt")" || fail "--diff exited $?"
 expect diff "$out" "+++ $opt (baseline -> layout_alignment -> buffer_object_reuse -> merge_multi_launch)"

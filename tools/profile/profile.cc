@@ -159,6 +159,22 @@ absl::Status LoadChain(Profile& p) {
     p.programs.push_back(std::move(program));
   }
   if (record.model.empty()) record.model = p.model().name();
+  if (manifest.contains("plans")) {
+    for (const auto& pl : manifest["plans"]) {
+      profile::PlanRecord plan;
+      plan.name = pl.value("name", "");
+      plan.label = pl.value("label", "");
+      DK_ASSIGN_OR_RETURN(const dk::elf::Program program, dk::elf::ReadElfFile(pl.value("elf", "")));
+      plan.runs = dk::elf::RunsPerLayer(program);
+      plan.runs_text = dk::elf::DescribeRuns(program);
+      for (const auto& l : program.lineage()) {
+        if (l.pass() != "merge_multi_launch") continue;
+        plan.target = l.target();
+        plan.merge_reason = absl::StrCat(l.applied() ? "applied: " : "skipped: ", l.reason());
+      }
+      record.plans.push_back(std::move(plan));
+    }
+  }
   std::fprintf(stderr, "[profile] %s: %zu stages (%s)\n", record.model.c_str(), record.stages.size(),
                absl::StrJoin(record.stages, " -> ", [](std::string* out, const profile::StageRecord& s) {
                  absl::StrAppend(out, ":", s.name);

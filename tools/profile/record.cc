@@ -380,6 +380,18 @@ std::string ToJson(const ProfileRecord& r) {
                         {"x_floor", c.x_floor}});
   }
   j["context_scaling"] = contexts;
+  json plans = json::array();
+  for (const PlanRecord& pl : r.plans) {
+    json per_layer = json::object();
+    for (const auto& [layer, n] : pl.runs) per_layer[layer < 0 ? "model_wide" : absl::StrCat("L", layer)] = n;
+    plans.push_back({{"name", pl.name},
+                     {"label", pl.label},
+                     {"target", pl.target},
+                     {"device_runs", pl.runs_text},
+                     {"runs_by_layer", per_layer},
+                     {"merge_reason", pl.merge_reason}});
+  }
+  j["plans"] = plans;
   json reverted = json::array();
   for (int i : r.reverted) reverted.push_back(r.stages[i].name);
   j["reverted"] = reverted;

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,17 @@ struct ContextPoint {
   double attention_share() const { return median_ms > 0 ? attention_ms / median_ms : 0; }
 };
 
+// A device plan of the model (decode_profile's `plans`): an ELF the profile reads,
+// not times: its device runs and the merge's reason, e.g. the chain planned for npu2.
+struct PlanRecord {
+  std::string name;    // "npu2_opt"
+  std::string label;   // "//models/llama32_1b:npu2_opt"
+  std::string target;  // of its merge_multi_launch ("npu2"; "" if it has none)
+  std::map<int, int> runs;  // elf::RunsPerLayer
+  std::string runs_text;    // elf::DescribeRuns
+  std::string merge_reason;  // the merge_multi_launch lineage reason
+};
+
 struct ProfileRecord {
   std::string model;
   std::string package;  // "models/llama32_1b"
@@ -164,6 +176,7 @@ struct ProfileRecord {
   std::string date;           // UTC, ISO 8601
   std::vector<StageRecord> stages;  // chain order, baseline first
   std::vector<ContextPoint> contexts;  // --context, on the final stage
+  std::vector<PlanRecord> plans;       // decode_profile's `plans`, in its order
 
   // Derived by Finalize.
   int final_stage = -1;  // the last stage that passed the gate

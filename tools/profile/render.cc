@@ -245,6 +245,17 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                     "steps); attention is the host-side decode attention over the cache, all layers.\n\n",
                     MdTable(ContextRows(r)), "\n");
   }
+  if (!r.plans.empty()) {
+    absl::StrAppend(&md, "## Device plans by target\n\n",
+                    "The device runs of these stages' ELFs (read, not timed: a target without a device "
+                    "here is planned, not run) and their merge's reason from the lineage.\n\n");
+    Rows plans = {{"stage", "target", "device runs", "merge_multi_launch"}};
+    for (const PlanRecord& pl : r.plans) {
+      plans.push_back({absl::StrCat("`:", pl.name, "`"), pl.target.empty() ? "-" : pl.target, pl.runs_text,
+                       pl.merge_reason.empty() ? "-" : pl.merge_reason});
+    }
+    absl::StrAppend(&md, MdTable(plans), "\n");
+  }
   absl::StrAppend(&md, "## Where one token's time goes, per stage\n\n",
                   "Averages over the measured tokens; per-layer components summed over the ", n_layers,
                   " layers (the last column is the average per layer).\n\n");

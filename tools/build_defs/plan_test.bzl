@@ -1,0 +1,26 @@
+"""decode_plan_test: the device runs of decode ELFs, checked against the BUILD's numbers."""
+
+def decode_plan_test(name, plans, **kwargs):
+    """A test that each ELF of `plans` runs as many device runs as expected.
+
+    Args:
+      name: the test's name.
+      plans: a list of (elf label, target, runs per layer, model-wide runs): every
+        layer of the ELF must have `runs per layer` launch groups, the model-wide
+        steps (the LM head) `model-wide runs`, and its merge_multi_launch must have
+        been applied for `target` ("cpu", "npu2").
+      **kwargs: passed to the sh_test (tags, size, ...).
+    """
+    args = ["$(rootpath //tools/elf_dump)"]
+    data = ["//tools/elf_dump"]
+    for elf, target, per_layer, model_wide in plans:
+        args += ["$(rootpath %s)" % elf, target, str(per_layer), str(model_wide)]
+        data.append(elf)
+    native.sh_test(
+        name = name,
+        srcs = ["//tools/build_defs:plan_test.sh"],
+        args = args,
+        data = data,
+        size = kwargs.pop("size", "small"),
+        **kwargs
+    )
