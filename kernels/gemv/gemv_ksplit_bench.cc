@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "kernels/bandwidth/bandwidth.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_ksplit.h"
+#include "util/aligned_buffer.h"
 
 namespace dk::kernels {
 namespace {
