@@ -1,20 +1,17 @@
 #include "kernels/gemv/gemv_ksplit.h"
 
-#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/gemv/gemv.h"
-#include "kernels/gemv/gemv_ref.h"
+#include "kernels/gemv/gemv_check.h"
 #include "kernels/testing/targets.h"
 
 namespace dk::kernels {
 namespace {
 
+using testing::CheckAgainstReference;
 using testing::ForEachTarget;
-using testing::Misaligned;
-using testing::RandomBf16;
-using testing::RandomF32;
 
 struct Shape {
   size_t rows, cols, k_chunk;
@@ -24,62 +21,19 @@ struct Shape {
 const Shape kShapes[] = {{1, 32, 32},   {3, 64, 32},    {5, 96, 32},    {9, 512, 512},
                          {13, 1024, 512}, {17, 1536, 256}, {130, 8192, 512}};
 
-// The f64 reference with the float-error bound of gemv_test.cc, for y of either type.
-void ExpectClose(const std::vector<double>& ref, const std::vector<double>& abs_sum, const float* y,
-                 size_t rows) {
-  for (size_t n = 0; n < rows; ++n) ASSERT_NEAR(y[n], ref[n], 1e-5 * abs_sum[n] + 1e-6) << "row " << n;
-}
-void ExpectClose(const std::vector<double>& ref, const std::vector<double>& abs_sum, const bf16* y,
-                 size_t rows) {
-  for (size_t n = 0; n < rows; ++n) {
-    ASSERT_NEAR(Bf16ToF32(y[n]), ref[n], std::fabs(ref[n]) / 256 + 1e-5 * abs_sum[n] + 1e-6) << "row " << n;
-  }
-}
-
 TEST(KSplitGemv, MatchesReferenceOnEveryTarget) {
   ForEachTarget([](const char*) {
     for (const Shape& s : kShapes) {
       for (bool packed : {false, true}) {
         SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " chunk " << s.k_chunk
                                           << (packed ? " packed" : " row-major"));
-        const std::vector<bf16> w = RandomBf16(s.rows * s.cols, 11 + s.rows + s.cols);
-        const std::vector<float> xf = RandomF32(s.cols, 3 + s.cols, 2.0f);
-        std::vector<bf16> xb(s.cols);
-        std::vector<float> xb_f32(s.cols);
-        for (size_t k = 0; k < s.cols; ++k) {
-          xb[k] = F32ToBf16(xf[k]);
-          xb_f32[k] = Bf16ToF32(xb[k]);
-        }
-        std::vector<double> abs_f, abs_b;
-        const auto ref_f = ref::Gemv(w.data(), s.rows, s.cols, xf.data(), &abs_f);
-        const auto ref_b = ref::Gemv(w.data(), s.rows, s.cols, xb_f32.data(), &abs_b);
-        std::vector<bf16> weights = w;
-        if (packed) {
-          weights.assign(PackedGemvElements(s.rows, s.cols), bf16{0xffff});
-          PackGemvWeights(w.data(), s.rows, s.cols, weights.data());
-        }
-        ThreadPool pool2(2), pool3(3);
-        for (size_t offset : {size_t{0}, size_t{2}, size_t{6}}) {
-          std::vector<uint8_t> sw, sxf, sxb;
-          const bf16* wp = Misaligned(weights, offset, &sw);
-          const float* xfp = Misaligned(xf, offset == 0 ? 0 : 4, &sxf);
-          const bf16* xbp = Misaligned(xb, offset, &sxb);
-          for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-            std::vector<float> yf(s.rows + 1, -7.0f);
-            std::vector<bf16> yb(s.rows + 1, bf16{0x7f7f});
-            KSplitGemv(wp, packed, s.rows, s.cols, s.k_chunk, xfp, yf.data(), pool);
-            ExpectClose(ref_f, abs_f, yf.data(), s.rows);
-            KSplitGemv(wp, packed, s.rows, s.cols, s.k_chunk, xbp, yf.data(), pool);
-            ExpectClose(ref_b, abs_b, yf.data(), s.rows);
-            EXPECT_EQ(yf[s.rows], -7.0f) << "wrote past the end of y";
-            KSplitGemv(wp, packed, s.rows, s.cols, s.k_chunk, xfp, yb.data(), pool);
-            ExpectClose(ref_f, abs_f, yb.data(), s.rows);
-            KSplitGemv(wp, packed, s.rows, s.cols, s.k_chunk, xbp, yb.data(), pool);
-            ExpectClose(ref_b, abs_b, yb.data(), s.rows);
-            EXPECT_EQ(yb[s.rows].bits, 0x7f7f) << "wrote past the end of y";
-            if (::testing::Test::HasFatalFailure()) return;
-          }
-        }
+        CheckAgainstReference(
+            s.rows, s.cols,
+            [&](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y, ThreadPool* pool) {
+              KSplitGemv(w, packed, rows, cols, s.k_chunk, x, y, pool);
+            },
+            packed);
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   });

@@ -6,14 +6,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/gemv/gemv_check.h"
 #include "kernels/gemv/gemv_ref.h"
 #include "kernels/testing/targets.h"
 
 namespace dk::kernels {
 namespace {
 
+using testing::CheckAgainstReference;
 using testing::ForEachTarget;
-using testing::Misaligned;
 using testing::RandomBf16;
 using testing::RandomF32;
 
@@ -25,68 +26,6 @@ struct Shape {
 const Shape kShapes[] = {{1, 1},   {1, 2},    {3, 5},   {4, 31},  {5, 33},
                          {7, 63},  {8, 64},   {9, 65},  {13, 100}, {17, 127},
                          {31, 129}, {64, 256}, {33, 1000}, {130, 2048}};
-
-void ExpectClose(const std::vector<double>& ref, const std::vector<double>& abs_sum,
-                 const float* y, size_t rows, const char* what) {
-  for (size_t n = 0; n < rows; ++n) {
-    const double tol = 1e-5 * abs_sum[n] + 1e-6;
-    ASSERT_NEAR(y[n], ref[n], tol) << what << " row " << n;
-  }
-}
-
-void ExpectClose(const std::vector<double>& ref, const std::vector<double>& abs_sum,
-                 const bf16* y, size_t rows, const char* what) {
-  for (size_t n = 0; n < rows; ++n) {
-    // One bf16 rounding of a value within float error of the reference.
-    const double tol = std::fabs(ref[n]) / 256 + 1e-5 * abs_sum[n] + 1e-6;
-    ASSERT_NEAR(Bf16ToF32(y[n]), ref[n], tol) << what << " row " << n;
-  }
-}
-
-// Runs `gemv(w_ptr, x, y, pool)` for f32/bf16 x and y, aligned and misaligned
-// inputs, with and without a pool, and checks against the f64 reference.
-template <typename Kernel>
-void CheckAllVariants(const Shape& s, const Kernel& kernel, bool pack) {
-  const std::vector<bf16> w = RandomBf16(s.rows * s.cols, 1 + s.rows * 31 + s.cols);
-  const std::vector<float> xf = RandomF32(s.cols, 7 + s.cols, 2.0f);
-  std::vector<bf16> xb(s.cols);
-  std::vector<float> xb_as_f32(s.cols);
-  for (size_t k = 0; k < s.cols; ++k) {
-    xb[k] = F32ToBf16(xf[k]);
-    xb_as_f32[k] = Bf16ToF32(xb[k]);
-  }
-  std::vector<double> abs_f, abs_b;
-  const auto ref_f = ref::Gemv(w.data(), s.rows, s.cols, xf.data(), &abs_f);
-  const auto ref_b = ref::Gemv(w.data(), s.rows, s.cols, xb_as_f32.data(), &abs_b);
-
-  std::vector<bf16> weights = w;
-  if (pack) {
-    weights.assign(PackedGemvElements(s.rows, s.cols), bf16{0xffff});
-    PackGemvWeights(w.data(), s.rows, s.cols, weights.data());
-  }
-  ThreadPool pool2(2), pool3(3);
-  for (size_t offset : {size_t{0}, size_t{2}, size_t{6}}) {
-    std::vector<uint8_t> sw, sxf, sxb;
-    const bf16* wp = Misaligned(weights, offset, &sw);
-    const float* xfp = Misaligned(xf, offset == 0 ? 0 : 4, &sxf);
-    const bf16* xbp = Misaligned(xb, offset, &sxb);
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-      std::vector<float> yf(s.rows + 1, -7.0f);
-      std::vector<bf16> yb(s.rows + 1, bf16{0x7f7f});
-      kernel(wp, s.rows, s.cols, xfp, yf.data(), pool);
-      ExpectClose(ref_f, abs_f, yf.data(), s.rows, "x f32, y f32");
-      EXPECT_EQ(yf[s.rows], -7.0f) << "wrote past the end of y";
-      kernel(wp, s.rows, s.cols, xbp, yf.data(), pool);
-      ExpectClose(ref_b, abs_b, yf.data(), s.rows, "x bf16, y f32");
-      kernel(wp, s.rows, s.cols, xfp, yb.data(), pool);
-      ExpectClose(ref_f, abs_f, yb.data(), s.rows, "x f32, y bf16");
-      kernel(wp, s.rows, s.cols, xbp, yb.data(), pool);
-      ExpectClose(ref_b, abs_b, yb.data(), s.rows, "x bf16, y bf16");
-      EXPECT_EQ(yb[s.rows].bits, 0x7f7f) << "wrote past the end of y";
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  }
-}
 
 // Runs `check` with the vdpbf16ps path on (where the CPU has it) and off.
 template <typename Fn>
@@ -103,8 +42,8 @@ TEST(Gemv, RowMajorMatchesReferenceOnEveryTarget) {
   ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
     for (const Shape& s : kShapes) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
-      CheckAllVariants(
-          s,
+      CheckAgainstReference(
+          s.rows, s.cols,
           [](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
              ThreadPool* pool) { Gemv(w, rows, cols, x, y, pool); },
           /*pack=*/false);
@@ -117,8 +56,8 @@ TEST(Gemv, PackedMatchesReferenceOnEveryTarget) {
   ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
     for (const Shape& s : kShapes) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
-      CheckAllVariants(
-          s,
+      CheckAgainstReference(
+          s.rows, s.cols,
           [](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
              ThreadPool* pool) { PackedGemv(w, rows, cols, x, y, pool); },
           /*pack=*/true);
