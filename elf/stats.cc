@@ -74,21 +74,24 @@ std::map<int, int> RunsPerLayer(const Program& p) {
   return runs;
 }
 
-std::string DescribeRuns(const Program& p) {
-  const std::map<int, int> runs = RunsPerLayer(p);
+std::string DescribeRuns(const std::map<int, int>& runs) {
   std::set<int> per_layer;
   std::string each;
+  int total = 0;
   for (const auto& [layer, n] : runs) {
+    total += n;
     if (layer < 0) continue;
     per_layer.insert(n);
     absl::StrAppend(&each, each.empty() ? "" : ", ", "L", layer, " ", n);
   }
-  const int layers = static_cast<int>(runs.size()) - 1;
+  const int layers = static_cast<int>(runs.size()) - static_cast<int>(runs.count(-1));
   const std::string layer_part =
       per_layer.size() == 1 ? absl::StrCat(*per_layer.begin(), " per layer (",
                                            layers == 1 ? "1 layer" : absl::StrCat("all ", layers, " layers"), ")")
                             : absl::StrCat("per layer ", each);
-  return absl::StrCat(layer_part, " + ", runs.at(-1), " model-wide = ", RunsPerToken(p), " per token");
+  const auto model_wide = runs.find(-1);
+  return absl::StrCat(layer_part, " + ", model_wide == runs.end() ? 0 : model_wide->second,
+                      " model-wide = ", total, " per token");
 }
 
 std::string HumanBytes(int64_t bytes) {

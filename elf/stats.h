@@ -25,9 +25,9 @@ int RunsPerToken(const Program& program);
 // listed), and model-wide ones (layer -1: the LM head) under key -1.
 std::map<int, int> RunsPerLayer(const Program& program);
 
-// "2 per layer (all 16 layers) + 1 model-wide = 33 per token", or with layers that
-// differ: "per layer L0 2, L1 3 + 1 model-wide = 6 per token".
-std::string DescribeRuns(const Program& program);
+// RunsPerLayer in words: "2 per layer (all 16 layers) + 1 model-wide = 33 per token",
+// or with layers that differ: "per layer L0 2, L1 3 + 1 model-wide = 6 per token".
+std::string DescribeRuns(const std::map<int, int>& runs_per_layer);
 
 // Bytes written to BOs per token by the host (WRITE BOs, counted once per group
 // that binds them as input).

@@ -96,9 +96,11 @@ void NoteKSplit(Report& report, const std::string& group, const std::string& why
 std::string MustRunAlone(elf::Launch& l, const std::string& group,
                          const registry::TargetConstraints& target, Report& report) {
   auto kernel = KernelOf(l);
-  if (!kernel.ok() || !IsGemv(l) || !l.params().count("rows") || !l.params().count("cols")) return "";
+  if (!kernel.ok()) return "";
+  const std::string& id = (*kernel)->id();
+  if ((id != "gemv" && id != "gemv_ksplit") || !l.params().count("rows") || !l.params().count("cols")) return "";
   const int64_t rows = Param(l, "rows"), cols = Param(l, "cols");
-  if ((*kernel)->id() == "gemv_ksplit") {
+  if (id == "gemv_ksplit") {
     auto plan = registry::CheckKSplitGemv(target, rows, cols);
     return plan.ok() ? "" : absl::StrCat(group, " K-split GEMV: ", plan.status().message(),
                                          "; kept as a separate group");
@@ -214,13 +216,14 @@ std::vector<Chunk> SplitAtTargetLimits(const std::vector<const elf::LaunchGroup*
     const bool gemv = IsGemv(l);
     if (per_gemv && gemv && chunk_has_gemv) next_chunk();
     const int limit = target.max_launches_per_group();
-    if (limit > 0 && !bodies.count(Body(l)) && static_cast<int>(bodies.size()) >= limit) {
+    const std::string body = Body(l);
+    if (limit > 0 && !bodies.count(body) && static_cast<int>(bodies.size()) >= limit) {
       report.notes.push_back(absl::StrCat(GroupName(layer, kind), ": more than ", limit,
                                           " distinct launch bodies exceed ", target.name(),
                                           "'s limit per group; split"));
       next_chunk();
     }
-    bodies.insert(Body(l));
+    bodies.insert(body);
     chunk_has_gemv |= gemv;
     chunks.back().launches.push_back(std::move(l));
   }

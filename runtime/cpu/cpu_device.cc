@@ -226,10 +226,20 @@ T* As(CpuBo* bo) {
   return reinterpret_cast<T*>(bo->device());
 }
 
+// Calls call(x, y) with the GEMV's x and y BOs as the types they hold (f32 or bf16).
+template <typename Fn>
+void WithXY(const LaunchOp& op, const Fn& call) {
+  if (op.x_f32) {
+    op.y_f32 ? call(As<float>(op.bo[1]), As<float>(op.bo[2])) : call(As<float>(op.bo[1]), As<bf16>(op.bo[2]));
+  } else {
+    op.y_f32 ? call(As<bf16>(op.bo[1]), As<float>(op.bo[2])) : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+  }
+}
+
 void RunGemv(const LaunchOp& op, ThreadPool* pool) {
   const bf16* w = As<bf16>(op.bo[0]);
   const size_t rows = op.p[0], cols = op.p[1];
-  auto call = [&](const auto* x, auto* y) {
+  WithXY(op, [&](const auto* x, auto* y) {
     if (op.quantized) {
       // int8 activations (vpdpbusd where present): the faster strategy measured
       // for every format (kernels/gemv/gemv_quant.h).
@@ -240,25 +250,13 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
     } else {
       kernels::Gemv(w, rows, cols, x, y, pool);
     }
-  };
-  if (op.x_f32) {
-    op.y_f32 ? call(As<float>(op.bo[1]), As<float>(op.bo[2]))
-             : call(As<float>(op.bo[1]), As<bf16>(op.bo[2]));
-  } else {
-    op.y_f32 ? call(As<bf16>(op.bo[1]), As<float>(op.bo[2]))
-             : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
-  }
+  });
 }
 // npu2's K-split GEMV: K in chunks of p[2] columns, the partials added in order.
 void RunGemvKSplit(const LaunchOp& op, ThreadPool* pool) {
-  const bf16* w = As<bf16>(op.bo[0]);
-  const size_t rows = op.p[0], cols = op.p[1], k_chunk = op.p[2];
-  auto call = [&](const auto* x, auto* y) { kernels::KSplitGemv(w, op.packed, rows, cols, k_chunk, x, y, pool); };
-  if (op.x_f32) {
-    op.y_f32 ? call(As<float>(op.bo[1]), As<float>(op.bo[2])) : call(As<float>(op.bo[1]), As<bf16>(op.bo[2]));
-  } else {
-    op.y_f32 ? call(As<bf16>(op.bo[1]), As<float>(op.bo[2])) : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
-  }
+  WithXY(op, [&](const auto* x, auto* y) {
+    kernels::KSplitGemv(As<bf16>(op.bo[0]), op.packed, op.p[0], op.p[1], op.p[2], x, y, pool);
+  });
 }
 void RunRmsNorm(const LaunchOp& op, ThreadPool*) {
   kernels::RmsNorm(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));

@@ -44,7 +44,7 @@ void PrintSummary(const dk::elf::Program& p) {
   std::printf("model %s: %d layers\n", p.model().name().c_str(), p.model().n_layers());
   std::printf("launch groups (device runs per token): %d, launches: %d, host steps: %d\n",
               groups, launches, host);
-  std::printf("device runs: %s\n", dk::elf::DescribeRuns(p).c_str());
+  std::printf("device runs: %s\n", dk::elf::DescribeRuns(dk::elf::RunsPerLayer(p)).c_str());
   std::printf("BOs: %d WRITE, %d STATIC, %d INTERMEDIATE, %d OUTPUT\n", by_category[1],
               by_category[2], by_category[3], by_category[4]);
   // Weight BOs per storage: "bf16" or the block format (elf BlockFormat).

@@ -166,7 +166,6 @@ absl::Status LoadChain(Profile& p) {
       plan.label = pl.value("label", "");
       DK_ASSIGN_OR_RETURN(const dk::elf::Program program, dk::elf::ReadElfFile(pl.value("elf", "")));
       plan.runs = dk::elf::RunsPerLayer(program);
-      plan.runs_text = dk::elf::DescribeRuns(program);
       for (const auto& l : program.lineage()) {
         if (l.pass() != "merge_multi_launch") continue;
         plan.target = l.target();

@@ -387,7 +387,7 @@ std::string ToJson(const ProfileRecord& r) {
     plans.push_back({{"name", pl.name},
                      {"label", pl.label},
                      {"target", pl.target},
-                     {"device_runs", pl.runs_text},
+                     {"device_runs", elf::DescribeRuns(pl.runs)},
                      {"runs_by_layer", per_layer},
                      {"merge_reason", pl.merge_reason}});
   }

@@ -152,8 +152,7 @@ struct PlanRecord {
   std::string name;    // "npu2_opt"
   std::string label;   // "//models/llama32_1b:npu2_opt"
   std::string target;  // of its merge_multi_launch ("npu2"; "" if it has none)
-  std::map<int, int> runs;  // elf::RunsPerLayer
-  std::string runs_text;    // elf::DescribeRuns
+  std::map<int, int> runs;  // elf::RunsPerLayer (elf::DescribeRuns says it in words)
   std::string merge_reason;  // the merge_multi_launch lineage reason
 };
 

@@ -251,7 +251,7 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                     "here is planned, not run) and their merge's reason from the lineage.\n\n");
     Rows plans = {{"stage", "target", "device runs", "merge_multi_launch"}};
     for (const PlanRecord& pl : r.plans) {
-      plans.push_back({absl::StrCat("`:", pl.name, "`"), pl.target.empty() ? "-" : pl.target, pl.runs_text,
+      plans.push_back({absl::StrCat("`:", pl.name, "`"), pl.target.empty() ? "-" : pl.target, elf::DescribeRuns(pl.runs),
                        pl.merge_reason.empty() ? "-" : pl.merge_reason});
     }
     absl::StrAppend(&md, MdTable(plans), "\n");
