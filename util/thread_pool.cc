@@ -1,5 +1,9 @@
 #include "util/thread_pool.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -15,9 +19,41 @@ namespace {
 // About 50-200 us of spinning before a worker goes to sleep: long enough to bridge
 // the gaps between the kernel launches of one decode step.
 constexpr int kSpinIterations = 1 << 14;
+// How long the caller spins for tasks still running on other threads before it
+// sleeps (a few microseconds to some tens): a kernel's tasks end close together on
+// an idle host, so the wake-up (a futex, ~10 us) is rare there.
+constexpr int kJoinSpinIterations = 1 << 10;
+
+int SpinFromEnv(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e ? std::max(0, std::atoi(e)) : fallback;
+}
+// DK_POOL_SPIN / DK_POOL_JOIN_SPIN override the two spin counts (for measuring them).
+const int g_worker_spin = SpinFromEnv("DK_POOL_SPIN", kSpinIterations);
+const int g_join_spin = SpinFromEnv("DK_POOL_JOIN_SPIN", kJoinSpinIterations);
+
+constexpr uint64_t kIndexMask = 0xffffffffu;
+
+// The calling thread's involuntary context switches (preemptions) so far.
+int64_t InvoluntarySwitches() {
+#if defined(RUSAGE_THREAD)
+  rusage u;
+  if (getrusage(RUSAGE_THREAD, &u) == 0) return u.ru_nivcsw;
+#endif
+  return 0;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, const ContentionOptions& contention)
+    : contention_(contention) {
+  if (const char* e = std::getenv("DK_POOL_ADAPTIVE")) contention_.enabled = std::atoi(e) != 0;
+  solo_ns_ = contention_.min_solo_ns;
   if (num_threads < 1) num_threads = 1;
   workers_.reserve(num_threads - 1);
   for (int t = 1; t < num_threads; ++t) {
@@ -35,34 +71,104 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::DrainTasks(int thread) {
+int64_t ThreadPool::DrainTasks(int thread) {
+  int64_t ran = 0;
   for (;;) {
-    const int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= num_tasks_) return;
+    const uint64_t c = claim_.fetch_add(1, std::memory_order_acq_rel);
+    const int64_t task = static_cast<int64_t>(c & kIndexMask);
+    const int64_t num_tasks = static_cast<int64_t>(c >> 32);
+    if (task >= num_tasks) return ran;
     fn_(ctx_, task, thread);
+    ++ran;
+    if (thread == 0) continue;  // the caller counts its own tasks when it is done
+    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == num_tasks &&
+        caller_waiting_.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_one();
+    }
   }
 }
 
+void ThreadPool::StartWindow(int64_t now_ns) {
+  window_start_ns_ = now_ns;
+  window_preemptions_ = InvoluntarySwitches();
+  window_stalls_ = 0;
+}
+
+bool ThreadPool::RunAlone() {
+  const int64_t now = NowNs();
+  if (mode_ == Mode::kSolo) {
+    if (now < solo_until_ns_) {
+      ++stats_.solo_runs;
+      return true;
+    }
+    mode_ = Mode::kProbe;
+    StartWindow(now);
+    return false;
+  }
+  const int64_t length = now - window_start_ns_;
+  if (length < contention_.window_ns) return false;
+  // A window much longer than window_ns (the pool sat idle) is not judged.
+  const int64_t events = InvoluntarySwitches() - window_preemptions_ + window_stalls_;
+  if (length < 2 * contention_.window_ns && events >= contention_.contention_events) {
+    ++stats_.contended_windows;
+    if (mode_ == Mode::kProbe) {
+      solo_ns_ = std::min(4 * solo_ns_, contention_.max_solo_ns);
+    } else if (now - last_contention_ns_ > contention_.calm_ns) {
+      solo_ns_ = contention_.min_solo_ns;
+    }
+    last_contention_ns_ = now;
+    mode_ = Mode::kSolo;
+    solo_until_ns_ = now + solo_ns_;
+    ++stats_.solo_runs;
+    return true;
+  }
+  mode_ = Mode::kParallel;  // a probe without contention ends here
+  StartWindow(now);
+  return false;
+}
+
 void ThreadPool::RunErased(int64_t num_tasks, TaskFn fn, const void* ctx) {
+  ++stats_.parallel_runs;
+  const int64_t start_ns = contention_.enabled ? NowNs() : 0;
   fn_ = fn;
   ctx_ = ctx;
-  num_tasks_ = num_tasks;
-  next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(static_cast<uint64_t>(num_tasks) << 32, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_seq_cst);  // wakes spinning workers
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(mu_);
     cv_.notify_all();
   }
-  DrainTasks(0);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) DK_PAUSE();
+  const int64_t mine = DrainTasks(0);
+  const int64_t mine_done_ns = contention_.enabled ? NowNs() : 0;
+  if (done_.fetch_add(mine, std::memory_order_seq_cst) + mine != num_tasks) {
+    bool done = false;
+    for (int i = 0; i < g_join_spin && !done; ++i) {
+      DK_PAUSE();
+      done = done_.load(std::memory_order_acquire) == num_tasks;
+    }
+    if (!done) {
+      std::unique_lock<std::mutex> lock(mu_);
+      caller_waiting_.store(true, std::memory_order_seq_cst);
+      done_cv_.wait(lock, [&] { return done_.load(std::memory_order_seq_cst) == num_tasks; });
+      caller_waiting_.store(false, std::memory_order_relaxed);
+    }
+  }
+  if (contention_.enabled) {
+    const int64_t waited = NowNs() - mine_done_ns;
+    if (waited > contention_.stall_ns && waited > mine_done_ns - start_ns) {
+      ++stats_.stalls;
+      ++window_stalls_;
+    }
+  }
 }
 
 void ThreadPool::WorkerLoop(int thread) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int i = 0; gen == seen && i < kSpinIterations; ++i) {
+    for (int i = 0; gen == seen && i < g_worker_spin; ++i) {
       DK_PAUSE();
       gen = generation_.load(std::memory_order_acquire);
     }
@@ -78,7 +184,6 @@ void ThreadPool::WorkerLoop(int thread) {
     seen = gen;
     if (stop_.load()) return;
     DrainTasks(thread);
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

@@ -3,6 +3,31 @@
 // nothing is created or allocated per Run. Workers spin briefly between Runs (decode
 // issues hundreds of small Runs per token) and then sleep on a condition variable.
 //
+// Run returns once every task has finished, not once every worker has looked at the
+// job: a worker that is asleep or descheduled (another process holds its core) when
+// a Run starts is not waited for; the threads that run take all the tasks. The
+// caller spins only briefly for tasks still running on other threads, then sleeps,
+// leaving its core to them (on a loaded host, a spinning caller would keep the very
+// thread it waits for off that core).
+//
+// Contention: when other processes compete for the cores, the pool's threads get
+// time slices, not cores. A worker taken off its core while it holds a task holds
+// the whole Run up (a slice, milliseconds), and a worker spinning for the next Run
+// while the caller is off its core burns the share the caller needs. The pool counts
+// two signs of it per `window_ns` window: stalls (Runs in which the caller waited for
+// the workers longer than it worked and longer than `stall_ns`) and the caller's own
+// preemptions (the kernel's count of involuntary context switches; sleeping does not
+// count). A window with `contention_events` of them or more is contended: the pool
+// then runs every task on the caller alone ("solo") for a while, then runs in
+// parallel again for one window as a probe. A contended probe makes the solo time
+// four times longer (up to `max_solo_ns`); it starts over from `min_solo_ns` after
+// `calm_ns` without contention. Single events are not enough: on this project's
+// 2-core VMs an idle host shows a few stalls and preemptions a second (the
+// hypervisor takes vCPUs away too), a CPU-bound load on both cores 10 or more per
+// 100 ms. Measured there under two nice -n 19 compile loops (tools/peer/README.md):
+// decoding alone on the caller is much faster than 2 threads that keep waiting for
+// each other.
+//
 // Thread-safety: Run may be called by one thread at a time (the pool's owner);
 // Run must not be called from inside a task.
 #ifndef DK_UTIL_THREAD_POOL_H_
@@ -19,10 +44,30 @@
 
 namespace dk {
 
+// How a pool reacts to contention (see above). Times in nanoseconds.
+struct ContentionOptions {
+  bool enabled = true;                  // false: always parallel (DK_POOL_ADAPTIVE=0 too)
+  int64_t stall_ns = 200'000;           // a Run stalls when the caller waits longer than this
+  int64_t window_ns = 100'000'000;      // stalls and preemptions are counted per window
+  int contention_events = 6;            // stalls + preemptions in a window: contended
+  int64_t min_solo_ns = 200'000'000;    // solo time after contention
+  int64_t max_solo_ns = 1'600'000'000;
+  int64_t calm_ns = 2'000'000'000;      // no contention this long: the solo time starts over
+};
+
 class ThreadPool {
  public:
   // `num_threads` counts the caller: 1 means "run everything on the caller".
-  explicit ThreadPool(int num_threads);
+  explicit ThreadPool(int num_threads, const ContentionOptions& contention = {});
+
+  // Counts since construction (read by the caller's thread, like Run).
+  struct Stats {
+    int64_t parallel_runs = 0;  // Runs offered to the workers
+    int64_t solo_runs = 0;      // Runs of 2+ tasks kept on the caller (contention)
+    int64_t stalls = 0;         // parallel Runs that stalled
+    int64_t contended_windows = 0;  // windows judged contended (solo windows are not judged)
+  };
+  const Stats& stats() const { return stats_; }
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -35,11 +80,21 @@ class ThreadPool {
   template <typename F>
   void Run(int64_t num_tasks, const F& f) {
     if (num_tasks <= 0) return;
-    if (workers_.empty() || num_tasks == 1) {
+    if (workers_.empty() || num_tasks == 1 || (contention_.enabled && RunAlone())) {
       for (int64_t t = 0; t < num_tasks; ++t) f(t, 0);
       return;
     }
-    RunErased(num_tasks, &Trampoline<F>, &f);
+    // A job holds at most 2^31 - 1 tasks; more run as consecutive jobs.
+    constexpr int64_t kMaxJob = (int64_t{1} << 31) - 1;
+    for (int64_t first = 0; first < num_tasks; first += kMaxJob) {
+      const int64_t count = std::min(kMaxJob, num_tasks - first);
+      if (first == 0) {
+        RunErased(count, &Trampoline<F>, &f);
+      } else {
+        auto shifted = [&f, first](int64_t task, int thread) { f(first + task, thread); };
+        RunErased(count, &Trampoline<decltype(shifted)>, &shifted);
+      }
+    }
   }
 
  private:
@@ -49,21 +104,43 @@ class ThreadPool {
     (*static_cast<const F*>(ctx))(task, thread);
   }
   void RunErased(int64_t num_tasks, TaskFn fn, const void* ctx);
+  // Whether this Run runs on the caller alone; judges the window when it is over.
+  bool RunAlone();
+  // Starts a window at `now_ns`.
+  void StartWindow(int64_t now_ns);
   void WorkerLoop(int thread);
-  void DrainTasks(int thread);
+  // Claims and runs tasks of the current job until none is left; returns how many.
+  int64_t DrainTasks(int thread);
 
   std::vector<std::thread> workers_;
-  // The current job; published by bumping generation_.
+  // The current job. fn_ and ctx_ are read only by a thread that has claimed one of
+  // its tasks, so they cannot change under it (the job is not done before that task).
   TaskFn fn_ = nullptr;
   const void* ctx_ = nullptr;
-  int64_t num_tasks_ = 0;
-  alignas(64) std::atomic<int64_t> next_task_{0};
-  alignas(64) std::atomic<uint64_t> generation_{0};
-  alignas(64) std::atomic<int> busy_workers_{0};
+  // (num_tasks << 32) | next task to claim: a thread claims by fetch_add(1), which
+  // yields the task and the count of one job together, so a late worker can only
+  // claim tasks of the job that is current when it claims.
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<int64_t> done_{0};  // tasks of the current job finished
+  alignas(64) std::atomic<uint64_t> generation_{0};  // bumped per Run: wakes workers
   alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_waiting_{false};
   std::atomic<bool> stop_{false};
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;       // workers wait here for the next Run
+  std::condition_variable done_cv_;  // the caller waits here for the last task
+
+  // Contention state, the caller's alone.
+  enum class Mode { kParallel, kSolo, kProbe };
+  ContentionOptions contention_;
+  Mode mode_ = Mode::kParallel;
+  int64_t solo_until_ns_ = 0;
+  int64_t solo_ns_ = 0;  // the next solo time
+  int64_t last_contention_ns_ = 0;
+  int64_t window_start_ns_ = 0;
+  int64_t window_preemptions_ = 0;  // the caller's count at the window's start
+  int64_t window_stalls_ = 0;
+  Stats stats_;
 };
 
 // The pool shared by all kernels of this process: DK_NUM_THREADS threads if set,

@@ -1,7 +1,12 @@
 #include "util/thread_pool.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -9,9 +14,17 @@
 namespace dk {
 namespace {
 
+// These tests are about the parallel Runs: contention handling (thread_pool_contention_test)
+// is off, so that a busy test machine cannot make a pool run its tasks alone.
+ContentionOptions Off() {
+  ContentionOptions c;
+  c.enabled = false;
+  return c;
+}
+
 TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
   for (int threads : {1, 2, 3, 5}) {
-    ThreadPool pool(threads);
+    ThreadPool pool(threads, Off());
     EXPECT_EQ(pool.num_threads(), threads);
     for (int64_t n : {0, 1, 2, 7, 100, 1001}) {
       std::vector<std::atomic<int>> hits(n);
@@ -27,7 +40,7 @@ TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
 }
 
 TEST(ThreadPool, ManySmallRunsAndSleepingWorkers) {
-  ThreadPool pool(2);
+  ThreadPool pool(2, Off());
   std::atomic<int64_t> sum{0};
   for (int r = 0; r < 20000; ++r) {
     pool.Run(4, [&](int64_t task, int) { sum.fetch_add(task + 1); });
@@ -43,6 +56,100 @@ TEST(ThreadPool, ManySmallRunsAndSleepingWorkers) {
     });
   }
   EXPECT_GT(workers_used.load(), 0);
+}
+
+// A worker that is not running when a Run starts (here: held in a signal handler, as
+// a descheduled thread on a loaded host would be) must not hold the Run up: the
+// caller runs every task and returns without waiting for it.
+std::atomic<bool> g_hold{false};
+std::atomic<bool> g_held{false};
+void HoldHandler(int) {
+  g_held.store(true);
+  while (g_hold.load()) {
+    const timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+}
+
+TEST(ThreadPool, RunDoesNotWaitForAWorkerThatIsNotRunning) {
+  ThreadPool pool(2, Off());
+  std::atomic<pthread_t> worker{};
+  std::atomic<bool> found{false};
+  for (int r = 0; r < 1000 && !found.load(); ++r) {
+    pool.Run(64, [&](int64_t, int thread) {
+      if (thread == 1 && !found.exchange(true)) worker.store(pthread_self());
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    });
+  }
+  ASSERT_TRUE(found.load()) << "the worker never took a task";
+  struct sigaction sa = {};
+  sa.sa_handler = HoldHandler;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
+  g_hold.store(true);
+  ASSERT_EQ(pthread_kill(worker.load(), SIGUSR1), 0);
+  while (!g_held.load()) std::this_thread::yield();
+  // Released after 3 s whatever happens, so a pool that waits fails instead of hanging.
+  std::thread release([] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    g_hold.store(false);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<int> by_worker{0};
+  std::atomic<int> ran{0};
+  for (int r = 0; r < 10; ++r) {
+    pool.Run(8, [&](int64_t, int thread) {
+      ran.fetch_add(1);
+      if (thread != 0) by_worker.fetch_add(1);
+    });
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool still_held = g_hold.load();
+  release.join();
+  EXPECT_TRUE(still_held);
+  EXPECT_EQ(ran.load(), 80);
+  EXPECT_EQ(by_worker.load(), 0);
+  EXPECT_LT(secs, 1.0) << "Run waited for the held worker";
+  // The worker, released, takes part again.
+  std::atomic<int> used{0};
+  for (int r = 0; r < 200 && used.load() == 0; ++r) {
+    pool.Run(64, [&](int64_t, int thread) {
+      if (thread == 1) used.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+  }
+  EXPECT_GT(used.load(), 0);
+  signal(SIGUSR1, SIG_DFL);
+}
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// The caller waits for a long task on another thread asleep, not spinning: on a
+// loaded host its spinning would hold the core the other thread needs.
+TEST(ThreadPool, CallerSleepsWhileWaitingForALongTask) {
+  ThreadPool pool(2, Off());
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::atomic<int> worker_tasks{0};
+    const double cpu0 = ThreadCpuSeconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.Run(16, [&](int64_t, int thread) {
+      if (thread == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      } else if (worker_tasks.fetch_add(1) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu = ThreadCpuSeconds() - cpu0;
+    if (worker_tasks.load() == 0) continue;  // the caller took every task: try again
+    EXPECT_GE(wall, 0.19);
+    EXPECT_LT(cpu, 0.05) << "the caller spun while the worker ran its 200 ms task";
+    return;
+  }
+  FAIL() << "the worker never took a task in 20 Runs";
 }
 
 TEST(SplitPoint, CoversRangeWithAlignedBoundaries) {

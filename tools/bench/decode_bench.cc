@@ -92,6 +92,7 @@ void BM_Decode(benchmark::State& state) {
   const int64_t weight_bytes = dk::elf::WeightBytesPerToken(g_program);
 
   const size_t every = absl::GetFlag(FLAGS_bandwidth_every);
+  const dk::ThreadPool::Stats pool_before = s.pool->stats();
   std::vector<double> ms;
   double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens
   for (auto _ : state) {
@@ -164,6 +165,13 @@ void BM_Decode(benchmark::State& state) {
   state.counters["device_runs_ms"] = run_ms / ms.size();
   state.counters["host_steps_ms"] = host_ms / ms.size();
   state.counters["bo_io_ms"] = io_ms / ms.size();
+  // The pool under contention (util/thread_pool.h): the share of its multi-task Runs
+  // kept on the caller, and stalled Runs per token (both include the bandwidth samples).
+  const dk::ThreadPool::Stats& pool_after = s.pool->stats();
+  const double parallel = pool_after.parallel_runs - pool_before.parallel_runs;
+  const double solo = pool_after.solo_runs - pool_before.solo_runs;
+  state.counters["pool_solo_pct"] = parallel + solo > 0 ? 100.0 * solo / (parallel + solo) : 0.0;
+  state.counters["pool_stalls_per_token"] = (pool_after.stalls - pool_before.stalls) / static_cast<double>(ms.size());
   state.SetLabel(g_program.model().name());
 }
 
