@@ -41,6 +41,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import load as bgload  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = sys.executable
 MODELS = ("smollm2_135m", "llama32_1b")
@@ -163,7 +165,8 @@ def decodekit(prep, model, threads, a):
     b = json.loads(out.stdout)["benchmarks"][0]
     if b.get("error_occurred"):
         raise SystemExit(f"decode_bench: {b.get('error_message')}")
-    return {"ms_per_token": b["ms_per_token"], "x_floor": b["x_floor"], "bw_inside": b["bw_GB/s"]}
+    return {"ms_per_token": b["ms_per_token"], "x_floor": b["x_floor"], "bw_inside": b["bw_GB/s"],
+            "pool_solo_pct": b.get("pool_solo_pct", 0.0)}
 
 
 def llamacpp(gguf, threads, a):
@@ -185,6 +188,8 @@ def bandwidth(prep, threads):
 
 def mode(gbs, a):
     """The host's bandwidth mode: ~58 or ~33 GB/s, or below both when the host is busy."""
+    if a.load != "none":
+        return "load"  # the probe then measures the load as much as the memory
     if gbs >= a.fast_gbps:
         return "~58"
     return "~33" if gbs >= a.slow_gbps else "low"
@@ -240,6 +245,9 @@ def main():
     p.add_argument("--workdir", default="/tmp/decodekit_peer", help="GGUFs, checkpoint, results")
     p.add_argument("--results", default="results.json", help="file name under --workdir")
     p.add_argument("--skip_build", action="store_true")
+    p.add_argument("--load", default="none", choices=bgload.KINDS,
+                   help="run every pair under this background load (load.py; nice19: a "
+                        "nice -n 19 compile loop per core, in a session of its own)")
     p.add_argument("--summarize", metavar="RESULTS_JSON",
                    help="only print the medians of a saved (possibly partial) run")
     a = p.parse_args()
@@ -249,6 +257,7 @@ def main():
         a.models = saved["args"]["models"]
         a.threads = saved["args"]["threads"]
         a.stage = saved["args"].get("stage", "bf16")
+        a.load = saved["args"].get("load", "none")
         print_summary(saved["pairs"], a)
         return
     a.models = [m for m in a.models.split(",") if m]
@@ -265,10 +274,18 @@ def main():
 
     results = []
     print(f"{'model':<13} {'thr':>3} {'pair':>4} {'decodekit ms':>12} {'llama.cpp ms':>12} "
-          f"{'ratio':>6} {'bw GB/s':>8} {'mode':>5} {'dk x_floor':>10} {'load1':>5}", flush=True)
+          f"{'ratio':>6} {'bw GB/s':>8} {'mode':>5} {'dk x_floor':>10} {'load1':>5} {'dk solo%':>8}", flush=True)
+    with bgload.Load(a.load, log=log) as background:
+        run_pairs(prep, gguf, results, background, a)
+    print_summary(results, a)
+    log(f"wrote {save(results, a)}")
+
+
+def run_pairs(prep, gguf, results, background, a):
     for model in a.models:
         for t in a.threads:
             for i in range(a.pairs):
+                background.check()
                 load1 = os.getloadavg()[0]  # other processes on the host (2 cores here)
                 dk = decodekit(prep, model, t, a)
                 gbs = bandwidth(prep, a.bw_threads)
@@ -277,15 +294,13 @@ def main():
                      "decodekit_ms": dk["ms_per_token"], "llamacpp_ms": lc["ms_per_token"],
                      "ratio": dk["ms_per_token"] / lc["ms_per_token"], "bw_GBps": gbs,
                      "bw_mode": mode(gbs, a), "decodekit_x_floor": dk["x_floor"],
-                     "decodekit_bw_inside": dk["bw_inside"], "llamacpp_ms_max": lc["ms_max"], "load1": load1}
+                     "decodekit_bw_inside": dk["bw_inside"], "llamacpp_ms_max": lc["ms_max"], "load1": load1,
+                     "decodekit_pool_solo_pct": dk["pool_solo_pct"]}
                 results.append(r)
                 print(f"{model:<13} {t:>3} {i + 1:>4} {r['decodekit_ms']:>12.3f} "
-                      f"{r['llamacpp_ms']:>12.3f} {r['ratio']:>6.3f} {gbs:>8.1f} {r['bw_mode']:>5} {r['decodekit_x_floor']:>10.2f} {load1:>5.1f}",
+                      f"{r['llamacpp_ms']:>12.3f} {r['ratio']:>6.3f} {gbs:>8.1f} {r['bw_mode']:>5} {r['decodekit_x_floor']:>10.2f} {load1:>5.1f} {r['decodekit_pool_solo_pct']:>8.1f}",
                       flush=True)
                 save(results, a)
-
-    print_summary(results, a)
-    log(f"wrote {save(results, a)}")
 
 
 def save(results, a):
@@ -301,7 +316,8 @@ def save(results, a):
 
 def print_summary(results, a):
     rows = summary_rows(results, a)
-    print(f"\nmedians, weights {a.stage} (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
+    under = "" if a.load == "none" else f", under load {a.load}"
+    print(f"\nmedians, weights {a.stage}{under} (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
     print("| model | threads | bandwidth mode | pairs | decodekit ms/token | llama.cpp ms/token "
           "| ratio | read GB/s |")
     print("|---|---|---|---|---|---|---|---|")
