@@ -109,7 +109,9 @@ bool ThreadPool::RunAlone() {
   const int64_t length = now - window_start_ns_;
   if (length < contention_.window_ns) return false;
   // A window much longer than window_ns (the pool sat idle) is not judged.
-  const int64_t events = InvoluntarySwitches() - window_preemptions_ + window_stalls_;
+  const int64_t preemptions =
+      contention_.count_preemptions ? InvoluntarySwitches() - window_preemptions_ : 0;
+  const int64_t events = preemptions + window_stalls_;
   if (length < 2 * contention_.window_ns && events >= contention_.contention_events) {
     ++stats_.contended_windows;
     if (mode_ == Mode::kProbe) {

@@ -50,6 +50,7 @@ struct ContentionOptions {
   int64_t stall_ns = 200'000;           // a Run stalls when the caller waits longer than this
   int64_t window_ns = 100'000'000;      // stalls and preemptions are counted per window
   int contention_events = 12;           // stalls + preemptions in a window: contended
+  bool count_preemptions = true;        // false: stalls alone (tests)
   int64_t min_solo_ns = 200'000'000;    // solo time after contention
   int64_t max_solo_ns = 1'600'000'000;
   int64_t calm_ns = 2'000'000'000;      // no contention this long: the solo time starts over

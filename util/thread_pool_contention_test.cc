@@ -47,12 +47,14 @@ std::vector<int> TasksPerThread(ThreadPool& pool, int runs, int tasks, int us) {
 }
 
 // Windows of 300 ms in which two stalls are contention; preemptions do not count
-// (a busy test machine preempts), and the test's stalls last 50 ms each.
+// (the worker woken on the caller's core preempts it), and the test's stalls last
+// 50 ms each.
 ContentionOptions StallsOnly() {
   ContentionOptions c;
   c.stall_ns = 5'000'000;
   c.window_ns = 300'000'000;
-  c.contention_events = 1 << 30;  // preemptions alone never reach it ...
+  c.contention_events = 2;
+  c.count_preemptions = false;
   c.min_solo_ns = 400'000'000;
   c.max_solo_ns = 1'600'000'000;
   c.calm_ns = 10'000'000'000;
@@ -79,7 +81,6 @@ void EndWindow(ThreadPool& pool, const ContentionOptions& c) {
 // parallel again once a window passes without contention.
 TEST(ThreadPool, StallsMakeThePoolRunAloneThenProbeBack) {
   ContentionOptions c = StallsOnly();
-  c.contention_events = 2;
   ThreadPool pool(2, c);
   RunUntilWorkerTakesPart(pool, 16, 10, 0);  // no stall: the caller never waits 5 ms
   EXPECT_EQ(pool.stats().stalls, 0);
@@ -109,7 +110,6 @@ TEST(ThreadPool, StallsMakeThePoolRunAloneThenProbeBack) {
 // One stall in a window is not contention.
 TEST(ThreadPool, OneStallIsNotContention) {
   ContentionOptions c = StallsOnly();
-  c.contention_events = 2;
   ThreadPool pool(2, c);
   Stall(pool, 1);
   EndWindow(pool, c);
@@ -122,7 +122,6 @@ TEST(ThreadPool, OneStallIsNotContention) {
 // A contended probe makes the solo time four times longer.
 TEST(ThreadPool, AContendedProbeLengthensTheSoloTime) {
   ContentionOptions c = StallsOnly();
-  c.contention_events = 2;
   ThreadPool pool(2, c);
   Stall(pool, 2);
   EndWindow(pool, c);
@@ -142,7 +141,6 @@ TEST(ThreadPool, AContendedProbeLengthensTheSoloTime) {
 
 TEST(ThreadPool, ContentionHandlingCanBeTurnedOff) {
   ContentionOptions c = StallsOnly();
-  c.contention_events = 2;
   c.enabled = false;
   ThreadPool pool(2, c);
   for (int i = 0; i < 2; ++i) RunUntilWorkerTakesPart(pool, 2, 1000, 50'000);
@@ -162,7 +160,7 @@ TEST(ThreadPool, ACallerPreemptedOftenRunsAlone) {
     c.enabled = enabled;
     c.stall_ns = 1'000'000'000;  // preemptions only
     c.window_ns = 50'000'000;
-    c.contention_events = 3;     // about 6 expected per window (see thread_pool.h)
+    c.contention_events = 3;     // one busy thread beside it: a preemption every ~8 ms here
     c.min_solo_ns = 50'000'000;
     ThreadPool pool(2, c);
     const int cpu = sched_getcpu();

@@ -154,17 +154,25 @@ class Prepared:
         return gguf
 
 
-def decodekit(prep, model, threads, a):
+def run_decode_bench(cmd, threads, tokens, warmup, what="decode_bench"):
+    """Runs decode_bench (`cmd`: the binary or its `bazel run` script, plus flags) on one
+    thread count, --warmup untimed then --tokens timed tokens, one bandwidth sample before
+    them; returns its JSON benchmark entry (counters as keys)."""
     out = subprocess.run(
-        [prep.script(model), f"--benchmark_filter=BM_Decode/threads:{threads}/",
-         "--benchmark_format=json", f"--tokens={a.tokens}", f"--warmup={a.warmup}",
-         f"--context={a.warmup + a.tokens}", f"--bandwidth_every={a.tokens}"],
+        cmd + [f"--benchmark_filter=BM_Decode/threads:{threads}/", "--benchmark_format=json",
+               f"--tokens={tokens}", f"--warmup={warmup}", f"--context={warmup + tokens}",
+               f"--bandwidth_every={tokens}"],
         cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if out.returncode != 0:
-        raise SystemExit(f"decode_bench failed:\n{out.stderr[-3000:]}")
+        raise SystemExit(f"{what} failed:\n{out.stderr[-3000:]}")
     b = json.loads(out.stdout)["benchmarks"][0]
     if b.get("error_occurred"):
-        raise SystemExit(f"decode_bench: {b.get('error_message')}")
+        raise SystemExit(f"{what}: {b.get('error_message')}")
+    return b
+
+
+def decodekit(prep, model, threads, a):
+    b = run_decode_bench([prep.script(model)], threads, a.tokens, a.warmup)
     return {"ms_per_token": b["ms_per_token"], "x_floor": b["x_floor"], "bw_inside": b["bw_GB/s"],
             "pool_solo_pct": b.get("pool_solo_pct", 0.0)}
 

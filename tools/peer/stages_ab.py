@@ -27,6 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+import ab  # noqa: E402  (run_decode_bench)
 import load as bgload  # noqa: E402
 
 CHAIN = "decode,decode_aligned,decode_bo,decode_opt,decode_fused"
@@ -64,17 +65,8 @@ def build(a):
 
 
 def run_stage(paths, stage, a):
-    out = subprocess.run(
-        [paths["bench"], f"--elf={paths[stage]}", f"--weights={paths['weights']}",
-         f"--benchmark_filter=BM_Decode/threads:{a.threads}/", "--benchmark_format=json",
-         f"--tokens={a.tokens}", f"--warmup={a.warmup}", f"--context={a.warmup + a.tokens}",
-         f"--bandwidth_every={a.tokens}"],
-        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if out.returncode != 0:
-        raise SystemExit(f"decode_bench {stage} failed:\n{out.stderr[-3000:]}")
-    b = json.loads(out.stdout)["benchmarks"][0]
-    if b.get("error_occurred"):
-        raise SystemExit(f"decode_bench {stage}: {b.get('error_message')}")
+    b = ab.run_decode_bench([paths["bench"], f"--elf={paths[stage]}", f"--weights={paths['weights']}"],
+                            a.threads, a.tokens, a.warmup, what=f"decode_bench {stage}")
     return {"ms": b["ms_per_token"], "x_floor": b["x_floor"], "bw": b["bw_GB/s"],
             "solo_pct": b.get("pool_solo_pct", 0.0)}
 
