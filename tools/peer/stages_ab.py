@@ -20,14 +20,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-import ab  # noqa: E402  (run_decode_bench)
+import ab  # noqa: E402  (bazel, run_decode_bench)
 import load as bgload  # noqa: E402
 
 CHAIN = "decode,decode_aligned,decode_bo,decode_opt,decode_fused"
@@ -38,22 +37,17 @@ def log(msg):
     print(f"[stages_ab {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def bazel(*args):
-    log("$ bazelw " + " ".join(args))
-    return subprocess.run([os.path.join(ROOT, "bazelw"), *args], cwd=ROOT, check=True, text=True,
-                          stdout=subprocess.PIPE).stdout
-
-
 def build(a):
     targets = ["//tools/bench:decode_bench"] + [f"//models/{a.model}:{s}" for s in a.stages]
     weights = a.weights or WEIGHTS[a.model]
     if weights.startswith("@"):
         targets.append(weights)
     if not a.skip_build:
-        bazel("build", "--config=opt", *targets)
+        ab.bazel("build", "--config=opt", *targets)
     if weights.startswith("@"):
         repo, name = weights[1:].split("//:")
-        weights = os.path.join(bazel("info", "output_base").strip(), "external", repo, name)
+        output_base = ab.bazel("info", "output_base", capture=True).stdout.strip()
+        weights = os.path.join(output_base, "external", repo, name)
     paths = {"bench": os.path.join(ROOT, "bazel-bin", "tools", "bench", "decode_bench"),
              "weights": weights}
     for s in a.stages:
