@@ -15,6 +15,7 @@
 #include "benchmark/benchmark.h"
 #include "kernels/bandwidth/bandwidth.h"
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_x12.h"
 
 namespace dk::kernels {
 namespace {
@@ -91,6 +92,55 @@ void BM_Gemv(benchmark::State& state) {
   state.counters["pct_bw"] = 100.0 * gbs / bw;
   state.SetLabel(std::string(packed ? "packed " : "rowmajor ") + GemvTargetName());
 }
+// The same matrices in the 12-bit lossless layout (gemv_x12.h): GB/s counts the bf16
+// bytes the GEMV computes on (as BM_Gemv, so the two compare), read_GB/s the bytes it
+// streams.
+void BM_X12Gemv(benchmark::State& state) {
+  const Shape s = kShapes[state.range(0)];
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  static auto* sets = new std::map<std::pair<size_t, size_t>, std::vector<AlignedBuffer<uint8_t>>>();
+  auto& set = (*sets)[{s.rows, s.cols}];
+  size_t streamed = 0;
+  if (set.empty()) {
+    for (const auto& packed : WeightSet(s, /*packed=*/true)) {
+      std::vector<bf16> w(s.rows * s.cols);
+      for (size_t r = 0; r < s.rows; ++r) UnpackGemvRow(packed.data(), s.rows, s.cols, r, w.data() + r * s.cols);
+      set.emplace_back(X12GemvBytes(s.rows, s.cols), PageMode::kHugePages);
+      PackX12GemvWeights(w.data(), s.rows, s.cols, set.back().data());
+    }
+  }
+  streamed = X12GemvStats(set[0].data(), s.rows, s.cols).streamed_bytes;
+  std::vector<bf16> x(s.cols);
+  for (size_t k = 0; k < s.cols; ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
+  std::vector<float> y(s.rows);
+  BandwidthOptions bw_options;
+  bw_options.passes = 3;
+  bw_options.page_mode = PageMode::kHugePages;
+  const double bw = MeasureReadBandwidth(&pool, bw_options);
+  size_t i = 0, calls = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    X12Gemv(set[i].data(), s.rows, s.cols, x.data(), y.data(), &pool);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % set.size();
+    ++calls;
+  }
+  const double gbs = static_cast<double>(calls) * s.rows * s.cols * sizeof(bf16) / seconds * 1e-9;
+  state.counters["GB/s"] = gbs;
+  state.counters["read_GB/s"] = static_cast<double>(calls) * streamed / seconds * 1e-9;
+  state.counters["bw_GB/s"] = bw;
+  state.counters["pct_bw"] = 100.0 * gbs / bw;
+  state.SetLabel(std::string("x12 ") + GemvTargetName());
+}
+BENCHMARK(BM_X12Gemv)
+    ->ArgNames({"shape", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+
 // The same rotation, read by the streaming sum instead of a GEMV: the bandwidth a
 // read of one matrix-sized buffer reaches (short reads pay a fixed start-up cost,
 // so small GEMVs are compared with this too).

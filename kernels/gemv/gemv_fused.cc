@@ -7,6 +7,7 @@
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
 #include "kernels/gemv/gemv_rows.h"
+#include "kernels/gemv/gemv_x12.h"
 #include "kernels/norm/rmsnorm.h"
 #include "util/aligned_buffer.h"
 #include "util/check.h"
@@ -31,7 +32,9 @@ struct PreparedX {
   internal::QuantX quant;
 };
 
-bool IsBlocks(WeightFormat f) { return f != WeightFormat::kBf16RowMajor && f != WeightFormat::kBf16Packed; }
+bool IsBlocks(WeightFormat f) {
+  return f != WeightFormat::kBf16RowMajor && f != WeightFormat::kBf16Packed && f != WeightFormat::kBf16X12;
+}
 
 QuantFormat BlocksOf(WeightFormat f) {
   switch (f) {
@@ -59,6 +62,8 @@ void Rows(const PreparedX& x, const FusedWeight& w, size_t r0, size_t r1, float*
       return internal::Bf16RowMajorRows(static_cast<const bf16*>(w.data), x.bf16, r0, r1, acc);
     case WeightFormat::kBf16Packed:
       return internal::Bf16PackedRows(static_cast<const bf16*>(w.data), w.rows, x.bf16, r0, r1, acc);
+    case WeightFormat::kBf16X12:
+      return internal::Bf16X12Rows(static_cast<const uint8_t*>(w.data), w.rows, x.bf16, r0, r1, acc);
     default:
       return internal::QuantRows(static_cast<const uint8_t*>(w.data), x.quant, r0, r1, acc);
   }
@@ -73,8 +78,10 @@ T* Scratch(int slot, size_t n) {
   return buffers[slot].data();
 }
 
-// body(i, r0, r1) for every unit of rows [r0, r1) of weights i < n, the units of all
-// weights spread over the pool as one job.
+// The units of all weights i < n (unit_rows rows each, the last of a weight shorter)
+// spread over the pool as one job; each task calls body(i, r0, r1) once per weight
+// for the rows [r0, r1) of its units of that weight (r0 a multiple of unit_rows), so
+// the per-call work of the rows kernels is paid once per range, not per unit.
 template <typename F>
 void ForUnits(const FusedWeight* w, int n, size_t unit_rows, ThreadPool* pool, const F& body) {
   size_t first[kMaxFusedWeights + 1] = {0};
@@ -85,10 +92,11 @@ void ForUnits(const FusedWeight* w, int n, size_t unit_rows, ThreadPool* pool, c
   auto task = [&](int64_t t, int) {
     const size_t u1 = SplitPoint(units, tasks, t + 1, 1);
     int i = 0;
-    for (size_t u = SplitPoint(units, tasks, t, 1); u < u1; ++u) {
+    for (size_t u = SplitPoint(units, tasks, t, 1); u < u1;) {
       while (u >= first[i + 1]) ++i;
-      const size_t r0 = (u - first[i]) * unit_rows;
-      body(i, r0, std::min(w[i].rows, r0 + unit_rows));
+      const size_t end = std::min(u1, first[i + 1]);
+      body(i, (u - first[i]) * unit_rows, std::min(w[i].rows, (end - first[i]) * unit_rows));
+      u = end;
     }
   };
   pool ? pool->Run(tasks, task) : task(0, 0);
@@ -126,11 +134,14 @@ void RmsNormGemvSiluMul(WeightFormat format, const bf16* x, const bf16* norm, fl
     Rows(px, gate, r0, r1, g);
     Rows(px, up, r0, r1, u);
     bf16 gb[kSiluUnitRows], ub[kSiluUnitRows];
-    for (size_t r = r0; r < r1; ++r) {
-      gb[r - r0] = F32ToBf16(g[r]);
-      ub[r - r0] = F32ToBf16(u[r]);
+    for (size_t c0 = r0; c0 < r1; c0 += kSiluUnitRows) {  // SiluMul per unit, as the whole-length call splits
+      const size_t c1 = std::min(r1, c0 + kSiluUnitRows);
+      for (size_t r = c0; r < c1; ++r) {
+        gb[r - c0] = F32ToBf16(g[r]);
+        ub[r - c0] = F32ToBf16(u[r]);
+      }
+      SiluMul(gb, ub, c1 - c0, y + c0);
     }
-    SiluMul(gb, ub, r1 - r0, y + r0);
   });
 }
 
@@ -141,8 +152,11 @@ void GemvAdd(WeightFormat format, const bf16* x, size_t cols, FusedWeight w, con
   ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
     Rows(px, w, r0, r1, acc);
     bf16 o[kUnitRows];
-    for (size_t r = r0; r < r1; ++r) o[r - r0] = F32ToBf16(acc[r]);
-    Add(residual + r0, o, r1 - r0, y + r0);
+    for (size_t c0 = r0; c0 < r1; c0 += kUnitRows) {
+      const size_t c1 = std::min(r1, c0 + kUnitRows);
+      for (size_t r = c0; r < c1; ++r) o[r - c0] = F32ToBf16(acc[r]);
+      Add(residual + c0, o, c1 - c0, y + c0);
+    }
   });
 }
 

@@ -10,7 +10,7 @@
 //  * GemvAdd:            y = Add(residual, bf16(W x))             (O / down + residual add)
 //
 // Bit-identical to the unfused kernels run one after the other on the same SIMD
-// target (RmsNorm, then Gemv / PackedGemv / QuantGemv(kInt8) with bf16 x, then
+// target (RmsNorm, then Gemv / PackedGemv / X12Gemv / QuantGemv(kInt8) with bf16 x, then
 // SiluMul / Add): xn is rounded to bf16 where RmsNorm rounds it, each GEMV row is
 // the same inner loop (gemv_rows.h), its f32 sum rounded to bf16 where the unfused
 // GEMV stores bf16, and the elementwise kernels run on ranges that start at
@@ -32,10 +32,11 @@
 
 namespace dk::kernels {
 
-enum class WeightFormat { kBf16RowMajor, kBf16Packed, kQ8_0, kQ4_0, kQ4_1 };
+enum class WeightFormat { kBf16RowMajor, kBf16Packed, kBf16X12, kQ8_0, kQ4_0, kQ4_1 };
 
 // One weight matrix [rows, cols]: bf16 elements (row-major, or packed by
-// PackGemvWeights) or GGUF blocks (gemv_quant.h).
+// PackGemvWeights), bf16 in 12 bits (PackX12GemvWeights, gemv_x12.h) or GGUF blocks
+// (gemv_quant.h).
 struct FusedWeight {
   const void* data = nullptr;
   size_t rows = 0;

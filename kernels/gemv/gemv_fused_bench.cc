@@ -1,6 +1,6 @@
 // A decoder layer's GEMVs, fused (gemv_fused.h) against unfused (RmsNorm, PackedGemv,
 // SiluMul, Add launched one after the other), bf16 packed weights at llama32_1b and
-// SmolLM2 shapes. Each iteration runs one whole layer's worth: norm + q/k/v, O + add,
+// SmolLM2 shapes; "fused 2" runs the fused kernels on the x12 layout (gemv_x12.h). Each iteration runs one whole layer's worth: norm + q/k/v, O + add,
 // norm + gate/up + SiLU*mul, down + add. Weights rotate over >= 256 MiB of distinct
 // layers so they come from memory, as in decode. Interleave the two (the host's
 // bandwidth drifts); the decode A/B (tools/bench decode_bench) is what claims cite.
@@ -13,6 +13,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_fused.h"
+#include "kernels/gemv/gemv_x12.h"
 #include "kernels/norm/rmsnorm.h"
 
 namespace dk::kernels {
@@ -24,8 +25,16 @@ struct Model {
 constexpr Model kModels[] = {{2048, 2048, 512, 8192}, {576, 576, 192, 1536}};
 constexpr size_t kMinRotationBytes = size_t{256} << 20;
 
+// Each matrix packed, and in the x12 layout (gemv_x12.h).
+struct Matrix {
+  PackedGemvWeights packed;
+  AlignedBuffer<uint8_t> x12;
+  const void* As(bool x12_layout) const {
+    return x12_layout ? static_cast<const void*>(x12.data()) : static_cast<const void*>(packed.data.data());
+  }
+};
 struct Layer {
-  PackedGemvWeights q, k, v, o, gate, up, down;
+  Matrix q, k, v, o, gate, up, down;
 };
 
 const std::vector<Layer>& Layers(int model) {
@@ -42,7 +51,10 @@ const std::vector<Layer>& Layers(int model) {
       state = state * 1664525u + 1013904223u;
       e = F32ToBf16(static_cast<float>(static_cast<int32_t>(state >> 8)) * 1e-9f);
     }
-    return PackGemvWeights(w.data(), rows, cols, PageMode::kHugePages);
+    Matrix mat{PackGemvWeights(w.data(), rows, cols, PageMode::kHugePages),
+               AlignedBuffer<uint8_t>(X12GemvBytes(rows, cols), PageMode::kHugePages)};
+    PackX12GemvWeights(w.data(), rows, cols, mat.x12.data());
+    return mat;
   };
   for (size_t c = 0; c < copies; ++c) {
     set.push_back({make(m.q, m.hidden), make(m.kv, m.hidden), make(m.kv, m.hidden), make(m.hidden, m.q),
@@ -54,6 +66,8 @@ const std::vector<Layer>& Layers(int model) {
 void BM_Layer(benchmark::State& state) {
   const int model = static_cast<int>(state.range(0));
   const bool fused = state.range(1) != 0;
+  const bool x12 = state.range(1) == 2;  // fused, on the x12 layout
+  const WeightFormat f = x12 ? WeightFormat::kBf16X12 : WeightFormat::kBf16Packed;
   ThreadPool pool(static_cast<int>(state.range(2)));
   const Model m = kModels[model];
   const auto& layers = Layers(model);
@@ -65,38 +79,39 @@ void BM_Layer(benchmark::State& state) {
   for (auto _ : state) {
     const Layer& L = layers[i++ % layers.size()];
     if (fused) {
-      const FusedWeight w[3] = {{L.q.data.data(), m.q}, {L.k.data.data(), m.kv}, {L.v.data.data(), m.kv}};
+      const FusedWeight w[3] = {{L.q.As(x12), m.q}, {L.k.As(x12), m.kv}, {L.v.As(x12), m.kv}};
       void* y[3] = {q.data(), k.data(), v.data()};
-      RmsNormGemv(WeightFormat::kBf16Packed, h.data(), norm.data(), 1e-5f, m.hidden, w, 3, y, false, &pool);
-      GemvAdd(WeightFormat::kBf16Packed, attn.data(), m.q, {L.o.data.data(), m.hidden}, h.data(), h_mid.data(), &pool);
-      RmsNormGemvSiluMul(WeightFormat::kBf16Packed, h_mid.data(), norm.data(), 1e-5f, m.hidden,
-                         {L.gate.data.data(), m.ffn}, {L.up.data.data(), m.ffn}, act.data(), &pool);
-      GemvAdd(WeightFormat::kBf16Packed, act.data(), m.ffn, {L.down.data.data(), m.hidden}, h_mid.data(),
-              h_out.data(), &pool);
+      RmsNormGemv(f, h.data(), norm.data(), 1e-5f, m.hidden, w, 3, y, false, &pool);
+      GemvAdd(f, attn.data(), m.q, {L.o.As(x12), m.hidden}, h.data(), h_mid.data(), &pool);
+      RmsNormGemvSiluMul(f, h_mid.data(), norm.data(), 1e-5f, m.hidden, {L.gate.As(x12), m.ffn},
+                         {L.up.As(x12), m.ffn}, act.data(), &pool);
+      GemvAdd(f, act.data(), m.ffn, {L.down.As(x12), m.hidden}, h_mid.data(), h_out.data(), &pool);
     } else {
       RmsNorm(h.data(), norm.data(), m.hidden, 1e-5f, xn.data());
-      PackedGemv(L.q.data.data(), m.q, m.hidden, xn.data(), q.data(), &pool);
-      PackedGemv(L.k.data.data(), m.kv, m.hidden, xn.data(), k.data(), &pool);
-      PackedGemv(L.v.data.data(), m.kv, m.hidden, xn.data(), v.data(), &pool);
-      PackedGemv(L.o.data.data(), m.hidden, m.q, attn.data(), o.data(), &pool);
+      PackedGemv(L.q.packed.data.data(), m.q, m.hidden, xn.data(), q.data(), &pool);
+      PackedGemv(L.k.packed.data.data(), m.kv, m.hidden, xn.data(), k.data(), &pool);
+      PackedGemv(L.v.packed.data.data(), m.kv, m.hidden, xn.data(), v.data(), &pool);
+      PackedGemv(L.o.packed.data.data(), m.hidden, m.q, attn.data(), o.data(), &pool);
       Add(h.data(), o.data(), m.hidden, h_mid.data());
       RmsNorm(h_mid.data(), norm.data(), m.hidden, 1e-5f, xn.data());
-      PackedGemv(L.gate.data.data(), m.ffn, m.hidden, xn.data(), g.data(), &pool);
-      PackedGemv(L.up.data.data(), m.ffn, m.hidden, xn.data(), u.data(), &pool);
+      PackedGemv(L.gate.packed.data.data(), m.ffn, m.hidden, xn.data(), g.data(), &pool);
+      PackedGemv(L.up.packed.data.data(), m.ffn, m.hidden, xn.data(), u.data(), &pool);
       SiluMul(g.data(), u.data(), m.ffn, act.data());
-      PackedGemv(L.down.data.data(), m.hidden, m.ffn, act.data(), down.data(), &pool);
+      PackedGemv(L.down.packed.data.data(), m.hidden, m.ffn, act.data(), down.data(), &pool);
       Add(h_mid.data(), down.data(), m.hidden, h_out.data());
     }
     benchmark::DoNotOptimize(h_out.data());
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-  state.SetLabel(std::string(model == 0 ? "llama32_1b" : "smollm2_135m") + (fused ? " fused" : " unfused"));
+  state.SetLabel(std::string(model == 0 ? "llama32_1b" : "smollm2_135m") +
+                 (x12 ? " fused x12" : fused ? " fused" : " unfused"));
 }
-// Interleaved: unfused, fused, unfused, fused for each model and thread count.
+// Interleaved: unfused, fused, fused x12, twice, for each model and thread count
+// (GB/s: the bf16 bytes of the layer, in every mode).
 BENCHMARK(BM_Layer)
     ->ArgNames({"model", "fused", "threads"})
-    ->ArgsProduct({{0, 1}, {0, 1, 0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 0, 1, 2}, {1, 2}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -5,6 +5,7 @@
 // and Highway), each weight format, 1 to 3 threads, odd row counts around the
 // 64-row unit and the 8-row panel, misaligned inputs.
 #include "kernels/gemv/gemv_fused.h"
+#include "kernels/gemv/gemv_x12.h"
 
 #include <cstring>
 #include <vector>
@@ -24,19 +25,22 @@ using testing::ForEachTarget;
 using testing::Misaligned;
 using testing::RandomBf16;
 
-const WeightFormat kFormats[] = {WeightFormat::kBf16RowMajor, WeightFormat::kBf16Packed, WeightFormat::kQ8_0,
+const WeightFormat kFormats[] = {WeightFormat::kBf16RowMajor, WeightFormat::kBf16Packed, WeightFormat::kBf16X12, WeightFormat::kQ8_0,
                                  WeightFormat::kQ4_0, WeightFormat::kQ4_1};
 const char* Name(WeightFormat f) {
   switch (f) {
     case WeightFormat::kBf16RowMajor: return "bf16 row-major";
     case WeightFormat::kBf16Packed: return "bf16 packed";
+    case WeightFormat::kBf16X12: return "bf16 x12";
     case WeightFormat::kQ8_0: return "q8_0";
     case WeightFormat::kQ4_0: return "q4_0";
     case WeightFormat::kQ4_1: return "q4_1";
   }
   return "?";
 }
-bool IsBlocks(WeightFormat f) { return f != WeightFormat::kBf16RowMajor && f != WeightFormat::kBf16Packed; }
+bool IsBlocks(WeightFormat f) {
+  return f != WeightFormat::kBf16RowMajor && f != WeightFormat::kBf16Packed && f != WeightFormat::kBf16X12;
+}
 QuantFormat BlocksOf(WeightFormat f) {
   return f == WeightFormat::kQ8_0 ? QuantFormat::kQ8_0 : f == WeightFormat::kQ4_0 ? QuantFormat::kQ4_0 : QuantFormat::kQ4_1;
 }
@@ -46,6 +50,7 @@ struct Matrix {
   size_t rows = 0, cols = 0;
   std::vector<bf16> rowmajor;
   PackedGemvWeights packed;
+  std::vector<uint8_t> x12;
   std::vector<uint8_t> blocks;
 
   Matrix(size_t r, size_t c, uint32_t seed) : rows(r), cols(c), rowmajor(RandomBf16(r * c, seed, 0.2f)) {}
@@ -54,6 +59,11 @@ struct Matrix {
     if (f == WeightFormat::kBf16Packed) {
       if (packed.rows == 0) packed = PackGemvWeights(rowmajor.data(), rows, cols);
       return {packed.data.data(), rows};
+    }
+    if (f == WeightFormat::kBf16X12) {
+      x12.resize(X12GemvBytes(rows, cols));
+      PackX12GemvWeights(rowmajor.data(), rows, cols, x12.data());
+      return {x12.data(), rows};
     }
     blocks.resize(rows * QuantRowBytes(BlocksOf(f), cols));
     QuantizeWeights(BlocksOf(f), rowmajor.data(), rows, cols, blocks.data());
@@ -68,6 +78,8 @@ void UnfusedGemv(WeightFormat f, const FusedWeight& w, size_t cols, const bf16* 
     QuantGemv(BlocksOf(f), QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
   } else if (f == WeightFormat::kBf16Packed) {
     PackedGemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
+  } else if (f == WeightFormat::kBf16X12) {
+    X12Gemv(static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
   } else {
     Gemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
   }

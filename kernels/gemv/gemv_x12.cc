@@ -1,0 +1,386 @@
+#include "kernels/gemv/gemv_x12.h"
+
+#include <immintrin.h>
+
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_rows.h"
+#include "util/aligned_buffer.h"
+#include "util/check.h"
+
+namespace dk::kernels {
+namespace {
+
+constexpr size_t kPairCols = 2 * kChunkCols;                // 64 columns per block
+constexpr size_t kRowBytes = kPairCols + kPairCols / 2;      // 64 low bytes + 32 code bytes
+constexpr size_t kBlockBytes = kPanelRows * kRowBytes;       // 768
+constexpr size_t kTableBytes = 16;
+constexpr size_t kRawBytes = kPanelRows * kPairCols * 2;     // 1024
+constexpr size_t kHeaderBytes = 64;
+constexpr char kMagic[8] = "DKX12v1";
+constexpr uint32_t kModeBlocks = 0, kModePlain = 1;
+
+size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+struct Geometry {
+  size_t rows, cols, panels, chunks, pairs, blocks;
+  size_t tables, spill, spill_capacity, header;  // byte offsets; blocks in the spill area
+};
+
+Geometry Geo(size_t rows, size_t cols) {
+  Geometry g;
+  g.rows = rows;
+  g.cols = cols;
+  g.panels = (rows + kPanelRows - 1) / kPanelRows;
+  g.chunks = (cols + kChunkCols - 1) / kChunkCols;
+  g.pairs = (g.chunks + 1) / 2;
+  g.blocks = g.panels * g.pairs;
+  g.tables = kBlockBytes * g.blocks;
+  g.spill = RoundUp((kBlockBytes + kTableBytes) * g.blocks, 64);
+  g.header = kRawBytes * g.blocks;
+  g.spill_capacity = g.header > g.spill ? (g.header - g.spill) / kRawBytes : 0;
+  return g;
+}
+
+uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+void StoreU32(uint32_t v, uint8_t* p) { std::memcpy(p, &v, sizeof(v)); }
+
+bool Plain(const uint8_t* x12, const Geometry& g) { return LoadU32(x12 + g.header + 8) == kModePlain; }
+
+// Position of column i (< 64) of a chunk pair in a row's 64 low bytes (see the header).
+size_t Position(size_t i) {
+  const size_t half = i / kChunkCols, j = i % kChunkCols;
+  return 16 * (j / 8) + 8 * half + j % 8;
+}
+
+// Row r of block (p, q) as 64 bf16 (chunk 2q's 32 columns, then 2q + 1's).
+void DecodeBlockRow(const uint8_t* x12, const Geometry& g, size_t p, size_t q, size_t r, bf16* out) {
+  const size_t b = p * g.pairs + q;
+  const uint8_t* table = x12 + g.tables + kTableBytes * b;
+  if (!(table[8] & 0x80)) {  // raw
+    const uint8_t* raw = x12 + g.spill + kRawBytes * LoadU32(table);
+    for (size_t half = 0; half < 2; ++half) {
+      std::memcpy(out + half * kChunkCols, raw + (half * kPanelRows + r) * kChunkCols * sizeof(bf16),
+                  kChunkCols * sizeof(bf16));
+    }
+    return;
+  }
+  const uint8_t* row = x12 + kBlockBytes * b + kRowBytes * r;
+  for (size_t i = 0; i < kPairCols; ++i) {
+    const size_t t = Position(i);
+    const uint8_t code = t < 32 ? (row[kPairCols + t] & 0x0f) : (row[kPairCols + t - 32] >> 4);
+    out[i] = bf16{static_cast<uint16_t>(table[code] << 8 | row[t])};
+  }
+}
+
+// Panel p in the packed panel layout (gemv.h) into `out` (chunks * 8 * 32 elements).
+void DecodePanel(const uint8_t* x12, const Geometry& g, size_t p, bf16* out) {
+  bf16 row[kPairCols];
+  for (size_t q = 0; q < g.pairs; ++q) {
+    for (size_t r = 0; r < kPanelRows; ++r) {
+      DecodeBlockRow(x12, g, p, q, r, row);
+      for (size_t half = 0; half < 2 && 2 * q + half < g.chunks; ++half) {
+        std::memcpy(out + ((2 * q + half) * kPanelRows + r) * kChunkCols, row + half * kChunkCols,
+                    kChunkCols * sizeof(bf16));
+      }
+    }
+  }
+}
+
+#define DK_X12_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+DK_X12_TARGET inline __m512bh LoadBh(const void* p) { return (__m512bh)_mm512_loadu_si512(p); }
+
+// One block (8 rows x the chunk pair) into the panel's accumulators: chunk 2q into
+// acc0, 2q + 1 into acc1 (kBoth false: an odd last chunk, alone; x ends there).
+template <bool kBoth>
+DK_X12_TARGET inline void Block(const uint8_t* x12, const Geometry& g, const uint8_t* block, const uint8_t* table,
+                                const bf16* x, __m512* acc0, __m512* acc1) {
+  // Code bytes are broadcast to both 256-bit halves; the upper half's 16-bit lanes
+  // shift right by 4 to bring the high nibbles down.
+  const __m512i shift = _mm512_set_epi64(0x0004000400040004ll, 0x0004000400040004ll, 0x0004000400040004ll,
+                                         0x0004000400040004ll, 0, 0, 0, 0);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  const __m512bh x0 = LoadBh(x);
+  const __m512bh x1 = kBoth ? LoadBh(x + kChunkCols) : x0;
+  if (__builtin_expect(table[8] & 0x80, 1)) {
+    const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+#pragma GCC unroll 8
+    for (size_t r = 0; r < kPanelRows; ++r) {
+      const uint8_t* row = block + r * kRowBytes;
+      const __m512i codes =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kPairCols)));
+      const __m512i upper = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srlv_epi16(codes, shift), low_nibble));
+      const __m512i lower = _mm512_loadu_si512(row);
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)_mm512_unpacklo_epi8(lower, upper), x0);
+      if (kBoth) acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)_mm512_unpackhi_epi8(lower, upper), x1);
+    }
+  } else {
+    const uint8_t* raw = x12 + g.spill + kRawBytes * LoadU32(table);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < kPanelRows; ++r) {
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], LoadBh(raw + r * 64), x0);
+      if (kBoth) acc1[r] = _mm512_dpbf16_ps(acc1[r], LoadBh(raw + kRawBytes / 2 + r * 64), x1);
+    }
+  }
+}
+
+// The vdpbf16ps loop of gemv_avx512bf16.cc (chunk c into accumulator c % 2, the two
+// added and reduced at the end) on weights rebuilt in registers: bit-identical to it.
+DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0, size_t p1, const bf16* x,
+                                float* y) {
+  const size_t full = g.chunks / 2;
+  for (size_t p = p0; p < p1; ++p) {
+    const uint8_t* data = x12 + p * g.pairs * kBlockBytes;
+    const uint8_t* tables = x12 + g.tables + p * g.pairs * kTableBytes;
+    __m512 acc0[kPanelRows], acc1[kPanelRows];
+    for (size_t r = 0; r < kPanelRows; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    for (size_t q = 0; q < full; ++q) {
+      const uint8_t* block = data + q * kBlockBytes;
+      // The codes' stream and, one line per 4 blocks, the tables' (a second stream).
+      _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kBlockBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kBlockBytes + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(tables + (q + 32) * kTableBytes), _MM_HINT_T0);
+      Block<true>(x12, g, block, tables + q * kTableBytes, x + q * kPairCols, acc0, acc1);
+    }
+    if (g.chunks % 2) Block<false>(x12, g, data + full * kBlockBytes, tables + full * kTableBytes, x + full * kPairCols, acc0, acc1);
+    const size_t base = p * kPanelRows;
+    for (size_t r = 0; r < kPanelRows && base + r < g.rows; ++r) {
+      y[base + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+    }
+  }
+}
+
+template <typename T>
+T* Scratch(size_t n) {
+  thread_local AlignedBuffer<T> buffer;
+  if (buffer.size() < n) buffer = AlignedBuffer<T>(n);
+  return buffer.data();
+}
+
+void StoreRows(const float* src, size_t n, bf16* y) {
+  for (size_t i = 0; i < n; ++i) y[i] = F32ToBf16(src[i]);
+}
+
+template <typename YT>
+void Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, YT* y, ThreadPool* pool) {
+  if (rows == 0) return;
+  const internal::Bf16X px = internal::PrepareBf16X(x, cols);
+  const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
+  const int64_t tasks = TaskCount(panels, pool);
+  auto body = [&](int64_t t, int) {
+    const size_t r0 = SplitPoint(panels, tasks, t, 1) * kPanelRows;
+    const size_t r1 = std::min(rows, SplitPoint(panels, tasks, t + 1, 1) * kPanelRows);
+    if (r0 >= r1) return;
+    if constexpr (std::is_same_v<YT, float>) {
+      internal::Bf16X12Rows(x12, rows, px, r0, r1, y);
+    } else {
+      float* acc = Scratch<float>(rows);  // indexed by row, as the rows kernels write
+      internal::Bf16X12Rows(x12, rows, px, r0, r1, acc);
+      StoreRows(acc + r0, r1 - r0, y + r0);
+    }
+  };
+  pool ? pool->Run(tasks, body) : body(0, 0);
+}
+
+}  // namespace
+
+size_t X12GemvBytes(size_t rows, size_t cols) { return Geo(rows, cols).header + kHeaderBytes; }
+
+namespace {
+
+// Block (p, q) of row-major W, zero-padded: block[r][i] = W[8p + r, 64q + i].
+void GatherBlock(const bf16* w, const Geometry& g, size_t p, size_t q, uint16_t (*block)[kPairCols]) {
+  for (size_t r = 0; r < kPanelRows; ++r) {
+    const size_t row = p * kPanelRows + r, col = q * kPairCols;
+    const size_t n = row < g.rows && col < g.cols ? std::min(kPairCols, g.cols - col) : 0;
+    if (n) std::memcpy(block[r], w + row * g.cols + col, n * sizeof(bf16));
+    std::fill(block[r] + n, block[r] + kPairCols, uint16_t{0});
+  }
+}
+
+// The values of v = exponent >> 1 (bits 8..14 of a bf16) in a block, as a bitmap.
+struct VSet {
+  uint64_t bits[2] = {0, 0};
+  int Count() const { return __builtin_popcountll(bits[0]) + __builtin_popcountll(bits[1]); }
+};
+VSet ValuesOfV(const uint16_t (*block)[kPairCols]) {
+  VSet set;
+  for (size_t r = 0; r < kPanelRows; ++r) {
+    for (size_t i = 0; i < kPairCols; ++i) {
+      const unsigned v = (block[r][i] >> 8) & 0x7f;
+      set.bits[v / 64] |= uint64_t{1} << (v % 64);
+    }
+  }
+  return set;
+}
+
+// Writes a compact block: its table and its 8 rows of low bytes and codes.
+void WriteCompact(const uint16_t (*block)[kPairCols], const VSet& set, uint8_t* table, uint8_t* data) {
+  uint8_t index[128];
+  int k = 0;
+  for (unsigned v = 0; v < 128; ++v) {
+    if (!(set.bits[v / 64] >> (v % 64) & 1)) continue;
+    index[v] = static_cast<uint8_t>(k);
+    table[k] = static_cast<uint8_t>(v);
+    table[k + 8] = static_cast<uint8_t>(0x80 | v);
+    ++k;
+  }
+  for (; k < 8; ++k) {  // unused codes: copies of code 0
+    table[k] = table[0];
+    table[k + 8] = table[8];
+  }
+  static const auto* positions = [] {
+    auto* t = new std::array<uint8_t, kPairCols>();
+    for (size_t i = 0; i < kPairCols; ++i) (*t)[i] = static_cast<uint8_t>(Position(i));
+    return t;
+  }();
+  for (size_t r = 0; r < kPanelRows; ++r) {
+    uint8_t* row = data + kRowBytes * r;
+    std::memset(row + kPairCols, 0, kPairCols / 2);
+    for (size_t i = 0; i < kPairCols; ++i) {
+      const uint16_t value = block[r][i];
+      const size_t t = (*positions)[i];
+      row[t] = static_cast<uint8_t>(value & 0xff);
+      const unsigned code = (value >> 15) << 3 | index[(value >> 8) & 0x7f];
+      row[kPairCols + t % 32] |= static_cast<uint8_t>(code << (t / 32 * 4));
+    }
+  }
+}
+
+}  // namespace
+
+X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t* out, ThreadPool* pool) {
+  const Geometry g = Geo(rows, cols);
+  X12PackStats stats;
+  stats.blocks = g.blocks;
+  uint8_t* header = out + g.header;
+  std::memset(header, 0, kHeaderBytes);
+  std::memcpy(header, kMagic, sizeof(kMagic));
+  const int64_t tasks = TaskCount(g.panels, pool);
+  auto parallel = [&](const auto& panel_fn) {
+    auto body = [&](int64_t t, int) {
+      for (size_t p = SplitPoint(g.panels, tasks, t, 1); p < SplitPoint(g.panels, tasks, t + 1, 1); ++p) panel_fn(p);
+    };
+    if (g.panels == 0) return;
+    pool ? pool->Run(tasks, body) : body(0, 0);
+  };
+  // 1: which blocks need more than 8 values of v (raw), then their spill slots in order.
+  std::vector<uint32_t> spill(g.blocks, 0);  // 1 + slot for raw blocks
+  parallel([&](size_t p) {
+    uint16_t block[kPanelRows][kPairCols];
+    for (size_t q = 0; q < g.pairs; ++q) {
+      GatherBlock(w, g, p, q, block);
+      spill[p * g.pairs + q] = ValuesOfV(block).Count() > 8;
+    }
+  });
+  uint32_t raw = 0;
+  for (uint32_t& s : spill) s = s ? ++raw : 0;
+  if (raw > g.spill_capacity) {  // more raw blocks than the spill area holds: all plain
+    std::memset(out, 0, g.header);
+    PackGemvWeights(w, rows, cols, reinterpret_cast<bf16*>(out));
+    StoreU32(kModePlain, header + 8);
+    stats.plain = true;
+    stats.streamed_bytes = PackedGemvElements(rows, cols) * sizeof(bf16);
+    return stats;
+  }
+  // 2: every block, compact or raw (its data zeroed, its table pointing at its slot).
+  parallel([&](size_t p) {
+    uint16_t block[kPanelRows][kPairCols];
+    for (size_t q = 0; q < g.pairs; ++q) {
+      const size_t b = p * g.pairs + q;
+      GatherBlock(w, g, p, q, block);
+      uint8_t* table = out + g.tables + kTableBytes * b;
+      uint8_t* data = out + kBlockBytes * b;
+      if (!spill[b]) {
+        WriteCompact(block, ValuesOfV(block), table, data);
+        continue;
+      }
+      std::memset(table, 0, kTableBytes);  // byte 8 == 0: raw
+      StoreU32(spill[b] - 1, table);
+      std::memset(data, 0, kBlockBytes);
+      uint8_t* dst = out + g.spill + kRawBytes * (spill[b] - 1);
+      for (size_t half = 0; half < 2; ++half) {
+        for (size_t r = 0; r < kPanelRows; ++r) {
+          std::memcpy(dst + (half * kPanelRows + r) * kChunkCols * sizeof(bf16), block[r] + half * kChunkCols,
+                      kChunkCols * sizeof(bf16));
+        }
+      }
+    }
+  });
+  // The gaps: after the tables, and the spill area's unused slots.
+  std::memset(out + g.tables + kTableBytes * g.blocks, 0, g.spill - (g.tables + kTableBytes * g.blocks));
+  std::memset(out + g.spill + kRawBytes * raw, 0, g.header - (g.spill + kRawBytes * raw));
+  StoreU32(kModeBlocks, header + 8);
+  StoreU32(raw, header + 12);
+  stats.raw_blocks = raw;
+  stats.streamed_bytes = (g.blocks - raw) * kBlockBytes + raw * kRawBytes + g.blocks * kTableBytes;
+  return stats;
+}
+
+X12PackStats X12GemvStats(const uint8_t* x12, size_t rows, size_t cols) {
+  const Geometry g = Geo(rows, cols);
+  DK_CHECK(std::memcmp(x12 + g.header, kMagic, sizeof(kMagic)) == 0);
+  X12PackStats stats;
+  stats.blocks = g.blocks;
+  if (Plain(x12, g)) {
+    stats.plain = true;
+    stats.streamed_bytes = PackedGemvElements(rows, cols) * sizeof(bf16);
+    return stats;
+  }
+  stats.raw_blocks = LoadU32(x12 + g.header + 12);
+  stats.streamed_bytes =
+      (g.blocks - stats.raw_blocks) * kBlockBytes + stats.raw_blocks * kRawBytes + g.blocks * kTableBytes;
+  return stats;
+}
+
+void UnpackX12GemvRow(const uint8_t* x12, size_t rows, size_t cols, size_t row, bf16* out) {
+  DK_CHECK(row < rows);
+  const Geometry g = Geo(rows, cols);
+  if (Plain(x12, g)) return UnpackGemvRow(reinterpret_cast<const bf16*>(x12), rows, cols, row, out);
+  bf16 pair[kPairCols];
+  for (size_t q = 0; q < g.pairs; ++q) {
+    DecodeBlockRow(x12, g, row / kPanelRows, q, row % kPanelRows, pair);
+    const size_t col = q * kPairCols;
+    std::memcpy(out + col, pair, std::min(kPairCols, cols - col) * sizeof(bf16));
+  }
+}
+
+void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, float* y, ThreadPool* pool) {
+  Gemv(x12, rows, cols, x, y, pool);
+}
+void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, bf16* y, ThreadPool* pool) {
+  Gemv(x12, rows, cols, x, y, pool);
+}
+
+namespace internal {
+
+void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, size_t r1, float* y) {
+  DK_CHECK(r0 % kPanelRows == 0 && (r1 % kPanelRows == 0 || r1 == rows) && r1 <= rows);
+  const Geometry g = Geo(rows, x.cols);
+  if (Plain(x12, g)) return Bf16PackedRows(reinterpret_cast<const bf16*>(x12), rows, x, r0, r1, y);
+  const size_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
+  if (x.dot) return PanelsDpBf16(x12, g, p0, p1, x.padded, y);
+  // No vdpbf16ps: each panel unpacked to the packed layout, then PackedGemv's loop.
+  bf16* panel = Scratch<bf16>(g.chunks * kPanelRows * kChunkCols);
+  for (size_t p = p0; p < p1; ++p) {
+    DecodePanel(x12, g, p, panel);
+    const size_t base = p * kPanelRows, n = std::min(kPanelRows, rows - base);
+    Bf16PackedRows(panel, n, x, 0, n, y + base);
+  }
+}
+
+}  // namespace internal
+}  // namespace dk::kernels
