@@ -111,6 +111,11 @@ int64_t BlockBytes(BlockFormat format) {
   }
 }
 
+int64_t X12StreamedBytes(const BufferObject& bo) {
+  if (bo.layout() != registry::kPackedPanelX12V1 || bo.size_bytes() < 64) return bo.size_bytes();
+  return (bo.size_bytes() - 64) / 1024 * 784;
+}
+
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   const int64_t elem = DTypeBytes(bo.dtype());
   if (elem == 0) {
@@ -159,6 +164,19 @@ absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
     if (MulWithinLimit(RoundUp(bo.shape(0), 8), RoundUp(bo.shape(1), 32), &elements) &&
         MulWithinLimit(elements, elem, &bytes)) {
       return bytes;
+    }
+  } else if (layout == registry::kPackedPanelX12V1) {
+    // bf16 in 12 bits (kernels/gemv/gemv_x12.h): 1024 bytes per block of 8 rows x 64
+    // columns (768 of codes, a 16-byte table, the rest the spill area), a 64-byte header.
+    if (bo.shape_size() != 2 || bo.dtype() != BF16) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BO \"", bo.name(), "\": packed_panel_x12_v1 needs a 2-D BF16 shape"));
+    }
+    const int64_t blocks_per_panel = RoundUp(RoundUp(bo.shape(1), 32) / 32, 2) / 2;
+    int64_t blocks = 0;
+    if (MulWithinLimit(RoundUp(bo.shape(0), 8) / 8, blocks_per_panel, &blocks) &&
+        MulWithinLimit(blocks, 1024, &bytes) && bytes + 64 <= kMaxBytes) {
+      return bytes + 64;
     }
   } else {
     return absl::InvalidArgumentError(

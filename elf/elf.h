@@ -79,6 +79,11 @@ absl::StatusOr<Program> ReadElfFile(const std::string& path);
 // Bytes a BO of this shape, dtype and layout occupies ("" = row_major).
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo);
 
+// Bytes a GEMV streams from a packed_panel_x12_v1 BO when every 8 x 64 block is
+// compact (784 of its 1024 bytes: codes and table); blocks stored bf16 at load add
+// up to 240 each. Its size_bytes otherwise (other layouts stream what they hold).
+int64_t X12StreamedBytes(const BufferObject& bo);
+
 // Bytes of one element of `dtype`; 0 for DTYPE_UNSPECIFIED.
 int64_t DTypeBytes(DType dtype);
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "elf/elf.h"
 #include "registry/registry.h"
 
 namespace dk::elf {
@@ -42,7 +43,7 @@ int64_t BytesWrittenPerToken(const Program& p) {
 int64_t WeightBytesPerToken(const Program& p) {
   std::map<std::string, int64_t> weights;  // weight BO -> bytes
   for (const auto& b : p.bos()) {
-    if (!b.weight_tensor().empty()) weights[b.name()] = b.size_bytes();
+    if (!b.weight_tensor().empty()) weights[b.name()] = X12StreamedBytes(b);
   }
   std::set<std::string> read;
   for (const auto& s : p.steps()) {

@@ -34,7 +34,8 @@ std::string DescribeRuns(const std::map<int, int>& runs_per_layer);
 int64_t BytesWrittenPerToken(const Program& program);
 
 // Bytes of the weight BOs (weight_tensor set) the launch groups read per token,
-// each BO counted once: the numerator of the memory-bandwidth floor.
+// each BO counted once: the numerator of the memory-bandwidth floor
+// (packed_panel_x12_v1 BOs: X12StreamedBytes, what their compact blocks stream).
 int64_t WeightBytesPerToken(const Program& program);
 
 // "12.3 MiB" style.

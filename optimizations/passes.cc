@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
+#include "optimizations/compress_weights/compress_weights.h"
 #include "optimizations/fuse_kernels/fuse_kernels.h"
 #include "optimizations/layout_alignment/layout_alignment.h"
 #include "optimizations/merge_multi_launch/merge_multi_launch.h"
@@ -75,6 +76,15 @@ const std::vector<Pass>& Passes() {
             const std::vector<std::string>& fusions = o.StringList("fusions");
             options.fusions.insert(fusions.begin(), fusions.end());
             return fuse_kernels::Run(p, target, options);
+          },
+      },
+      {
+          compress_weights::kName,
+          "bf16 GEMV weights stored in 12 bits each at load (packed_panel_x12_v1: lossless, rebuilt bit "
+          "for bit while streaming), launches on the x12 kernels; bit-identical to the parent",
+          {},
+          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions&) {
+            return compress_weights::Run(p, target);
           },
       },
       {

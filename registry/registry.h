@@ -18,6 +18,8 @@ namespace dk::registry {
 
 inline constexpr absl::string_view kRowMajor = "row_major";
 inline constexpr absl::string_view kPackedPanelV1 = "packed_panel_v1";
+// bf16 weights in 12 bits each, lossless (kernels/gemv/gemv_x12.h); bf16 x only.
+inline constexpr absl::string_view kPackedPanelX12V1 = "packed_panel_x12_v1";
 
 // The registry compiled into this binary (parsed once).
 const Registry& Get();

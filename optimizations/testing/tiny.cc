@@ -74,11 +74,17 @@ std::vector<GoldenCase> GoldenCases() {
                    {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"}});
   cases.push_back({"fuse_kernels", "opt",
                    {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "fuse_kernels"}});
+  cases.push_back({"compress_weights", "fused",
+                   {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "fuse_kernels",
+                    "compress_weights"}});
   cases.push_back({"quantize_weights", "opt",
                    {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "quantize_weights"}});
   cases.push_back({"quantize_weights", "fused",
                    {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "fuse_kernels",
                     "quantize_weights"}});
+  cases.push_back({"quantize_weights", "x12",
+                   {"layout_alignment", "buffer_object_reuse", "merge_multi_launch", "fuse_kernels",
+                    "compress_weights", "quantize_weights"}});
   return cases;
 }
 

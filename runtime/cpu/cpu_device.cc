@@ -8,6 +8,7 @@
 #include <mutex>
 #include <iterator>
 #include <thread>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
@@ -16,6 +17,7 @@
 #include "kernels/gemv/gemv_fused.h"
 #include "kernels/gemv/gemv_ksplit.h"
 #include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/gemv_x12.h"
 #include "kernels/gemv/quantize.h"
 #include "kernels/norm/rmsnorm.h"
 #include "registry/registry.h"
@@ -213,7 +215,7 @@ struct LaunchOp {
   CpuBo* bo[8] = {};  // inputs, then outputs, in the registry's order
   int64_t p[4] = {};  // the registry's int_params, in order
   float eps = 0;
-  bool packed = false, x_f32 = false, y_f32 = false;
+  bool packed = false, x12 = false, x_f32 = false, y_f32 = false;
   bool quantized = false;  // GEMV weight in GGUF blocks of `quant_format`
   kernels::QuantFormat quant_format = kernels::QuantFormat::kQ8_0;
   kernels::WeightFormat weight_format = kernels::WeightFormat::kBf16RowMajor;  // the fused kernels
@@ -245,6 +247,10 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
       // for every format (kernels/gemv/gemv_quant.h).
       kernels::QuantGemv(op.quant_format, kernels::QuantActivations::kInt8, As<uint8_t>(op.bo[0]), rows,
                          cols, x, y, pool);
+    } else if (op.x12) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(*x)>, bf16>) {
+        kernels::X12Gemv(As<uint8_t>(op.bo[0]), rows, cols, x, y, pool);
+      }  // f32 x is refused at load (CheckSizes)
     } else if (op.packed) {
       kernels::PackedGemv(w, rows, cols, x, y, pool);
     } else {
@@ -500,6 +506,7 @@ class CpuDevice final : public Device {
     }
     if (layout.empty() || layout == registry::kRowMajor) return rows * cols * sizeof(bf16);
     if (layout == registry::kPackedPanelV1) return kernels::PackedGemvElements(rows, cols) * sizeof(bf16);
+    if (layout == registry::kPackedPanelX12V1) return kernels::X12GemvBytes(rows, cols);
     return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
   }
   absl::Status PackWeight(const std::string& layout, elf::BlockFormat format, const void* src, size_t rows,
@@ -515,6 +522,10 @@ class CpuDevice final : public Device {
     }
     if (layout == registry::kPackedPanelV1) {
       kernels::PackGemvWeights(static_cast<const bf16*>(src), rows, cols, static_cast<bf16*>(out));
+      return absl::OkStatus();
+    }
+    if (layout == registry::kPackedPanelX12V1) {
+      kernels::PackX12GemvWeights(static_cast<const bf16*>(src), rows, cols, static_cast<uint8_t*>(out), pool_);
       return absl::OkStatus();
     }
     return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
@@ -572,6 +583,7 @@ class CpuDevice final : public Device {
       }
       const elf::BufferObject& w = bo(param);
       op->packed = variant.layout() == registry::kPackedPanelV1;
+      op->x12 = variant.layout() == registry::kPackedPanelX12V1;
       const std::string w_layout = w.layout().empty() ? std::string(registry::kRowMajor) : w.layout();
       if (w_layout != variant.layout()) {
         return absl::InvalidArgumentError(absl::StrCat(op->where, ": weight BO '", w.name(), "' has layout ",
@@ -582,7 +594,9 @@ class CpuDevice final : public Device {
             op->where, ": weight BO '", w.name(), "' has block format '", elf::BlockFormatName(w.block_format()),
             "' but the kernel reads '", variant.block_format(), "'"));
       }
-      op->weight_format = op->packed ? kernels::WeightFormat::kBf16Packed : kernels::WeightFormat::kBf16RowMajor;
+      op->weight_format = op->packed ? kernels::WeightFormat::kBf16Packed
+                          : op->x12  ? kernels::WeightFormat::kBf16X12
+                                     : kernels::WeightFormat::kBf16RowMajor;
       if (w.block_format() != elf::BLOCK_FORMAT_NONE) {
         auto q = QuantFormatOf(w_layout, w.block_format(), cols);
         if (!q.ok()) return absl::InvalidArgumentError(absl::StrCat(op->where, ": ", q.status().message()));
@@ -612,6 +626,10 @@ class CpuDevice final : public Device {
       if (!(s = expect("x", cols, true)).ok() || !(s = expect("y", rows, true)).ok()) return s;
       op->x_f32 = bo("x").dtype() == elf::F32;
       op->y_f32 = bo("y").dtype() == elf::F32;
+      if (op->x12 && op->x_f32) {
+        return absl::InvalidArgumentError(absl::StrCat(op->where, ": the ", registry::kPackedPanelX12V1,
+                                                       " GEMV reads bf16 x, BO '", bo("x").name(), "' is F32"));
+      }
       return absl::OkStatus();
     }
     // The fused kernels: bf16 x (and norm, residual) of cols (rows) elements.

@@ -40,8 +40,8 @@ const uint8_t* CpuBoDeviceBytes(const BufferObject& bo);
 
 // Where the CPU host's embedding step reads a token's row: a row-major bf16 [vocab,
 // hidden] table, or, once the weights are in their BOs, the BOs of this CPU device
-// that hold the same rows (a tied LM head's weight BOs, row-major or
-// packed_panel_v1), so that the table itself can be freed and the weights are held
+// that hold the same rows (a tied LM head's weight BOs, row-major, packed_panel_v1
+// or packed_panel_x12_v1), so that the table itself can be freed and the weights are held
 // once. Thread-safety: set up before decoding; Read is then const.
 class EmbeddingRows {
  public:
@@ -66,8 +66,9 @@ class EmbeddingRows {
  private:
   struct Part {
     int64_t begin = 0, end = 0;  // vocabulary rows [begin, end)
-    const bf16* data = nullptr;
-    bool packed = false;  // packed_panel_v1, else row-major
+    const uint8_t* data = nullptr;
+    bool packed = false;  // packed_panel_v1
+    bool x12 = false;     // packed_panel_x12_v1; neither: row-major
   };
   // The parts CanUseBos / UseBos read (data only with `bos`).
   absl::StatusOr<std::vector<Part>> Parts(const elf::Program& program, const std::vector<BufferObject*>* bos,

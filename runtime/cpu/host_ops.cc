@@ -9,6 +9,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_x12.h"
 #include "kernels/rope/rope.h"
 #include "kernels/topk/topk.h"
 #include "registry/registry.h"
@@ -177,18 +178,19 @@ absl::StatusOr<std::vector<EmbeddingRows::Part>> EmbeddingRows::Parts(
     const elf::BufferObject& b = program.bos(i);
     if (b.weight_tensor() != tensor) continue;
     const bool packed = b.layout() == registry::kPackedPanelV1;
+    const bool x12 = b.layout() == registry::kPackedPanelX12V1;
     if (b.category() != elf::STATIC || b.block_format() != elf::BLOCK_FORMAT_NONE ||
-        !(packed || b.layout().empty() || b.layout() == registry::kRowMajor) || b.shape_size() != 2 ||
+        !(packed || x12 || b.layout().empty() || b.layout() == registry::kRowMajor) || b.shape_size() != 2 ||
         b.shape(1) != hidden_) {
-      return refuse(absl::StrCat("BO '", b.name(), "' is not a STATIC bf16 row-major or ",
-                                 registry::kPackedPanelV1, " [rows, ", hidden_, "] weight"));
+      return refuse(absl::StrCat("BO '", b.name(), "' is not a STATIC bf16 row-major, ", registry::kPackedPanelV1,
+                                 " or ", registry::kPackedPanelX12V1, " [rows, ", hidden_, "] weight"));
     }
     const uint8_t* data = nullptr;
     if (bos != nullptr) {
       data = i < static_cast<int>(bos->size()) ? CpuBoDeviceBytes(*(*bos)[i]) : nullptr;
       if (data == nullptr) return refuse(absl::StrCat("BO '", b.name(), "' is not a CPU device BO"));
     }
-    parts.push_back({b.weight_row_begin(), b.weight_row_begin() + b.shape(0), reinterpret_cast<const bf16*>(data), packed});
+    parts.push_back({b.weight_row_begin(), b.weight_row_begin() + b.shape(0), data, packed, x12});
   }
   std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.begin < b.begin; });
   int64_t next = 0;  // the rows [0, next) the parts so far hold, each once
@@ -221,10 +223,12 @@ absl::Status EmbeddingRows::Read(uint32_t id, bf16* out) const {
   const auto it = std::upper_bound(parts_.begin(), parts_.end(), static_cast<int64_t>(id),
                                    [](int64_t v, const Part& p) { return v < p.begin; }) - 1;
   const size_t row = id - it->begin, rows = it->end - it->begin, hidden = hidden_;
-  if (it->packed) {
-    kernels::UnpackGemvRow(it->data, rows, hidden, row, out);
+  if (it->x12) {
+    kernels::UnpackX12GemvRow(it->data, rows, hidden, row, out);
+  } else if (it->packed) {
+    kernels::UnpackGemvRow(reinterpret_cast<const bf16*>(it->data), rows, hidden, row, out);
   } else {
-    std::memcpy(out, it->data + row * hidden, hidden * sizeof(bf16));
+    std::memcpy(out, it->data + row * hidden * sizeof(bf16), hidden * sizeof(bf16));
   }
   return absl::OkStatus();
 }

@@ -8,14 +8,14 @@ def hf_layout_test(model, tokenizer):
         args = [
             "$(rootpath //tools/synthetic_weights)",
             "$(rootpath //tools/generate)",
-            "$(rootpath //models/%s:decode_fused)" % model,
+            "$(rootpath //models/%s:decode_x12)" % model,
             "$(rootpath //models/%s:config.textproto)" % model,
             "$(rootpath %s)" % tokenizer,
         ],
         data = [
             "//tools/synthetic_weights",
             "//tools/generate",
-            "//models/%s:decode_fused" % model,
+            "//models/%s:decode_x12" % model,
             "//models/%s:config.textproto" % model,
             tokenizer,
         ],

@@ -291,6 +291,44 @@ TEST(FuseKernels, RunsOnTheCpuDeviceWithItsParentsLogitsBitForBit) {
   }
 }
 
+// --- compress_weights ---------------------------------------------------------
+
+// The x12 stage gives exactly its parent's logits: after the fusion, without it,
+// and under quantize_weights (which keeps the LM head bf16, so it stays x12).
+TEST(CompressWeights, RunsOnTheCpuDeviceWithItsParentsLogitsBitForBit) {
+  const std::vector<uint32_t> tokens = {17, 250, 3, 99};
+  const std::vector<std::string> bo = {"layout_alignment", "buffer_object_reuse"};
+  const std::vector<std::string> fused = {"layout_alignment", "buffer_object_reuse", "merge_multi_launch",
+                                          "fuse_kernels"};
+  auto with = [](std::vector<std::string> chain, std::vector<std::string> more) {
+    chain.insert(chain.end(), more.begin(), more.end());
+    return chain;
+  };
+  struct Case {
+    std::vector<std::string> parent, x12;
+  };
+  const std::vector<Case> cases = {
+      {bo, with(bo, {"compress_weights"})},
+      {fused, with(fused, {"compress_weights"})},
+      {with(fused, {"quantize_weights"}), with(fused, {"compress_weights", "quantize_weights"})},
+  };
+  for (int layers : {1, 2}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat(absl::StrJoin(c.x12, " -> "), ", ", layers, " layers"));
+      auto parent = BuildChain(TinyShape(layers), c.parent);
+      auto x12 = BuildChain(TinyShape(layers), c.x12);
+      ASSERT_TRUE(parent.ok() && x12.ok()) << parent.status() << x12.status();
+      int compressed = 0;
+      for (const auto& b : x12->bos()) compressed += b.layout() == registry::kPackedPanelX12V1;
+      EXPECT_GT(compressed, 0);
+      auto want = CpuLogits(*parent, tokens);
+      auto got = CpuLogits(*x12, tokens);
+      ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+      EXPECT_EQ(*got, *want);
+    }
+  }
+}
+
 // Synthetic weights as a GGUF would hold them: every GEMV weight of `formats` (by
 // tensor name) in that block format, its bf16 values the blocks dequantized (as
 // LoadGguf gives them) and the blocks kept as its StoredBlocks.
@@ -433,6 +471,8 @@ TEST(OwningSession, HoldsTheWeightsOnceWithTheSameLogits) {
   for (const Case& c : std::vector<Case>{{{}, {}, 0, false},
                                          {{"buffer_object_reuse"}, {}, all, true},   // row-major BOs
                                          {opt, {}, all, true},                       // packed panels
+                                         {{"layout_alignment", "buffer_object_reuse", "compress_weights"},
+                                          {}, all, true},                            // x12 panels
                                          {opt, {"scheme=q8_0", "keep="}, all - embedding, false}}) {
     SCOPED_TRACE(absl::StrCat(absl::StrJoin(c.chain, ","), " ", absl::StrJoin(c.quantize, ",")));
     auto p = BuildChain(TinyShape(), c.chain);
