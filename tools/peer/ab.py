@@ -4,6 +4,7 @@
   tools/peer/install.sh                                  # once: the venv and llama.cpp
   tools/peer/.venv/bin/python tools/peer/ab.py           # 6 pairs x {smollm2, llama32_1b} x {1, 2} threads
   tools/peer/.venv/bin/python tools/peer/ab.py --models smollm2_135m --threads 2 --pairs 3
+  tools/peer/.venv/bin/python tools/peer/ab.py --stage x12    # decode_x12 (bf16 in 12 bits) vs llama.cpp BF16
   tools/peer/.venv/bin/python tools/peer/ab.py --stage q8_0   # decode_q8 vs llama.cpp Q8_0
   tools/peer/.venv/bin/python tools/peer/ab.py --stage gguf --models smollm2_135m
                                                          # decode_gguf vs llama.cpp, one Q4_1 file
@@ -16,6 +17,9 @@ Prepare (idempotent, files under --workdir):
     and its BF16 GGUF (convert_synthetic.py);
   - checks with decodekit's weights digest that the BF16 GGUF each llama.cpp run reads
     holds exactly the bf16 weights decodekit runs (stops otherwise);
+  - --stage x12: decodekit runs the chain's decode_x12 stage (//tools/bench:
+    decode_bench_<model>_x12: the same bf16 weights stored in 12 bits each, rebuilt bit
+    for bit), llama.cpp the BF16 GGUF, as for bf16;
   - --stage q8_0: decodekit runs the chain's decode_q8 stage (//tools/bench:
     decode_bench_<model>_q8: layer GEMV weights quantized to Q8_0 at load, embedding and
     tied LM head bf16), llama.cpp a Q8_0 GGUF it quantizes from the BF16 one with the
@@ -85,7 +89,7 @@ class Prepared:
                 raise SystemExit(f"missing {path}: run without --skip_build")
 
     def bench_target(self, model):
-        suffix = {"bf16": "", "q8_0": "_q8", "gguf": "_gguf"}[self.a.stage]
+        suffix = {"bf16": "", "x12": "_x12", "q8_0": "_q8", "gguf": "_gguf"}[self.a.stage]
         return f"//tools/bench:decode_bench_{model}{suffix}"
 
     def smollm2_gguf(self):
@@ -234,8 +238,10 @@ def main():
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--threads", default="1,2")
     p.add_argument("--pairs", type=int, default=6)
-    p.add_argument("--stage", default="bf16", choices=["bf16", "q8_0", "gguf"],
-                   help="bf16: decode_opt vs llama.cpp BF16; q8_0: decode_q8 vs llama.cpp Q8_0; "
+    p.add_argument("--stage", default="bf16", choices=["bf16", "x12", "q8_0", "gguf"],
+                   help="bf16: decode_opt vs llama.cpp BF16; x12: decode_x12 (the chain's final bf16 "
+                        "stage: the same weights in 12 bits each, bit-identical) vs llama.cpp BF16; "
+                        "q8_0: decode_q8 vs llama.cpp Q8_0; "
                         "gguf (smollm2_135m): decode_gguf vs llama.cpp on the same Q4_1 file")
     p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
     p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Each stage of a decode chain against its parent, interleaved, optionally under load.
 
-  tools/peer/stages_ab.py --model llama32_1b                      # decode .. decode_fused, 6 rounds
+  tools/peer/stages_ab.py --model llama32_1b                      # decode .. decode_x12, 6 rounds
   tools/peer/stages_ab.py --model llama32_1b --load nice19        # the same with a nice -n 19 load
   tools/peer/stages_ab.py --model smollm2_135m --stages decode_bo,decode_opt --rounds 8
 
@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 import ab  # noqa: E402  (bazel, run_decode_bench)
 import load as bgload  # noqa: E402
 
-CHAIN = "decode,decode_aligned,decode_bo,decode_opt,decode_fused"
+CHAIN = "decode,decode_aligned,decode_bo,decode_opt,decode_fused,decode_x12"
 WEIGHTS = {"llama32_1b": "synthetic", "smollm2_135m": "@smollm2_135m//:model.gguf"}
 
 
