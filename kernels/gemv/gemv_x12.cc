@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <array>
-#include <vector>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_rows.h"
