@@ -1,6 +1,7 @@
 #include "runtime/cpu/cpu_device.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <condition_variable>
 #include <cstring>
@@ -220,6 +221,8 @@ struct LaunchOp {
   kernels::QuantFormat quant_format = kernels::QuantFormat::kQ8_0;
   kernels::WeightFormat weight_format = kernels::WeightFormat::kBf16RowMajor;  // the fused kernels
   std::string where;  // "ELF 'x', group 'g', launch i (symbol)"
+  int time_slot = -1;        // DK_CPU_KERNEL_TIMES: its symbol's entry
+  int64_t weight_bytes = 0;  // the weight bytes it streams
   std::vector<CpuBo*> inputs, outputs;
 };
 
@@ -364,6 +367,8 @@ class CpuDevice final : public Device {
     validator_->enabled = options.validate;
     spin_ = SpinIterations(*pool_);
     threaded_ = DeviceThread();
+    const char* times = std::getenv("DK_CPU_KERNEL_TIMES");
+    time_kernels_ = times != nullptr && std::string(times) == "1";
     if (threaded_) thread_ = std::thread([this] { DeviceLoop(); });
   }
   ~CpuDevice() override {
@@ -452,6 +457,14 @@ class CpuDevice final : public Device {
           op.p[k] = it->second;
         }
         op.eps = program.model().rms_eps();
+        for (const auto& [param, name] : bound) {
+          if (registry::IsWeightParam(*kernel, param)) op.weight_bytes += elf::X12StreamedBytes(program.bos(bo_index.at(name)));
+        }
+        if (time_kernels_) {
+          auto [slot, added] = time_slots_.emplace(l.kernel_symbol(), static_cast<int>(times_.size()));
+          if (added) times_.push_back({l.kernel_symbol()});
+          op.time_slot = slot->second;
+        }
         if (auto st = CheckSizes(kernel->id(), **variant, program, bound, bo_index, &op); !st.ok()) {
           return st;
         }
@@ -460,6 +473,11 @@ class CpuDevice final : public Device {
       elf->groups_.push_back(std::move(ops));
     }
     return elf;
+  }
+
+  const std::vector<KernelTime>& kernel_times() const { return times_; }
+  void ResetKernelTimes() {
+    for (KernelTime& t : times_) t = {t.symbol};
   }
 
   absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group) override {
@@ -726,7 +744,16 @@ class CpuDevice final : public Device {
       for (CpuBo* in : op.inputs) {
         if (auto s = in->CheckReadByLaunch(op.where); !s.ok()) return s;
       }
-      op.fn(op, pool_);
+      if (op.time_slot >= 0) {
+        const auto start = std::chrono::steady_clock::now();
+        op.fn(op, pool_);
+        KernelTime& t = times_[op.time_slot];
+        t.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+        ++t.calls;
+        t.weight_bytes += op.weight_bytes;
+      } else {
+        op.fn(op, pool_);
+      }
       for (CpuBo* out : op.outputs) out->MarkWrittenByLaunch();
     }
     return absl::OkStatus();
@@ -745,7 +772,10 @@ class CpuDevice final : public Device {
   std::atomic<bool> done_flag_{false};
   std::atomic<uint64_t> posted_flag_{0};  // posted_, readable without the lock
   int spin_ = 0;
-  bool threaded_ = false;  // runs on thread_ (DK_CPU_DEVICE_THREAD=1), else inline in Start
+  bool threaded_ = false;
+  bool time_kernels_ = false;                // DK_CPU_KERNEL_TIMES=1
+  std::map<std::string, int> time_slots_;    // symbol -> times_ index
+  std::vector<KernelTime> times_;  // runs on thread_ (DK_CPU_DEVICE_THREAD=1), else inline in Start
 };
 
 absl::Status CpuRun::Wait() { return device_->WaitForRun(); }
@@ -755,6 +785,15 @@ absl::Status CpuRun::Wait() { return device_->WaitForRun(); }
 const uint8_t* CpuBoDeviceBytes(const BufferObject& bo) {
   const auto* cpu = dynamic_cast<const CpuBo*>(&bo);
   return cpu != nullptr ? cpu->device() : nullptr;
+}
+
+std::vector<KernelTime> CpuKernelTimes(const Device& device) {
+  const auto* cpu = dynamic_cast<const CpuDevice*>(&device);
+  return cpu != nullptr ? cpu->kernel_times() : std::vector<KernelTime>{};
+}
+
+void ResetCpuKernelTimes(Device& device) {
+  if (auto* cpu = dynamic_cast<CpuDevice*>(&device)) cpu->ResetKernelTimes();
 }
 
 std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool) {

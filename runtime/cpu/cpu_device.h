@@ -38,6 +38,20 @@ std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* 
 // bytes its launches read. For the host to read a STATIC BO after SyncToDevice only.
 const uint8_t* CpuBoDeviceBytes(const BufferObject& bo);
 
+// Time in each kernel symbol's launches on a CPU device made while the environment
+// variable DK_CPU_KERNEL_TIMES=1 is set (otherwise, or for another device, none):
+// summed since the device was made or last reset, with the weight bytes those
+// launches streamed (elf::X12StreamedBytes of their weight BOs). For profiling
+// tools (decode_bench); read it between runs, never while one is in flight.
+struct KernelTime {
+  std::string symbol;
+  int64_t calls = 0;
+  int64_t ns = 0;
+  int64_t weight_bytes = 0;
+};
+std::vector<KernelTime> CpuKernelTimes(const Device& device);
+void ResetCpuKernelTimes(Device& device);
+
 // Where the CPU host's embedding step reads a token's row: a row-major bf16 [vocab,
 // hidden] table, or, once the weights are in their BOs, the BOs of this CPU device
 // that hold the same rows (a tied LM head's weight BOs, row-major, packed_panel_v1

@@ -147,6 +147,54 @@ TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
   unsetenv("DK_CPU_DEVICE_THREAD");
 }
 
+// DK_CPU_KERNEL_TIMES=1: time and weight bytes per kernel symbol, summed over its
+// launches until reset; unset: nothing is kept.
+TEST(CpuDevice, KernelTimesPerSymbolWhenAsked) {
+  elf::Program gemv;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    schema_version: 1
+    model { name: "toy" rms_eps: 1e-5 }
+    bos { name: "w" shape: [8, 32] dtype: BF16 category: STATIC size_bytes: 512 weight_tensor: "w" }
+    bos { name: "x" shape: 32 dtype: BF16 category: WRITE size_bytes: 64 }
+    bos { name: "y" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    steps { group { name: "g" entry_symbol: "g"
+      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 32 }
+        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }
+      launches { kernel_symbol: "dk_add_bf16" params { key: "n" value: 8 }
+        bindings { param: "a" bo: "y" } bindings { param: "b" bo: "y" } bindings { param: "y" bo: "y" } } } }
+  )pb", &gemv));
+  for (bool on : {true, false}) {
+    SCOPED_TRACE(on ? "DK_CPU_KERNEL_TIMES=1" : "unset");
+    if (on) {
+      ASSERT_EQ(setenv("DK_CPU_KERNEL_TIMES", "1", 1), 0);
+    } else {
+      unsetenv("DK_CPU_KERNEL_TIMES");
+    }
+    Fixture f = Load(gemv, /*validate=*/false);
+    ASSERT_TRUE(f.elf);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(RunGroup(f, 0).ok());
+    std::vector<KernelTime> times = CpuKernelTimes(*f.device);
+    if (!on) {
+      EXPECT_TRUE(times.empty());
+      continue;
+    }
+    ASSERT_EQ(times.size(), 2u);
+    EXPECT_EQ(times[0].symbol, "dk_gemv_bf16_rowmajor");
+    EXPECT_EQ(times[0].calls, 3);
+    EXPECT_EQ(times[0].weight_bytes, 3 * 512);
+    EXPECT_GT(times[0].ns, 0);
+    EXPECT_EQ(times[1].symbol, "dk_add_bf16");
+    EXPECT_EQ(times[1].calls, 3);
+    EXPECT_EQ(times[1].weight_bytes, 0);
+    ResetCpuKernelTimes(*f.device);
+    times = CpuKernelTimes(*f.device);
+    ASSERT_EQ(times.size(), 2u);
+    EXPECT_EQ(times[0].calls + times[0].ns + times[0].weight_bytes, 0);
+    ASSERT_TRUE(RunGroup(f, 0).ok());
+    EXPECT_EQ(CpuKernelTimes(*f.device)[0].calls, 1);
+  }
+}
+
 TEST(CpuDevice, StaticRewrittenAfterUseIsNamed) {
   Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
   auto a = Fill(1), b = Fill(2);

@@ -7,7 +7,8 @@
 // then --tokens timed ones; the context is reset every --context tokens (short context
 // by default). tools/peer/ab.py runs it with --benchmark_format=json. x_floor is the median over tokens
 // of (token time / floor at the bandwidth sampled just before it); floor_ms uses
-// the median bandwidth sample.
+// the median bandwidth sample. With DK_CPU_KERNEL_TIMES=1 it also prints, per kernel
+// symbol, its share of the timed tokens and the GB/s of the weights it streams.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include "elf/elf.h"
 #include "kernels/bandwidth/bandwidth.h"
 #include "elf/stats.h"
+#include "runtime/cpu/cpu_device.h"
 #include "runtime/cpu/session.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
@@ -49,6 +51,25 @@ struct Setup {
 // next one loads them again.
 std::optional<dk::weights::Weights> g_weights;
 dk::elf::Program g_program;
+
+
+// DK_CPU_KERNEL_TIMES=1: each kernel symbol's share of the timed tokens and the read
+// rate of the weights its launches stream (stderr; JSON output stays as it is).
+void PrintKernelTimes(const std::vector<dk::runtime::KernelTime>& times, size_t tokens) {
+  if (times.empty() || tokens == 0) return;
+  int64_t total_ns = 0;
+  for (const auto& t : times) total_ns += t.ns;
+  std::fprintf(stderr, "%-40s %9s %10s %7s %12s %8s\n", "kernel symbol", "calls/tok", "ms/token", "share", "weights MB/tok",
+               "GB/s");
+  for (const auto& t : times) {
+    const double ms = t.ns * 1e-6 / tokens;
+    std::fprintf(stderr, "%-40s %9.1f %10.3f %6.1f%% %12.1f %8.1f\n", t.symbol.c_str(),
+                 static_cast<double>(t.calls) / tokens, ms, total_ns ? 100.0 * t.ns / total_ns : 0.0,
+                 t.weight_bytes / 1e6 / tokens, t.ns ? t.weight_bytes / static_cast<double>(t.ns) : 0.0);
+  }
+  std::fprintf(stderr, "%-40s %9s %10.3f (launches only: host steps, BO I/O and the hand-offs between runs are not in it)\n",
+               "all launches", "", total_ns * 1e-6 / tokens);
+}
 
 void BM_Decode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
@@ -93,6 +114,7 @@ void BM_Decode(benchmark::State& state) {
 
   const size_t every = absl::GetFlag(FLAGS_bandwidth_every);
   const dk::ThreadPool::Stats pool_before = s.pool->stats();
+  dk::runtime::ResetCpuKernelTimes(s.session->device());  // the timed tokens only
   std::vector<double> ms;
   double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens
   for (auto _ : state) {
@@ -122,6 +144,7 @@ void BM_Decode(benchmark::State& state) {
       }
     }
   }
+  PrintKernelTimes(dk::runtime::CpuKernelTimes(s.session->device()), ms.size());
   // Each token against the bandwidth sample taken just before its block of `every`:
   // the ratio then follows the host's swings instead of averaging over them.
   std::vector<double> ratios;
