@@ -772,10 +772,10 @@ class CpuDevice final : public Device {
   std::atomic<bool> done_flag_{false};
   std::atomic<uint64_t> posted_flag_{0};  // posted_, readable without the lock
   int spin_ = 0;
-  bool threaded_ = false;
-  bool time_kernels_ = false;                // DK_CPU_KERNEL_TIMES=1
-  std::map<std::string, int> time_slots_;    // symbol -> times_ index
-  std::vector<KernelTime> times_;  // runs on thread_ (DK_CPU_DEVICE_THREAD=1), else inline in Start
+  bool threaded_ = false;  // runs on thread_ (DK_CPU_DEVICE_THREAD=1), else inline in Start
+  bool time_kernels_ = false;              // DK_CPU_KERNEL_TIMES=1
+  std::map<std::string, int> time_slots_;  // symbol -> times_ index
+  std::vector<KernelTime> times_;
 };
 
 absl::Status CpuRun::Wait() { return device_->WaitForRun(); }
