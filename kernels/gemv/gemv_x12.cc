@@ -59,6 +59,17 @@ void StoreU32(uint32_t v, uint8_t* p) { std::memcpy(p, &v, sizeof(v)); }
 
 bool Plain(const uint8_t* x12, const Geometry& g) { return LoadU32(x12 + g.header + 8) == kModePlain; }
 
+// The stats of a matrix of geometry g: plain, or blocks of which `raw` are raw.
+X12PackStats StatsOf(const Geometry& g, bool plain, size_t raw) {
+  X12PackStats stats;
+  stats.blocks = g.blocks;
+  stats.plain = plain;
+  stats.raw_blocks = plain ? 0 : raw;
+  stats.streamed_bytes = plain ? PackedGemvElements(g.rows, g.cols) * sizeof(bf16)
+                               : (g.blocks - raw) * kBlockBytes + raw * kRawBytes + g.blocks * kTableBytes;
+  return stats;
+}
+
 // Position of column i (< 64) of a chunk pair in a row's 64 low bytes (see the header).
 size_t Position(size_t i) {
   const size_t half = i / kChunkCols, j = i % kChunkCols;
@@ -264,8 +275,6 @@ void WriteCompact(const uint16_t (*block)[kPairCols], const VSet& set, uint8_t* 
 
 X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t* out, ThreadPool* pool) {
   const Geometry g = Geo(rows, cols);
-  X12PackStats stats;
-  stats.blocks = g.blocks;
   uint8_t* header = out + g.header;
   std::memset(header, 0, kHeaderBytes);
   std::memcpy(header, kMagic, sizeof(kMagic));
@@ -277,24 +286,24 @@ X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t
     if (g.panels == 0) return;
     pool ? pool->Run(tasks, body) : body(0, 0);
   };
-  // 1: which blocks need more than 8 values of v (raw), then their spill slots in order.
-  std::vector<uint32_t> spill(g.blocks, 0);  // 1 + slot for raw blocks
+  // 1: each block's values of v; those with more than 8 are raw, their spill slots
+  // numbered in block order.
+  std::vector<VSet> sets(g.blocks);
   parallel([&](size_t p) {
     uint16_t block[kPanelRows][kPairCols];
     for (size_t q = 0; q < g.pairs; ++q) {
       GatherBlock(w, g, p, q, block);
-      spill[p * g.pairs + q] = ValuesOfV(block).Count() > 8;
+      sets[p * g.pairs + q] = ValuesOfV(block);
     }
   });
+  std::vector<uint32_t> spill(g.blocks, 0);  // 1 + slot for raw blocks
   uint32_t raw = 0;
-  for (uint32_t& s : spill) s = s ? ++raw : 0;
+  for (size_t b = 0; b < g.blocks; ++b) spill[b] = sets[b].Count() > 8 ? ++raw : 0;
   if (raw > g.spill_capacity) {  // more raw blocks than the spill area holds: all plain
     std::memset(out, 0, g.header);
     PackGemvWeights(w, rows, cols, reinterpret_cast<bf16*>(out));
     StoreU32(kModePlain, header + 8);
-    stats.plain = true;
-    stats.streamed_bytes = PackedGemvElements(rows, cols) * sizeof(bf16);
-    return stats;
+    return StatsOf(g, /*plain=*/true, 0);
   }
   // 2: every block, compact or raw (its data zeroed, its table pointing at its slot).
   parallel([&](size_t p) {
@@ -305,7 +314,7 @@ X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t
       uint8_t* table = out + g.tables + kTableBytes * b;
       uint8_t* data = out + kBlockBytes * b;
       if (!spill[b]) {
-        WriteCompact(block, ValuesOfV(block), table, data);
+        WriteCompact(block, sets[b], table, data);
         continue;
       }
       std::memset(table, 0, kTableBytes);  // byte 8 == 0: raw
@@ -325,25 +334,13 @@ X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t
   std::memset(out + g.spill + kRawBytes * raw, 0, g.header - (g.spill + kRawBytes * raw));
   StoreU32(kModeBlocks, header + 8);
   StoreU32(raw, header + 12);
-  stats.raw_blocks = raw;
-  stats.streamed_bytes = (g.blocks - raw) * kBlockBytes + raw * kRawBytes + g.blocks * kTableBytes;
-  return stats;
+  return StatsOf(g, /*plain=*/false, raw);
 }
 
 X12PackStats X12GemvStats(const uint8_t* x12, size_t rows, size_t cols) {
   const Geometry g = Geo(rows, cols);
   DK_CHECK(std::memcmp(x12 + g.header, kMagic, sizeof(kMagic)) == 0);
-  X12PackStats stats;
-  stats.blocks = g.blocks;
-  if (Plain(x12, g)) {
-    stats.plain = true;
-    stats.streamed_bytes = PackedGemvElements(rows, cols) * sizeof(bf16);
-    return stats;
-  }
-  stats.raw_blocks = LoadU32(x12 + g.header + 12);
-  stats.streamed_bytes =
-      (g.blocks - stats.raw_blocks) * kBlockBytes + stats.raw_blocks * kRawBytes + g.blocks * kTableBytes;
-  return stats;
+  return StatsOf(g, Plain(x12, g), LoadU32(x12 + g.header + 12));
 }
 
 void UnpackX12GemvRow(const uint8_t* x12, size_t rows, size_t cols, size_t row, bf16* out) {
