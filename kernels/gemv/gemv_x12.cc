@@ -27,6 +27,15 @@ constexpr size_t kRawBytes = kPanelRows * kPairCols * 2;     // 1024
 constexpr size_t kHeaderBytes = 64;
 constexpr char kMagic[8] = "DKX12v1";
 constexpr uint32_t kModeBlocks = 0, kModePlain = 1;
+// Software prefetch distance of the kernel, in blocks (6 KiB), for all 12 lines of a
+// block, non-temporal. Measured on this project's 2-core AVX-512 VMs, weights from
+// memory (tools/peer/README.md): prefetching two lines per block (T0) left the rest
+// to the hardware prefetcher, and one core read its x12 stream at 0.88-0.95 of a
+// plain streaming sum; every line (NTA) at 8 blocks read 0.94-0.98, and llama32_1b
+// decode on 1 thread went from 80 to 62 ms/token (median of 6 interleaved runs).
+// Distances of 4-6 blocks were as good on 2 threads in the slow bandwidth mode and
+// worse on 1 thread and in the fast mode, where each core must stream the most.
+constexpr size_t kPrefetchBlocks = 8;
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -153,6 +162,12 @@ DK_X12_TARGET inline void Block(const uint8_t* x12, const Geometry& g, const uin
 DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0, size_t p1, const bf16* x,
                                 float* y) {
   const size_t full = g.chunks / 2;
+  // The range's first blocks and tables up front: the loop prefetches kPrefetchBlocks
+  // ahead, and a task range is a new stream (small GEMVs are mostly such starts).
+  const char* start = reinterpret_cast<const char*>(x12 + p0 * g.pairs * kBlockBytes);
+  const size_t head = std::min(kPrefetchBlocks, (p1 - p0) * g.pairs) * kBlockBytes;
+  for (size_t line = 0; line < head; line += 64) _mm_prefetch(start + line, _MM_HINT_NTA);
+  _mm_prefetch(reinterpret_cast<const char*>(x12 + g.tables + p0 * g.pairs * kTableBytes), _MM_HINT_NTA);
   for (size_t p = p0; p < p1; ++p) {
     const uint8_t* data = x12 + p * g.pairs * kBlockBytes;
     const uint8_t* tables = x12 + g.tables + p * g.pairs * kTableBytes;
@@ -160,10 +175,11 @@ DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0
     for (size_t r = 0; r < kPanelRows; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
     for (size_t q = 0; q < full; ++q) {
       const uint8_t* block = data + q * kBlockBytes;
-      // The codes' stream and, one line per 4 blocks, the tables' (a second stream).
-      _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kBlockBytes), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kBlockBytes + 64), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(tables + (q + 32) * kTableBytes), _MM_HINT_T0);
+      // Every line of the block kPrefetchBlocks ahead and, one line per 4 blocks, the
+      // tables' (a second stream); see kPrefetchBlocks.
+      const char* ahead = reinterpret_cast<const char*>(block + kPrefetchBlocks * kBlockBytes);
+      for (size_t line = 0; line < kBlockBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_NTA);
+      _mm_prefetch(reinterpret_cast<const char*>(tables + (q + 32) * kTableBytes), _MM_HINT_NTA);
       Block<true>(x12, g, block, tables + q * kTableBytes, x + q * kPairCols, acc0, acc1);
     }
     if (g.chunks % 2) Block<false>(x12, g, data + full * kBlockBytes, tables + full * kTableBytes, x + full * kPairCols, acc0, acc1);
