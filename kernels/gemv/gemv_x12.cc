@@ -31,7 +31,7 @@ constexpr uint32_t kModeBlocks = 0, kModePlain = 1;
 // block, non-temporal. Measured on this project's 2-core AVX-512 VMs, weights from
 // memory (tools/peer/README.md): prefetching two lines per block (T0) left the rest
 // to the hardware prefetcher, and one core read its x12 stream at 0.88-0.95 of a
-// plain streaming sum; every line (NTA) at 8 blocks read 0.94-0.98, and llama32_1b
+// plain streaming sum; every line (NTA) at 8 blocks read 0.92-0.98, and llama32_1b
 // decode on 1 thread went from 80 to 62 ms/token (median of 6 interleaved runs).
 // Distances of 4-6 blocks were as good on 2 threads in the slow bandwidth mode and
 // worse on 1 thread and in the fast mode, where each core must stream the most.
@@ -123,6 +123,11 @@ void DecodePanel(const uint8_t* x12, const Geometry& g, size_t p, bf16* out) {
 
 DK_X12_TARGET inline __m512bh LoadBh(const void* p) { return (__m512bh)_mm512_loadu_si512(p); }
 
+// Every cache line of [p, p + bytes), non-temporal (see kPrefetchBlocks).
+inline void PrefetchNta(const uint8_t* p, size_t bytes) {
+  for (size_t line = 0; line < bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_NTA);
+}
+
 // One block (8 rows x the chunk pair) into the panel's accumulators: chunk 2q into
 // acc0, 2q + 1 into acc1 (kBoth false: an odd last chunk, alone; x ends there).
 template <bool kBoth>
@@ -164,10 +169,8 @@ DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0
   const size_t full = g.chunks / 2;
   // The range's first blocks and tables up front: the loop prefetches kPrefetchBlocks
   // ahead, and a task range is a new stream (small GEMVs are mostly such starts).
-  const char* start = reinterpret_cast<const char*>(x12 + p0 * g.pairs * kBlockBytes);
-  const size_t head = std::min(kPrefetchBlocks, (p1 - p0) * g.pairs) * kBlockBytes;
-  for (size_t line = 0; line < head; line += 64) _mm_prefetch(start + line, _MM_HINT_NTA);
-  _mm_prefetch(reinterpret_cast<const char*>(x12 + g.tables + p0 * g.pairs * kTableBytes), _MM_HINT_NTA);
+  PrefetchNta(x12 + p0 * g.pairs * kBlockBytes, std::min(kPrefetchBlocks, (p1 - p0) * g.pairs) * kBlockBytes);
+  PrefetchNta(x12 + g.tables + p0 * g.pairs * kTableBytes, 1);
   for (size_t p = p0; p < p1; ++p) {
     const uint8_t* data = x12 + p * g.pairs * kBlockBytes;
     const uint8_t* tables = x12 + g.tables + p * g.pairs * kTableBytes;
@@ -177,9 +180,8 @@ DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0
       const uint8_t* block = data + q * kBlockBytes;
       // Every line of the block kPrefetchBlocks ahead and, one line per 4 blocks, the
       // tables' (a second stream); see kPrefetchBlocks.
-      const char* ahead = reinterpret_cast<const char*>(block + kPrefetchBlocks * kBlockBytes);
-      for (size_t line = 0; line < kBlockBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_NTA);
-      _mm_prefetch(reinterpret_cast<const char*>(tables + (q + 32) * kTableBytes), _MM_HINT_NTA);
+      PrefetchNta(block + kPrefetchBlocks * kBlockBytes, kBlockBytes);
+      PrefetchNta(tables + (q + 32) * kTableBytes, 1);
       Block<true>(x12, g, block, tables + q * kTableBytes, x + q * kPairCols, acc0, acc1);
     }
     if (g.chunks % 2) Block<false>(x12, g, data + full * kBlockBytes, tables + full * kTableBytes, x + full * kPairCols, acc0, acc1);

@@ -222,7 +222,7 @@ struct LaunchOp {
   kernels::WeightFormat weight_format = kernels::WeightFormat::kBf16RowMajor;  // the fused kernels
   std::string where;  // "ELF 'x', group 'g', launch i (symbol)"
   int time_slot = -1;        // DK_CPU_KERNEL_TIMES: its symbol's entry
-  int64_t weight_bytes = 0;  // the weight bytes it streams
+  int64_t weight_bytes = 0;  // DK_CPU_KERNEL_TIMES: the weight bytes it streams
   std::vector<CpuBo*> inputs, outputs;
 };
 
@@ -457,10 +457,10 @@ class CpuDevice final : public Device {
           op.p[k] = it->second;
         }
         op.eps = program.model().rms_eps();
-        for (const auto& [param, name] : bound) {
-          if (registry::IsWeightParam(*kernel, param)) op.weight_bytes += elf::X12StreamedBytes(program.bos(bo_index.at(name)));
-        }
         if (time_kernels_) {
+          for (const auto& [param, name] : bound) {
+            if (registry::IsWeightParam(*kernel, param)) op.weight_bytes += elf::X12StreamedBytes(program.bos(bo_index.at(name)));
+          }
           auto [slot, added] = time_slots_.emplace(l.kernel_symbol(), static_cast<int>(times_.size()));
           if (added) times_.push_back({l.kernel_symbol()});
           op.time_slot = slot->second;

@@ -52,7 +52,6 @@ struct Setup {
 std::optional<dk::weights::Weights> g_weights;
 dk::elf::Program g_program;
 
-
 // DK_CPU_KERNEL_TIMES=1: each kernel symbol's share of the timed tokens and the read
 // rate of the weights its launches stream (stderr; JSON output stays as it is).
 void PrintKernelTimes(const std::vector<dk::runtime::KernelTime>& times, size_t tokens) {
