@@ -52,6 +52,11 @@ ABSL_FLAG(std::string, manifest, "", "the chain (written by the decode_profile r
 ABSL_FLAG(std::string, prompt, "What is the capital of France?", "the canonical prompt");
 ABSL_FLAG(int, new_tokens, 32, "measured decode tokens per stage (after the warm-up)");
 ABSL_FLAG(int, warmup, 4, "decode tokens run before measuring");
+ABSL_FLAG(int, rounds, 4,
+          "split each stage's measured tokens into this many rounds, interleaved across the stages "
+          "(every stage, then every stage again; each round reopens the stage and runs the prompt and "
+          "the warm-up first), so a swing of the host's bandwidth reaches every stage alike; 1: each "
+          "stage in one go. At most --new_tokens rounds are run");
 ABSL_FLAG(int, gate_prompts, 2, "verify-gate prompts per stage (the goldens' first N); 0: no gate");
 ABSL_FLAG(std::string, goldens, "", "the goldens of the verify gate (the BUILD target passes its own)");
 ABSL_FLAG(std::string, weights, "synthetic",
@@ -109,6 +114,9 @@ absl::Status CheckFlags(Profile& p) {
   }
   if (absl::GetFlag(FLAGS_new_tokens) < 1 || absl::GetFlag(FLAGS_warmup) < 0) {
     return absl::InvalidArgumentError("--new_tokens must be >= 1 and --warmup >= 0");
+  }
+  if (absl::GetFlag(FLAGS_rounds) < 1) {
+    return absl::InvalidArgumentError("--rounds must be >= 1");
   }
   if (absl::GetFlag(FLAGS_out_dir).empty() && std::getenv("BUILD_WORKSPACE_DIRECTORY") == nullptr) {
     return absl::FailedPreconditionError("BUILD_WORKSPACE_DIRECTORY is not set (not under bazel run): pass --out_dir");
@@ -222,6 +230,7 @@ absl::Status LoadPrompt(Profile& p) {
   record.prompt = absl::GetFlag(FLAGS_prompt);
   record.warmup = absl::GetFlag(FLAGS_warmup);
   record.new_tokens = absl::GetFlag(FLAGS_new_tokens);
+  record.rounds = std::min(absl::GetFlag(FLAGS_rounds), record.new_tokens);
   DK_ASSIGN_OR_RETURN(p.tokenizer, dk::tokenizer::Tokenizer::Load(UserPath(absl::GetFlag(FLAGS_tokenizer))));
   DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, p.tokenizer->Encode(record.prompt));
   if (ids.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
@@ -262,18 +271,18 @@ void MeasureBandwidth(Profile& p) {
   p.progress.Line(absl::StrFormat("read bandwidth %.2f GB/s", p.record.bandwidth_gbps));
 }
 
-// Timing run of stage i: the prompt one token at a time, then warm-up + measured
-// greedy tokens (runtime/greedy.h), validation off.
-absl::Status Measure(Profile& p, size_t i) {
+// One timing round of stage i: the stage opened afresh, the prompt one token at a
+// time, then warm-up + `tokens` greedy tokens (runtime/greedy.h), validation off.
+// The measured tokens go to the stage's token_ms and `acc`; the warm-up's only in
+// the first round (`first`).
+absl::Status Measure(Profile& p, size_t i, int tokens, bool first, profile::BreakdownAccumulator& acc) {
   profile::StageRecord& s = p.record.stages[i];
   dk::runtime::SessionOptions options;
   options.validate = false;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
   p.record.device = session->device().description();
   dk::runtime::Decoder& decoder = session->decoder();
-  const profile::StepMap map = profile::MapSteps(p.programs[i]);
-  profile::BreakdownAccumulator acc(map);
-  const int warmup = p.record.warmup, total = warmup + p.record.new_tokens;
+  const int warmup = p.record.warmup, total = warmup + tokens;
   const std::string what = absl::StrCat(":", s.name, " timing");
   dk::runtime::GreedyOptions greedy;
   greedy.max_new_tokens = total + 1;  // token 0 is the prompt's; each later one is a timed step
@@ -286,13 +295,12 @@ absl::Status Measure(Profile& p, size_t i) {
                                                     return absl::OkStatus();
                                                   }));
   p.progress.End();
-  s.token_ms = std::move(run.token_ms);
-  s.warmup = warmup;
+  const size_t skip = first ? 0 : std::min<size_t>(warmup, run.token_ms.size());
+  s.token_ms.insert(s.token_ms.end(), run.token_ms.begin() + skip, run.token_ms.end());
+  if (first) s.warmup = warmup;
   s.components = acc.Components();
   s.bytes_written_per_token = acc.BytesWrittenPerToken();
   s.bytes_read_per_token = acc.BytesReadPerToken();
-  s.device_runs_per_token = map.device_runs;
-  s.weight_bytes_per_token = map.weight_bytes;
   return absl::OkStatus();
 }
 
@@ -337,24 +345,44 @@ void Gate(Profile& p, size_t i, const std::string& head, std::vector<std::option
   gates[i] = *std::move(gate);
 }
 
-// Every stage: timing, then the gate. A stage that fails records its error.
+// Every stage: its timing rounds, interleaved across the stages (round r of every
+// stage before round r + 1 of any), and its gate after its first round. A stage that
+// fails records its error and is not timed again.
 void ProfileStages(Profile& p) {
-  std::vector<std::optional<dk::verify::StageGate>> gates(p.record.stages.size());
-  for (size_t i = 0; i < p.record.stages.size(); ++i) {
-    profile::StageRecord& s = p.record.stages[i];
-    const std::string head = absl::StrFormat("stage %zu/%zu :%s (%s)", i + 1, p.record.stages.size(), s.name, s.kind);
-    s.bandwidth_gbps = dk::kernels::MeasureReadBandwidth(&dk::SharedThreadPool(), p.bandwidth);
-    p.progress.Line(absl::StrFormat("%s: read bandwidth now %.2f GB/s; timing %d warm-up + %d tokens ...", head,
-                                    s.bandwidth_gbps, p.record.warmup, p.record.new_tokens));
-    const auto t = Clock::now();
-    if (absl::Status st = Measure(p, i); !st.ok()) {
-      s.error = std::string(st.message());
-      p.progress.Line(absl::StrCat(head, ": ERROR ", s.error));
-      continue;
+  const size_t n = p.record.stages.size();
+  const int rounds = p.record.rounds;
+  std::vector<std::optional<dk::verify::StageGate>> gates(n);
+  std::vector<profile::StepMap> maps;
+  std::vector<profile::BreakdownAccumulator> accs;
+  std::vector<std::vector<double>> bandwidth(n);
+  maps.reserve(n);  // accs hold references into maps
+  for (size_t i = 0; i < n; ++i) maps.push_back(profile::MapSteps(p.programs[i]));
+  accs.reserve(n);
+  for (size_t i = 0; i < n; ++i) accs.emplace_back(maps[i]);
+  for (int round = 0; round < rounds; ++round) {
+    // Round r's share of the measured tokens (the first rounds take the remainder).
+    const int tokens = p.record.new_tokens / rounds + (round < p.record.new_tokens % rounds ? 1 : 0);
+    for (size_t i = 0; i < n; ++i) {
+      profile::StageRecord& s = p.record.stages[i];
+      if (!s.error.empty()) continue;
+      const std::string head = absl::StrFormat("stage %zu/%zu :%s (%s)%s", i + 1, n, s.name, s.kind,
+                                               rounds > 1 ? absl::StrFormat(", round %d/%d", round + 1, rounds) : "");
+      bandwidth[i].push_back(dk::kernels::MeasureReadBandwidth(&dk::SharedThreadPool(), p.bandwidth));
+      s.bandwidth_gbps = profile::Median(bandwidth[i]);
+      s.device_runs_per_token = maps[i].device_runs;
+      s.weight_bytes_per_token = maps[i].weight_bytes;
+      p.progress.Line(absl::StrFormat("%s: read bandwidth now %.2f GB/s; timing %d warm-up + %d tokens ...", head,
+                                      bandwidth[i].back(), p.record.warmup, tokens));
+      const auto t = Clock::now();
+      if (absl::Status st = Measure(p, i, tokens, round == 0, accs[i]); !st.ok()) {
+        s.error = std::string(st.message());
+        p.progress.Line(absl::StrCat(head, ": ERROR ", s.error));
+        continue;
+      }
+      p.progress.Line(absl::StrFormat("%s: %.2f ms/token (median of %zu so far), %.1f s", head,
+                                      profile::Median(s.steady_ms()), s.steady_ms().size(), Since(t)));
+      if (round == 0 && p.record.gate_prompts > 0) Gate(p, i, head, gates);
     }
-    p.progress.Line(absl::StrFormat("%s: %.2f ms/token (median of %zu), %.1f s", head, profile::Median(s.steady_ms()),
-                                    s.steady_ms().size(), Since(t)));
-    if (p.record.gate_prompts > 0) Gate(p, i, head, gates);
   }
 }
 

@@ -318,6 +318,7 @@ std::string ToJson(const ProfileRecord& r) {
   j["prompt_tokens"] = r.prompt_tokens;
   j["warmup"] = r.warmup;
   j["new_tokens"] = r.new_tokens;
+  j["rounds"] = r.rounds;
   j["gate"] = {{"prompts", r.gate_prompts}, {"tokens", r.gate_tokens}, {"goldens", r.goldens}};
   j["weights"] = {{"source", r.weights_source}, {"digest", r.weights_digest}};
   j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"read_bandwidth_gbps", r.bandwidth_gbps}};

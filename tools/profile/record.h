@@ -82,15 +82,17 @@ struct StageRecord {
   bool pass_applied = true;
   std::string pass_reason;
   // Measured (timing run, validation off).
-  std::vector<double> token_ms;  // every generated token, warm-up first
+  // The first round's warm-up tokens, then every round's measured tokens in round
+  // order (the later rounds' warm-ups are not kept).
+  std::vector<double> token_ms;
   int warmup = 0;                // how many of token_ms are warm-up
   std::vector<Component> components;
   double bytes_written_per_token = 0;
   double bytes_read_per_token = 0;
   int device_runs_per_token = 0;
   int64_t weight_bytes_per_token = 0;
-  // Read bandwidth sampled right before this stage's timing run (GB/s); the
-  // stage's floor uses it, since the host's bandwidth swings during a run.
+  // Read bandwidth sampled right before each of this stage's timing rounds, the
+  // median (GB/s); the stage's floor uses it, since the host's bandwidth swings.
   double bandwidth_gbps = 0;
   // The gate (validation on).
   bool gate_ran = false;
@@ -164,6 +166,11 @@ struct ProfileRecord {
   int prompt_tokens = 0;
   int warmup = 0;
   int new_tokens = 0;
+  // The measured tokens of each stage were taken in this many rounds, stage after
+  // stage (1, 2, ..., N, then 1, 2, ... again), each round reopening the stage and
+  // feeding the prompt and the warm-up again: a swing of the host's bandwidth during
+  // the run then reaches every stage alike, instead of the stages timed during it.
+  int rounds = 1;
   int gate_prompts = 0;
   int gate_tokens = 0;
   std::string goldens;
