@@ -9,6 +9,12 @@
 // of (token time / floor at the bandwidth sampled just before it); floor_ms uses
 // the median bandwidth sample. With DK_CPU_KERNEL_TIMES=1 it also prints, per kernel
 // symbol, its share of the timed tokens and the GB/s of the weights it streams.
+// With --paired_floor, each timed token also gets a floor of its own: a plain
+// streaming read of as many bytes as the token's weights (same threads, huge pages)
+// right before it and right after it; x_floor_paired is the median of token time /
+// the mean of those two reads. A one-pass 256 MiB sample takes ~5 ms and the host's
+// bandwidth state can change within one token, so the sampled floor can miss the
+// state the token ran in; the paired floor brackets each token.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +43,9 @@ ABSL_FLAG(int, tokens, 128, "timed tokens (benchmark iterations) per thread coun
 ABSL_FLAG(int, warmup, 8, "untimed tokens first, from position 0");
 ABSL_FLAG(int, bandwidth_every, 4,
           "sample the read bandwidth before every N-th timed token (untimed)");
+ABSL_FLAG(bool, paired_floor, false,
+          "also stream the token's weight bytes (a separate buffer) before every timed token and "
+          "after the last (untimed): x_floor_paired, and split by that floor's bandwidth mode");
 
 namespace {
 
@@ -112,6 +121,17 @@ void BM_Decode(benchmark::State& state) {
   const int64_t weight_bytes = dk::elf::WeightBytesPerToken(g_program);
 
   const size_t every = absl::GetFlag(FLAGS_bandwidth_every);
+  // --paired_floor: the read time of weight_bytes before token i is stream_ms[i];
+  // the last entry follows the last token.
+  const bool paired = absl::GetFlag(FLAGS_paired_floor);
+  dk::kernels::BandwidthOptions pair_bw = bw;
+  pair_bw.bytes = (static_cast<size_t>(weight_bytes) + (size_t{1} << 20) - 1) >> 20 << 20;
+  std::vector<double> stream_ms;
+  auto stream = [&] {
+    const double gbs = dk::kernels::MeasureReadBandwidth(s.pool.get(), pair_bw);
+    stream_ms.push_back(gbs > 0 ? weight_bytes / (gbs * 1e9) * 1e3 : 0.0);
+  };
+  if (paired) dk::kernels::MeasureReadBandwidth(s.pool.get(), pair_bw);  // allocate and touch
   const dk::ThreadPool::Stats pool_before = s.pool->stats();
   dk::runtime::ResetCpuKernelTimes(s.session->device());  // the timed tokens only
   std::vector<double> ms;
@@ -120,6 +140,11 @@ void BM_Decode(benchmark::State& state) {
     if (ms.size() % every == 0) {
       state.PauseTiming();
       bw_samples.push_back(dk::kernels::MeasureReadBandwidth(s.pool.get(), bw));
+      state.ResumeTiming();
+    }
+    if (paired) {
+      state.PauseTiming();
+      stream();
       state.ResumeTiming();
     }
     if (decoder.position() >= context) decoder.Reset();
@@ -144,6 +169,30 @@ void BM_Decode(benchmark::State& state) {
     }
   }
   PrintKernelTimes(dk::runtime::CpuKernelTimes(s.session->device()), ms.size());
+  if (paired && !ms.empty()) {
+    stream();  // after the last token
+    // Per token: its time over the mean read time of its bytes just before and just
+    // after it; "fast" where that read ran at >= 45 GB/s (tools/peer/ab.py's split).
+    std::vector<double> all, fast, slow, pair_gbs;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const double floor = (stream_ms[i] + stream_ms[i + 1]) / 2;
+      if (floor <= 0) continue;
+      const double gbs = weight_bytes / (floor * 1e-3) * 1e-9;
+      pair_gbs.push_back(gbs);
+      all.push_back(ms[i] / floor);
+      (gbs >= 45 ? fast : slow).push_back(ms[i] / floor);
+    }
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    state.counters["x_floor_paired"] = median(all);
+    state.counters["paired_bw_GB/s"] = median(pair_gbs);
+    state.counters["x_floor_paired_fast"] = median(fast);  // 0 when no token was fast
+    state.counters["x_floor_paired_slow"] = median(slow);
+    state.counters["paired_fast_tokens"] = static_cast<double>(fast.size());
+  }
   // Each token against the bandwidth sample taken just before its block of `every`:
   // the ratio then follows the host's swings instead of averaging over them.
   std::vector<double> ratios;

@@ -25,5 +25,14 @@ expect_exit "--context past the KV cache" 2 "--context 17 exceeds the model's KV
   "${ok[@]}" --context 17
 expect_exit "invalid ELF" 1 "at host_offset -4096 does not lie inside host value" "${ok[@]}" --elf "$bad"
 expect_exit "valid" 0 "BM_Decode/threads:1" "${ok[@]}"
+# --paired_floor adds a floor per token (a read of the token's weight bytes around it).
+expect_exit "--paired_floor" 0 "x_floor_paired=" "${ok[@]}" --paired_floor
+paired="$("$tool" "${ok[@]}" --paired_floor --benchmark_format=json 2>/dev/null)"
+python3 - "$paired" <<'PY' || fail "--paired_floor: counters missing or not positive"
+import json, sys
+b = json.loads(sys.argv[1])["benchmarks"][0]
+assert b["x_floor_paired"] > 0 and b["paired_bw_GB/s"] > 0, b
+assert b["paired_fast_tokens"] <= 3, b
+PY
 
 finish
