@@ -202,6 +202,25 @@ std::atomic<bool> g_bf16dot_enabled{[] {
   return e == nullptr || std::string(e) != "0";
 }()};
 
+}  // namespace
+
+namespace {
+std::atomic<bool> g_prefetch{[] {
+  if (const char* e = std::getenv("DK_GEMV_PREFETCH")) return std::string(e) != "0";
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("intel") != 0;
+#else
+  return false;
+#endif
+}()};
+}  // namespace
+
+bool GemvSoftwarePrefetch() { return g_prefetch.load(std::memory_order_relaxed); }
+void SetGemvSoftwarePrefetch(bool enabled) { g_prefetch.store(enabled, std::memory_order_relaxed); }
+
+namespace {
+
 // vdpbf16ps applies when enabled, the CPU has it, and the target Highway chose is
 // an AVX-512 one (respects hwy::SetSupportedTargetsForTest, so per-target tests
 // stay per-target). Asked through the dispatch table, which caches the choice:

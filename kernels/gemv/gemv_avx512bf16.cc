@@ -53,6 +53,7 @@ template <typename YT>
 DK_BF16_TARGET void Packed(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
                            const bf16* x, YT* y) {
   constexpr size_t kPanel = kPanelRows * kChunkCols;
+  const bool prefetch = GemvSoftwarePrefetch();
   for (size_t p = p0; p < p1; ++p) {
     const bf16* panel = packed + p * chunks * kPanel;
     __m512 acc0[kPanelRows], acc1[kPanelRows];
@@ -60,8 +61,10 @@ DK_BF16_TARGET void Packed(const bf16* packed, size_t rows, size_t chunks, size_
     size_t c = 0;
     for (; c + 2 <= chunks; c += 2) {
       const bf16* block = panel + c * kPanel;
-      _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kPanel), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(block + 9 * kPanel), _MM_HINT_T0);
+      if (prefetch) {  // per CPU, see gemv.h
+        _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kPanel), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block + 9 * kPanel), _MM_HINT_T0);
+      }
       const __m512bh x0 = Load(x + c * kChunkCols), x1 = Load(x + (c + 1) * kChunkCols);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kPanelRows; ++r) {

@@ -28,7 +28,7 @@ constexpr size_t kHeaderBytes = 64;
 constexpr char kMagic[8] = "DKX12v1";
 constexpr uint32_t kModeBlocks = 0, kModePlain = 1;
 // Software prefetch distance of the kernel, in blocks (6 KiB), for all 12 lines of a
-// block, non-temporal. Measured on this project's 2-core AVX-512 VMs, weights from
+// block, non-temporal, where GemvSoftwarePrefetch() (gemv.h) says to prefetch at all. Measured on this project's 2-core AVX-512 VMs, weights from
 // memory (tools/peer/README.md): prefetching two lines per block (T0) left the rest
 // to the hardware prefetcher, and one core read its x12 stream at 0.88-0.95 of a
 // plain streaming sum; every line (NTA) at 8 blocks read 0.92-0.98, and llama32_1b
@@ -169,8 +169,11 @@ DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0
   const size_t full = g.chunks / 2;
   // The range's first blocks and tables up front: the loop prefetches kPrefetchBlocks
   // ahead, and a task range is a new stream (small GEMVs are mostly such starts).
-  PrefetchNta(x12 + p0 * g.pairs * kBlockBytes, std::min(kPrefetchBlocks, (p1 - p0) * g.pairs) * kBlockBytes);
-  PrefetchNta(x12 + g.tables + p0 * g.pairs * kTableBytes, 1);
+  const bool prefetch = GemvSoftwarePrefetch();  // per CPU, see gemv.h
+  if (prefetch) {
+    PrefetchNta(x12 + p0 * g.pairs * kBlockBytes, std::min(kPrefetchBlocks, (p1 - p0) * g.pairs) * kBlockBytes);
+    PrefetchNta(x12 + g.tables + p0 * g.pairs * kTableBytes, 1);
+  }
   for (size_t p = p0; p < p1; ++p) {
     const uint8_t* data = x12 + p * g.pairs * kBlockBytes;
     const uint8_t* tables = x12 + g.tables + p * g.pairs * kTableBytes;
@@ -180,8 +183,10 @@ DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0
       const uint8_t* block = data + q * kBlockBytes;
       // Every line of the block kPrefetchBlocks ahead and, one line per 4 blocks, the
       // tables' (a second stream); see kPrefetchBlocks.
-      PrefetchNta(block + kPrefetchBlocks * kBlockBytes, kBlockBytes);
-      PrefetchNta(tables + (q + 32) * kTableBytes, 1);
+      if (prefetch) {
+        PrefetchNta(block + kPrefetchBlocks * kBlockBytes, kBlockBytes);
+        PrefetchNta(tables + (q + 32) * kTableBytes, 1);
+      }
       Block<true>(x12, g, block, tables + q * kTableBytes, x + q * kPairCols, acc0, acc1);
     }
     if (g.chunks % 2) Block<false>(x12, g, data + full * kBlockBytes, tables + full * kTableBytes, x + full * kPairCols, acc0, acc1);

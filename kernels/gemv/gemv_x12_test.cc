@@ -80,10 +80,14 @@ const size_t kCols[] = {1, 31, 32, 33, 64, 65, 96, 100, 160, 576};
 TEST(X12Gemv, IsPackedGemvBitForBit) {
   ThreadPool pool2(2), pool3(3);
   size_t with_raw = 0, compact = 0, plain = 0;  // matrices packed each way
+  const bool prefetch = GemvSoftwarePrefetch();
   ForEachTarget([&](const char*) {
-    for (bool dot : {true, false}) {
+    for (int mode = 0; mode < 3; ++mode) {
+      // vdpbf16ps with and without software prefetch (gemv.h), then the widening loops.
+      const bool dot = mode < 2;
       SetGemvBf16DotEnabled(dot);
-      SCOPED_TRACE(dot ? "vdpbf16ps where present" : "widening loops");
+      SetGemvSoftwarePrefetch(mode == 0);
+      SCOPED_TRACE(mode == 0 ? "vdpbf16ps where present, prefetch" : dot ? "vdpbf16ps where present, no prefetch" : "widening loops");
       for (Values kind : {Values::kNarrow, Values::kSpiky, Values::kWild}) {
         for (size_t rows : kRows) {
           for (size_t cols : kCols) {
@@ -109,6 +113,7 @@ TEST(X12Gemv, IsPackedGemvBitForBit) {
     }
   });
   SetGemvBf16DotEnabled(true);
+  SetGemvSoftwarePrefetch(prefetch);
   EXPECT_GT(compact, 0u);
   EXPECT_GT(with_raw, 0u);
   EXPECT_GT(plain, 0u);
