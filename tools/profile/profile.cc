@@ -356,9 +356,13 @@ void ProfileStages(Profile& p) {
   std::vector<profile::BreakdownAccumulator> accs;
   std::vector<std::vector<double>> bandwidth(n);
   maps.reserve(n);  // accs hold references into maps
-  for (size_t i = 0; i < n; ++i) maps.push_back(profile::MapSteps(p.programs[i]));
   accs.reserve(n);
-  for (size_t i = 0; i < n; ++i) accs.emplace_back(maps[i]);
+  for (size_t i = 0; i < n; ++i) {
+    maps.push_back(profile::MapSteps(p.programs[i]));
+    accs.emplace_back(maps[i]);
+    p.record.stages[i].device_runs_per_token = maps[i].device_runs;
+    p.record.stages[i].weight_bytes_per_token = maps[i].weight_bytes;
+  }
   for (int round = 0; round < rounds; ++round) {
     // Round r's share of the measured tokens (the first rounds take the remainder).
     const int tokens = p.record.new_tokens / rounds + (round < p.record.new_tokens % rounds ? 1 : 0);
@@ -369,8 +373,6 @@ void ProfileStages(Profile& p) {
                                                rounds > 1 ? absl::StrFormat(", round %d/%d", round + 1, rounds) : "");
       bandwidth[i].push_back(dk::kernels::MeasureReadBandwidth(&dk::SharedThreadPool(), p.bandwidth));
       s.bandwidth_gbps = profile::Median(bandwidth[i]);
-      s.device_runs_per_token = maps[i].device_runs;
-      s.weight_bytes_per_token = maps[i].weight_bytes;
       p.progress.Line(absl::StrFormat("%s: read bandwidth now %.2f GB/s; timing %d warm-up + %d tokens ...", head,
                                       bandwidth[i].back(), p.record.warmup, tokens));
       const auto t = Clock::now();
