@@ -165,6 +165,111 @@ inline int64_t TaskCount(size_t units, const ThreadPool* pool) {
   return static_cast<int64_t>(std::min(units, threads == 1 ? 1 : threads * 4));
 }
 
+namespace internal {
+
+// One thread's share of a ParallelRanges call: [begin, end) packed in one word, so
+// that its owner (taking pieces at the front) and thieves (taking the back half)
+// agree on what is left with one compare-and-swap each.
+struct alignas(64) RangeShare {
+  std::atomic<uint64_t> range{0};  // begin << 32 | end
+  std::atomic<bool> started{false};
+  static uint64_t Pack(uint64_t begin, uint64_t end) { return begin << 32 | end; }
+};
+
+// Takes up to `grain` units from the front of `share`; false when it is empty.
+inline bool TakeFront(RangeShare& share, uint64_t grain, uint64_t* begin, uint64_t* end) {
+  uint64_t v = share.range.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t b = v >> 32, e = v & 0xffffffffu;
+    if (b >= e) return false;
+    const uint64_t nb = std::min(e, b + grain);
+    if (share.range.compare_exchange_weak(v, RangeShare::Pack(nb, e), std::memory_order_acq_rel)) {
+      *begin = b;
+      *end = nb;
+      return true;
+    }
+  }
+}
+
+// Takes the back half (rounded up) of the fullest started share but `own`; false
+// when no started share has units left.
+inline bool StealBack(RangeShare* shares, int count, int own, uint64_t* begin, uint64_t* end) {
+  for (;;) {
+    int victim = -1;
+    uint64_t most = 0, seen = 0;
+    for (int i = 0; i < count; ++i) {
+      if (i == own || !shares[i].started.load(std::memory_order_acquire)) continue;
+      const uint64_t v = shares[i].range.load(std::memory_order_acquire);
+      const uint64_t b = v >> 32, e = v & 0xffffffffu;
+      if (e > b && e - b > most) most = e - b, victim = i, seen = v;
+    }
+    if (victim < 0) return false;
+    const uint64_t b = seen >> 32, e = seen & 0xffffffffu, mid = e - (e - b + 1) / 2;
+    if (shares[victim].range.compare_exchange_strong(seen, RangeShare::Pack(b, mid), std::memory_order_acq_rel)) {
+      *begin = mid;
+      *end = e;
+      return true;
+    }
+  }
+}
+
+}  // namespace internal
+
+// Calls f(begin, end, thread) on ranges that cover [0, units) exactly once, for row
+// kernels that stream their weights. Unlike Run over TaskCount tasks, each thread's
+// ranges form ONE sequential stream: thread i's share is the i-th of num_threads()
+// nearly equal parts of [0, units), walked front to back in pieces of about a
+// quarter of it; a thread done with its share takes the back half of what is left
+// of the fullest share another thread has started, and walks that the same way.
+// Every task of Run starts a new stream, and the hardware prefetchers need about a
+// microsecond to get a new one up to speed: with 4 tasks per thread, SmolLM2's 121
+// GEMV launches per token streamed their weights at 41 GB/s where one long stream
+// read 59 (kernels/xexp measurement in tools/peer/README.md), with one range per
+// thread at 49. Stealing keeps what the 4 tasks were for: a thread slowed by a
+// neighbour, or one that never shows up (Run does not wait for it), holds nothing
+// up. A share is stolen from only once its owner has started it, so a pool that
+// runs every task on the caller (one thread, or contention) walks [0, units) in
+// order. Pool null: f(0, units, 0).
+template <typename F>
+void ParallelRanges(ThreadPool* pool, size_t units, const F& f) {
+  if (units == 0) return;
+  constexpr int kMaxShares = 64;
+  constexpr uint64_t kPiecesPerShare = 4;
+  const int shares = pool ? static_cast<int>(std::min<size_t>({static_cast<size_t>(pool->num_threads()),
+                                                                units, static_cast<size_t>(kMaxShares)}))
+                          : 1;
+  if (shares <= 1) {
+    f(size_t{0}, units, 0);
+    return;
+  }
+  if (units >> 32) {  // beyond a share's packed range: Run's tasks, as TaskCount splits
+    const int64_t tasks = TaskCount(units, pool);
+    pool->Run(tasks, [&](int64_t t, int thread) {
+      f(SplitPoint(units, tasks, t, 1), SplitPoint(units, tasks, t + 1, 1), thread);
+    });
+    return;
+  }
+  internal::RangeShare share[kMaxShares];
+  uint64_t grain = 1;
+  for (int i = 0; i < shares; ++i) {
+    const uint64_t b = SplitPoint(units, shares, i, 1), e = SplitPoint(units, shares, i + 1, 1);
+    share[i].range.store(internal::RangeShare::Pack(b, e), std::memory_order_relaxed);
+    grain = std::max<uint64_t>(grain, (e - b + kPiecesPerShare - 1) / kPiecesPerShare);
+  }
+  pool->Run(shares, [&](int64_t t, int thread) {
+    const int own = static_cast<int>(t);
+    share[own].started.store(true, std::memory_order_release);
+    uint64_t b, e;
+    for (;;) {
+      while (internal::TakeFront(share[own], grain, &b, &e)) f(static_cast<size_t>(b), static_cast<size_t>(e), thread);
+      if (!internal::StealBack(share, shares, own, &b, &e)) return;
+      // The stolen range becomes this thread's share (empty until now), to walk
+      // front to back and to be stolen from in turn.
+      share[own].range.store(internal::RangeShare::Pack(b, e), std::memory_order_release);
+    }
+  });
+}
+
 }  // namespace dk
 
 #endif  // DK_UTIL_THREAD_POOL_H_

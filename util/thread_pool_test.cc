@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -162,6 +164,92 @@ TEST(SplitPoint, CoversRangeWithAlignedBoundaries) {
       EXPECT_LE(SplitPoint(n, parts, i - 1, 4), SplitPoint(n, parts, i, 4));
     }
   }
+}
+
+struct Piece {
+  size_t begin, end;
+  int thread;
+};
+
+TEST(ParallelRanges, CoversEveryUnitExactlyOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads, Off());
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{64}, size_t{1001}, size_t{100003}}) {
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<int> bad{0};
+      ParallelRanges(&pool, n, [&](size_t b, size_t e, int thread) {
+        if (b >= e || e > n || thread < 0 || thread >= threads) bad.fetch_add(1);
+        for (size_t u = b; u < e && u < n; ++u) hits[u].fetch_add(1);
+      });
+      for (size_t u = 0; u < n; ++u) ASSERT_EQ(hits[u].load(), 1) << threads << " " << n << " " << u;
+      EXPECT_EQ(bad.load(), 0) << threads << " " << n;
+    }
+  }
+}
+
+TEST(ParallelRanges, OneThreadOrNoPoolIsOneCall) {
+  ThreadPool one(1, Off());
+  for (ThreadPool* pool : {&one, static_cast<ThreadPool*>(nullptr)}) {
+    std::vector<Piece> pieces;
+    ParallelRanges(pool, 1000, [&](size_t b, size_t e, int t) { pieces.push_back({b, e, t}); });
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_EQ(pieces[0].begin, 0u);
+    EXPECT_EQ(pieces[0].end, 1000u);
+  }
+}
+
+// A thread held up in its first piece does not hold the call up: the other takes the
+// rest of its share (from the back, in halves). Without stealing the caller would
+// process its own 500 units only and wait. Each thread walks its share front to back.
+TEST(ParallelRanges, OthersTakeTheShareOfAThreadThatIsHeldUp) {
+  ThreadPool pool(2, Off());
+  const size_t n = 1000;
+  std::mutex mu;
+  std::vector<Piece> pieces;
+  std::atomic<size_t> caller_units{0};
+  std::atomic<bool> worker_ran{false};
+  for (int attempt = 0; attempt < 20 && !worker_ran.load(); ++attempt) {
+    pieces.clear();
+    caller_units = 0;
+    ParallelRanges(&pool, n, [&](size_t b, size_t e, int t) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        pieces.push_back({b, e, t});
+      }
+      if (t == 0) {  // slow enough for the worker to claim its share meanwhile
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        caller_units.fetch_add(e - b);
+        return;
+      }
+      if (worker_ran.exchange(true)) return;
+      // The worker's first piece: hold it until the caller has done everything else.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (caller_units.load() < n - (e - b) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    });
+  }
+  ASSERT_TRUE(worker_ran.load()) << "the worker never took a share in 20 calls";
+  size_t worker_units = 0;
+  for (const Piece& p : pieces) worker_units += p.thread == 0 ? 0 : p.end - p.begin;
+  EXPECT_EQ(caller_units.load() + worker_units, n);
+  EXPECT_GT(caller_units.load(), n / 2) << "the caller took nothing from the held-up worker's share";
+  EXPECT_LE(worker_units, n / 8) << "the worker kept more than its first piece";
+  // The caller walked its own share, [0, 500), front to back in pieces that follow
+  // each other (one stream), then took the worker's share from the back: its first
+  // piece there starts in the back half of what the worker had left ([625, 1000)).
+  size_t next = 0, first_stolen = SIZE_MAX;
+  for (const Piece& p : pieces) {
+    if (p.thread != 0) continue;
+    if (p.begin < n / 2) {
+      EXPECT_EQ(p.begin, next) << "the caller's own share out of order";
+      next = p.end;
+    } else if (first_stolen == SIZE_MAX) {
+      first_stolen = p.begin;
+    }
+  }
+  EXPECT_EQ(next, n / 2);
+  EXPECT_GE(first_stolen, 3 * n / 4) << "the caller did not take the held-up share from the back";
 }
 
 }  // namespace

@@ -244,35 +244,28 @@ template <typename XT, typename YT>
 void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
               ThreadPool* pool) {
   if (rows == 0) return;
+  // Units of 4 rows, one stream per thread (ParallelRanges).
   const size_t blocks = (rows + 3) / 4;
-  const int64_t tasks = TaskCount(blocks, pool);
+  auto row_range = [rows](size_t b) { return std::min(rows, 4 * b); };
   if constexpr (std::is_same_v<XT, bf16>) {
     if (UseBf16Dot()) {
       const bf16* xp = PadX(x, cols);
-      auto body = [&](int64_t t, int) {
-        internal::RowMajorRowsDpBf16(w, cols, SplitPoint(rows, tasks, t, 4),
-                                     SplitPoint(rows, tasks, t + 1, 4), xp, y);
-      };
-      pool ? pool->Run(tasks, body) : body(0, 0);
+      ParallelRanges(pool, blocks, [&](size_t b0, size_t b1, int) {
+        internal::RowMajorRowsDpBf16(w, cols, row_range(b0), row_range(b1), xp, y);
+      });
       return;
     }
   }
   const float *xe, *xo;
   SplitX(x, cols, cols, &xe, &xo);
-  auto body = [&](int64_t t, int) {
-    const size_t r0 = SplitPoint(rows, tasks, t, 4);
-    const size_t r1 = SplitPoint(rows, tasks, t + 1, 4);
+  ParallelRanges(pool, blocks, [&](size_t b0, size_t b1, int) {
+    const size_t r0 = row_range(b0), r1 = row_range(b1);
     if constexpr (std::is_same_v<YT, float>) {
       HWY_DYNAMIC_DISPATCH(RowMajorF32)(w, cols, r0, r1, xe, xo, y);
     } else {
       HWY_DYNAMIC_DISPATCH(RowMajorBf16)(w, cols, r0, r1, xe, xo, y);
     }
-  };
-  if (pool) {
-    pool->Run(tasks, body);
-  } else {
-    body(0, 0);
-  }
+  });
 }
 
 template <typename XT, typename YT>
@@ -282,34 +275,24 @@ void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
   const size_t padded_cols = RoundUp(cols, kChunkCols);
   const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
   const size_t chunks = padded_cols / kChunkCols;
-  const int64_t tasks = TaskCount(panels, pool);
   if constexpr (std::is_same_v<XT, bf16>) {
     if (UseBf16Dot()) {
       const bf16* xp = PadX(x, cols);
-      auto body = [&](int64_t t, int) {
-        internal::PackedPanelsDpBf16(packed, rows, chunks, SplitPoint(panels, tasks, t, 1),
-                                     SplitPoint(panels, tasks, t + 1, 1), xp, y);
-      };
-      pool ? pool->Run(tasks, body) : body(0, 0);
+      ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
+        internal::PackedPanelsDpBf16(packed, rows, chunks, p0, p1, xp, y);
+      });
       return;
     }
   }
   const float *xe, *xo;
   SplitX(x, cols, padded_cols, &xe, &xo);
-  auto body = [&](int64_t t, int) {
-    const size_t p0 = SplitPoint(panels, tasks, t, 1);
-    const size_t p1 = SplitPoint(panels, tasks, t + 1, 1);
+  ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
     if constexpr (std::is_same_v<YT, float>) {
       HWY_DYNAMIC_DISPATCH(PackedF32)(packed, rows, chunks, p0, p1, xe, xo, y);
     } else {
       HWY_DYNAMIC_DISPATCH(PackedBf16)(packed, rows, chunks, p0, p1, xe, xo, y);
     }
-  };
-  if (pool) {
-    pool->Run(tasks, body);
-  } else {
-    body(0, 0);
-  }
+  });
 }
 
 }  // namespace

@@ -79,27 +79,25 @@ T* Scratch(int slot, size_t n) {
 }
 
 // The units of all weights i < n (unit_rows rows each, the last of a weight shorter)
-// spread over the pool as one job; each task calls body(i, r0, r1) once per weight
-// for the rows [r0, r1) of its units of that weight (r0 a multiple of unit_rows), so
-// the per-call work of the rows kernels is paid once per range, not per unit.
+// spread over the pool as one job (ParallelRanges: one stream per thread); each
+// range calls body(i, r0, r1) once per weight for the rows [r0, r1) of its units of
+// that weight (r0 a multiple of unit_rows), so the per-call work of the rows kernels
+// is paid once per range, not per unit.
 template <typename F>
 void ForUnits(const FusedWeight* w, int n, size_t unit_rows, ThreadPool* pool, const F& body) {
   size_t first[kMaxFusedWeights + 1] = {0};
   for (int i = 0; i < n; ++i) first[i + 1] = first[i] + (w[i].rows + unit_rows - 1) / unit_rows;
   const size_t units = first[n];
   if (units == 0) return;
-  const int64_t tasks = TaskCount(units, pool);
-  auto task = [&](int64_t t, int) {
-    const size_t u1 = SplitPoint(units, tasks, t + 1, 1);
+  ParallelRanges(pool, units, [&](size_t u0, size_t u1, int) {
     int i = 0;
-    for (size_t u = SplitPoint(units, tasks, t, 1); u < u1;) {
+    for (size_t u = u0; u < u1;) {
       while (u >= first[i + 1]) ++i;
       const size_t end = std::min(u1, first[i + 1]);
       body(i, (u - first[i]) * unit_rows, std::min(w[i].rows, (end - first[i]) * unit_rows));
       u = end;
     }
-  };
-  pool ? pool->Run(tasks, task) : task(0, 0);
+  });
 }
 
 const bf16* NormScratch(const bf16* x, const bf16* norm, float eps, size_t cols) {

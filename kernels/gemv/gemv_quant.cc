@@ -303,13 +303,11 @@ void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows
          size_t cols, const XT* x, YT* y, ThreadPool* pool) {
   DK_CHECK(cols % ggml::kBlockElems == 0);
   if (rows == 0) return;
-  const int64_t tasks = TaskCount((rows + 3) / 4, pool);
   const float* xf = XAsF32(x, cols);
-  auto run = [&](const auto& rows_fn) {
-    auto body = [&](int64_t t, int) {
-      rows_fn(SplitPoint(rows, tasks, t, 4), SplitPoint(rows, tasks, t + 1, 4));
-    };
-    pool ? pool->Run(tasks, body) : body(0, 0);
+  auto run = [&](const auto& rows_fn) {  // units of 4 rows, one stream per thread
+    ParallelRanges(pool, (rows + 3) / 4, [&](size_t b0, size_t b1, int) {
+      rows_fn(std::min(rows, 4 * b0), std::min(rows, 4 * b1));
+    });
   };
   if (act == QuantActivations::kFloat) {
     run([&](size_t r0, size_t r1) {

@@ -213,10 +213,8 @@ void Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, YT* y, Th
   if (rows == 0) return;
   const internal::Bf16X px = internal::PrepareBf16X(x, cols);
   const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
-  const int64_t tasks = TaskCount(panels, pool);
-  auto body = [&](int64_t t, int) {
-    const size_t r0 = SplitPoint(panels, tasks, t, 1) * kPanelRows;
-    const size_t r1 = std::min(rows, SplitPoint(panels, tasks, t + 1, 1) * kPanelRows);
+  ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
+    const size_t r0 = p0 * kPanelRows, r1 = std::min(rows, p1 * kPanelRows);
     if (r0 >= r1) return;
     if constexpr (std::is_same_v<YT, float>) {
       internal::Bf16X12Rows(x12, rows, px, r0, r1, y);
@@ -225,8 +223,7 @@ void Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, YT* y, Th
       internal::Bf16X12Rows(x12, rows, px, r0, r1, acc);
       StoreRows(acc + r0, r1 - r0, y + r0);
     }
-  };
-  pool ? pool->Run(tasks, body) : body(0, 0);
+  });
 }
 
 }  // namespace
