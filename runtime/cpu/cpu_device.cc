@@ -1,15 +1,18 @@
 #include "runtime/cpu/cpu_device.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <iterator>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
@@ -79,25 +82,61 @@ bool DeviceThread() {
   return e != nullptr && std::atoi(e) != 0;
 }
 
-PageMode ModeFor(size_t bytes) {
-  return bytes >= (size_t{4} << 20) ? PageMode::kHugePages : PageMode::kDefault;
-}
+constexpr size_t kHugePageMin = size_t{4} << 20;
+
+PageMode ModeFor(size_t bytes) { return bytes >= kHugePageMin ? PageMode::kHugePages : PageMode::kDefault; }
+
+// Where the device sides of STATIC BOs under kHugePageMin go: huge-page slabs, each BO
+// right after the one allocated before it. On their own such BOs would sit on 4 KiB
+// pages (a huge page each would waste most of it): a small model's weights (SmolLM2's
+// are 0.1-1.4 MB a matrix) would then cost a TLB miss every 4 KiB of the stream, and
+// its decode ran 1.07-1.13x slower (decode_bench, tools/peer/README.md). Slabs are
+// reserved, not touched: only what BOs use becomes resident. Space is not reused
+// (STATIC BOs are allocated once per load). Shared by the device and its BOs, so a BO
+// may outlive the device. Thread-safety: Allocate from the device's host thread only.
+class StaticArena {
+ public:
+  // `bytes` bytes, 64-byte aligned; nullptr when out of memory.
+  uint8_t* Allocate(size_t bytes) {
+    bytes = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    if (slabs_.empty() || slabs_.back().size() - used_ < bytes) {
+      AlignedBuffer<uint8_t> slab(std::max(kSlabBytes, bytes), PageMode::kHugePages);
+      if (slab.empty()) return nullptr;
+      slabs_.push_back(std::move(slab));
+      used_ = 0;
+    }
+    uint8_t* p = slabs_.back().data() + used_;
+    used_ += bytes;
+    return p;
+  }
+
+ private:
+  static constexpr size_t kSlabBytes = size_t{64} << 20;
+  std::vector<AlignedBuffer<uint8_t>> slabs_;
+  size_t used_ = 0;  // bytes of the last slab handed out
+};
 
 class CpuBo final : public BufferObject {
  public:
-  CpuBo(std::string name, size_t bytes, BoCategory category, std::shared_ptr<Validator> v)
-      : name_(std::move(name)),
-        size_(bytes),
-        category_(category),
-        device_(bytes, ModeFor(bytes)),
-        v_(std::move(v)) {}
+  // The device side comes from `arena` for a STATIC BO under kHugePageMin.
+  CpuBo(std::string name, size_t bytes, BoCategory category, std::shared_ptr<Validator> v,
+        const std::shared_ptr<StaticArena>& arena)
+      : name_(std::move(name)), size_(bytes), category_(category), v_(std::move(v)) {
+    if (category == elf::STATIC && bytes < kHugePageMin) {
+      arena_ = arena;
+      device_ = arena_->Allocate(bytes);
+    } else {
+      own_device_ = AlignedBuffer<uint8_t>(bytes, ModeFor(bytes));
+      device_ = own_device_.size() == bytes ? own_device_.data() : nullptr;
+    }
+  }
 
-  bool ok() const { return device_.size() == size_; }
+  bool ok() const { return device_ != nullptr; }
   const std::string& name() const override { return name_; }
   size_t size() const override { return size_; }
   BoCategory category() const { return category_; }
-  uint8_t* device() { return device_.data(); }
-  const uint8_t* device() const { return device_.data(); }
+  uint8_t* device() { return device_; }
+  const uint8_t* device() const { return device_; }
 
   absl::Status Write(const void* src, size_t bytes, size_t offset) override {
     if (offset > size_ || bytes > size_ - offset) return Range("Write", bytes, offset);
@@ -139,7 +178,7 @@ class CpuBo final : public BufferObject {
       return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' to the device"));
     }
     if (!EnsureHost()) return NoMemory();
-    std::memcpy(device_.data(), host_.data(), size_);
+    std::memcpy(device_, host_.data(), size_);
     synced_version_ = host_version_;
     device_valid_ = true;
     // A STATIC BO is written once: drop its host side (weights would otherwise
@@ -153,7 +192,7 @@ class CpuBo final : public BufferObject {
       return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' from the device"));
     }
     if (!EnsureHost()) return NoMemory();
-    std::memcpy(host_.data(), device_.data(), size_);
+    std::memcpy(host_.data(), device_, size_);
     fetched_version_ = device_version_;
     return absl::OkStatus();
   }
@@ -200,7 +239,9 @@ class CpuBo final : public BufferObject {
   const size_t size_;
   const BoCategory category_;
   AlignedBuffer<uint8_t> host_;
-  AlignedBuffer<uint8_t> device_;
+  uint8_t* device_ = nullptr;           // in own_device_ or in arena_
+  AlignedBuffer<uint8_t> own_device_;
+  std::shared_ptr<StaticArena> arena_;  // keeps device_ valid
   std::shared_ptr<Validator> v_;
   uint64_t host_version_ = 0, synced_version_ = 0;
   uint64_t device_version_ = 0, fetched_version_ = 0;
@@ -388,7 +429,7 @@ class CpuDevice final : public Device {
 
   absl::StatusOr<std::unique_ptr<BufferObject>> Allocate(const std::string& name, size_t bytes,
                                                          BoCategory category) override {
-    auto bo = std::make_unique<CpuBo>(name, bytes, category, validator_);
+    auto bo = std::make_unique<CpuBo>(name, bytes, category, validator_, arena_);
     if (!bo->ok()) {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", bytes, " bytes for BO '", name, "'"));
@@ -760,6 +801,7 @@ class CpuDevice final : public Device {
   }
 
   std::shared_ptr<Validator> validator_;
+  std::shared_ptr<StaticArena> arena_ = std::make_shared<StaticArena>();
   ThreadPool* pool_;
   std::thread thread_;
   std::mutex mu_;

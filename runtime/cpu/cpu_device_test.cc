@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -98,6 +100,47 @@ TEST(CpuDevice, RunsGroupsAndMovesBytesOnlyOnSync) {
   z = TokenZ(f, 10);
   ASSERT_TRUE(z.ok()) << z.status();
   for (const bf16& v : *z) EXPECT_EQ(Bf16ToF32(v), 14.0f);
+}
+
+// STATIC BOs under 4 MiB (a small model's weights) are carved from huge-page slabs,
+// each right after the one allocated before it; other BOs are not; a slab outlives
+// the device while a BO in it lives; BOs in a slab do not overlap.
+TEST(CpuDevice, SmallStaticBosFollowEachOtherInHugePageSlabs) {
+  auto device = MakeCpuDevice(DeviceOptions{});
+  auto alloc = [&](const std::string& name, size_t bytes, elf::BoCategory c) {
+    auto bo = device->Allocate(name, bytes, c);
+    EXPECT_TRUE(bo.ok()) << bo.status();
+    return *std::move(bo);
+  };
+  auto addr = [](const std::unique_ptr<BufferObject>& bo) { return reinterpret_cast<uintptr_t>(CpuBoDeviceBytes(*bo)); };
+  std::vector<std::unique_ptr<BufferObject>> bos;
+  bos.push_back(alloc("w0", 1000, elf::STATIC));
+  bos.push_back(alloc("act", 1000, elf::INTERMEDIATE));
+  bos.push_back(alloc("w1", 5000, elf::STATIC));
+  bos.push_back(alloc("w2", 3 << 20, elf::STATIC));
+  bos.push_back(alloc("big", 5 << 20, elf::STATIC));
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  EXPECT_EQ(addr(bos[0]) % kHuge, 0u) << "the slab is not on a huge-page boundary";
+  EXPECT_EQ(addr(bos[2]), addr(bos[0]) + 1024) << "w1 does not follow w0";
+  EXPECT_EQ(addr(bos[3]), addr(bos[2]) + 5056) << "w2 does not follow w1";
+  EXPECT_TRUE(addr(bos[1]) < addr(bos[0]) || addr(bos[1]) >= addr(bos[3]) + (3 << 20)) << "an INTERMEDIATE BO in the slab";
+  EXPECT_EQ(addr(bos[4]) % kHuge, 0u) << "a BO of 4 MiB or more is on its own huge pages";
+  // More than one slab (64 MiB): 24 BOs of 3.5 MiB, each filled with its index.
+  const size_t n = 7 << 19;
+  for (int i = 0; i < 24; ++i) {
+    bos.push_back(alloc("s" + std::to_string(i), n, elf::STATIC));
+    std::vector<uint8_t> fill(n, static_cast<uint8_t>(i + 1));
+    ASSERT_TRUE(bos.back()->Write(fill.data(), n).ok());
+    ASSERT_TRUE(bos.back()->SyncToDevice().ok());
+  }
+  device.reset();  // the BOs keep their slabs
+  for (int i = 0; i < 24; ++i) {
+    const uint8_t* d = CpuBoDeviceBytes(*bos[5 + i]);
+    ASSERT_NE(d, nullptr);
+    size_t wrong = 0;
+    for (size_t k = 0; k < n; ++k) wrong += d[k] != i + 1;
+    EXPECT_EQ(wrong, 0u) << "BO s" << i;
+  }
 }
 
 TEST(CpuDevice, WriteWithoutSyncIsNamed) {
