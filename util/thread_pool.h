@@ -217,15 +217,16 @@ inline bool StealBack(RangeShare* shares, int count, int own, uint64_t* begin, u
 
 // Calls f(begin, end, thread) on ranges that cover [0, units) exactly once, for row
 // kernels that stream their weights. Unlike Run over TaskCount tasks, each thread's
-// ranges form ONE sequential stream: thread i's share is the i-th of num_threads()
-// nearly equal parts of [0, units), walked front to back in pieces of about a
-// quarter of it; a thread done with its share takes the back half of what is left
-// of the fullest share another thread has started, and walks that the same way.
+// ranges form ONE sequential stream: [0, units) is cut into num_threads() nearly
+// equal shares, one task each; the thread that takes a share walks it front to back
+// in pieces of about a quarter of it; a thread done with its share takes the back
+// half of what is left of the fullest share another thread has started, and walks
+// that the same way.
 // Every task of Run starts a new stream, and the hardware prefetchers need about a
-// microsecond to get a new one up to speed: with 4 tasks per thread, SmolLM2's 121
-// GEMV launches per token streamed their weights at 41 GB/s where one long stream
-// read 59 (kernels/xexp measurement in tools/peer/README.md), with one range per
-// thread at 49. Stealing keeps what the 4 tasks were for: a thread slowed by a
+// microsecond to get a new one up to speed: with 4 tasks per thread, a plain read of
+// SmolLM2's layer weights in its 120 GEMV launches per token ran at 41 GB/s where one
+// long stream read 59, with one range per thread at 49 (tools/peer/README.md, fast
+// bandwidth mode). Stealing keeps what the 4 tasks were for: a thread slowed by a
 // neighbour, or one that never shows up (Run does not wait for it), holds nothing
 // up. A share is stolen from only once its owner has started it, so a pool that
 // runs every task on the caller (one thread, or contention) walks [0, units) in

@@ -89,9 +89,10 @@ PageMode ModeFor(size_t bytes) { return bytes >= kHugePageMin ? PageMode::kHugeP
 // Where the device sides of STATIC BOs under kHugePageMin go: huge-page slabs, each BO
 // right after the one allocated before it. On their own such BOs would sit on 4 KiB
 // pages (a huge page each would waste most of it): a small model's weights (SmolLM2's
-// are 0.1-1.4 MB a matrix) would then cost a TLB miss every 4 KiB of the stream, and
-// its decode ran 1.07-1.13x slower (decode_bench, tools/peer/README.md). Slabs are
-// reserved, not touched: only what BOs use becomes resident. Space is not reused
+// are 0.1-1.4 MB a matrix) would then cost a TLB miss every 4 KiB of the stream. On
+// them SmolLM2's decode_x12 took 1.16-1.17x its paired floor, here 1.09-1.12x
+// (decode_bench --paired_floor, 2 threads, slow bandwidth mode; tools/peer/README.md).
+// Slabs are reserved, not touched: only what BOs use becomes resident. Space is not reused
 // (STATIC BOs are allocated once per load). Shared by the device and its BOs, so a BO
 // may outlive the device. Thread-safety: Allocate from the device's host thread only.
 class StaticArena {
