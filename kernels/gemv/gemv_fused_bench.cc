@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "kernels/bandwidth/bandwidth.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_fused.h"
@@ -112,6 +113,65 @@ void BM_Layer(benchmark::State& state) {
 BENCHMARK(BM_Layer)
     ->ArgNames({"model", "fused", "threads"})
     ->ArgsProduct({{0, 1}, {0, 1, 2, 0, 1, 2}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The layer's x12 bytes (the seven matrices of fused x12 above) read as a plain
+// stream (StreamSum), one pool job per matrix as the kernels launch them, split as
+// ParallelRanges splits (split 0: one stream per thread) or as Run over TaskCount's
+// tasks (split 1: 4 per thread, the GEMV kernels' split before ParallelRanges), against
+// one long stream (bw_GB/s, MeasureReadBandwidth before the loop): what the per-launch
+// stream starts cost on their own, with no GEMV arithmetic (tools/peer/README.md).
+void BM_LayerStream(benchmark::State& state) {
+  const int model = static_cast<int>(state.range(0));
+  const bool tasks = state.range(1) != 0;
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const Model m = kModels[model];
+  const auto& layers = Layers(model);
+  BandwidthOptions bw_options;
+  bw_options.passes = 3;
+  bw_options.page_mode = PageMode::kHugePages;  // as the matrices
+  const double bw = MeasureReadBandwidth(&pool, bw_options);
+  const size_t rows[7] = {m.q, m.kv, m.kv, m.hidden, m.ffn, m.ffn, m.hidden};
+  const size_t cols[7] = {m.hidden, m.hidden, m.hidden, m.q, m.hidden, m.hidden, m.ffn};
+  size_t floats[7], bytes = 0;
+  for (int j = 0; j < 7; ++j) {
+    floats[j] = X12GemvBytes(rows[j], cols[j]) / sizeof(float) / 16 * 16;
+    bytes += floats[j] * sizeof(float);
+  }
+  std::vector<float> sums(64);
+  size_t i = 0;
+  for (auto _ : state) {
+    const Layer& L = layers[i++ % layers.size()];
+    const Matrix* mats[7] = {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down};
+    for (int j = 0; j < 7; ++j) {
+      const float* data = reinterpret_cast<const float*>(mats[j]->x12.data());
+      const size_t units = floats[j] / 16;  // one cache line each
+      if (tasks) {
+        const int64_t n = TaskCount(units, &pool);
+        pool.Run(n, [&](int64_t t, int thread) {
+          const size_t b = SplitPoint(units, n, t, 1), e = SplitPoint(units, n, t + 1, 1);
+          sums[thread * 8] += StreamSum(data + 16 * b, 16 * (e - b));
+        });
+      } else {
+        ParallelRanges(&pool, units, [&](size_t b, size_t e, int thread) {
+          sums[thread * 8] += StreamSum(data + 16 * b, 16 * (e - b));
+        });
+      }
+    }
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
+                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["bw_GB/s"] = bw;
+  state.SetLabel(std::string(model == 0 ? "llama32_1b" : "smollm2_135m") +
+                 (tasks ? " x12 bytes, 4 tasks per thread" : " x12 bytes, ParallelRanges"));
+}
+// Interleaved: ParallelRanges, tasks, three times; GB/s / bw_GB/s is the fraction of
+// the long stream's rate that the per-launch reads reach.
+BENCHMARK(BM_LayerStream)
+    ->ArgNames({"model", "tasks", "threads"})
+    ->ArgsProduct({{1, 0}, {0, 1, 0, 1, 0, 1}, {2}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
