@@ -84,13 +84,10 @@ void Run(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, c
     if (ys.size() < rows) ys = AlignedBuffer<float>(rows);
     out = ys.data();
   }
-  const int64_t tasks = TaskCount(rows, pool);
   const float* xf = xs.data();
-  auto body = [&](int64_t t, int) {
-    HWY_DYNAMIC_DISPATCH(Rows)(w, packed, cols, k_chunk, SplitPoint(rows, tasks, t, 1),
-                               SplitPoint(rows, tasks, t + 1, 1), xf, out);
-  };
-  pool ? pool->Run(tasks, body) : body(0, 0);
+  ParallelRanges(pool, rows, [&](size_t r0, size_t r1, int) {  // one stream per thread
+    HWY_DYNAMIC_DISPATCH(Rows)(w, packed, cols, k_chunk, r0, r1, xf, out);
+  });
   if constexpr (!std::is_same_v<YT, float>) {
     for (size_t r = 0; r < rows; ++r) y[r] = F32ToBf16(out[r]);
   }
