@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -188,6 +189,42 @@ void ThreadPool::WorkerLoop(int thread) {
     DrainTasks(thread);
   }
 }
+
+void ThreadPool::NoteTeamWait(int64_t ns) {
+  if (contention_.enabled && ns > contention_.stall_ns) {
+    ++stats_.stalls;
+    ++window_stalls_;
+  }
+}
+
+namespace internal {
+
+void RunInsideTeam() {
+  std::fprintf(stderr, "ThreadPool::Run called inside RunTeam (a kernel that is not team-safe)\n");
+  std::abort();
+}
+
+TeamCall& Team::Call(size_t i) {
+  if (i >= capacity_) {
+    std::fprintf(stderr, "RunTeam: more than %zu ParallelRanges calls in one body\n", capacity_);
+    std::abort();
+  }
+  return calls_[i];
+}
+
+void TeamBarrier(const TeamMember& m, TeamCall& c) {
+  if (c.done.load(std::memory_order_acquire) >= c.units) return;
+  for (int i = 0; i < g_join_spin; ++i) {
+    DK_PAUSE();
+    if (c.done.load(std::memory_order_acquire) >= c.units) return;
+  }
+  // A member holding units is off its core (a loaded host): give ours up meanwhile.
+  const int64_t start = NowNs();
+  while (c.done.load(std::memory_order_acquire) < c.units) std::this_thread::yield();
+  if (m.thread == 0) m.team->AddCallerWait(NowNs() - start);
+}
+
+}  // namespace internal
 
 ThreadPool& SharedThreadPool() {
   static ThreadPool* pool = [] {

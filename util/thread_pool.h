@@ -38,11 +38,20 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace dk {
+
+namespace internal {
+class Team;
+struct TeamMember;
+// The team member the calling thread is, inside ThreadPool::RunTeam; else null.
+inline thread_local TeamMember* t_team_member = nullptr;
+[[noreturn]] void RunInsideTeam();
+}  // namespace internal
 
 // How a pool reacts to contention (see above). Times in nanoseconds.
 struct ContentionOptions {
@@ -81,6 +90,7 @@ class ThreadPool {
   template <typename F>
   void Run(int64_t num_tasks, const F& f) {
     if (num_tasks <= 0) return;
+    if (internal::t_team_member != nullptr) internal::RunInsideTeam();
     if (workers_.empty() || num_tasks == 1 || (contention_.enabled && RunAlone())) {
       for (int64_t t = 0; t < num_tasks; ++t) f(t, 0);
       return;
@@ -98,6 +108,23 @@ class ThreadPool {
     }
   }
 
+  // Runs body() once on every thread of the pool that comes (the caller always;
+  // a worker that is asleep or descheduled may not), as one job. Inside it, each
+  // ParallelRanges call is shared by the members instead of being a job of its own:
+  // every member makes the same calls in the same order (body must be the same
+  // deterministic sequence on each), the units are split into one share per member
+  // (member i, usually pool thread i, takes share i, so a thread streams the same
+  // part of each kernel's weights), a member done with its share takes the shares
+  // of members that have not come and steals from the others as ParallelRanges
+  // does, and the call returns on every member once all its units are done: a
+  // barrier of two atomics instead of a job hand-off. Code outside ParallelRanges
+  // runs on every member, so it may write only the calling thread's own memory;
+  // run shared writes through ParallelRanges (TeamSingle for a serial step). Run
+  // must not be called inside (it aborts). `team` holds the calls' state (its
+  // capacity bounds the ParallelRanges calls of one body).
+  template <typename F>
+  void RunTeam(internal::Team& team, const F& body);
+
  private:
   using TaskFn = void (*)(const void* ctx, int64_t task, int thread);
   template <typename F>
@@ -105,6 +132,9 @@ class ThreadPool {
     (*static_cast<const F*>(ctx))(task, thread);
   }
   void RunErased(int64_t num_tasks, TaskFn fn, const void* ctx);
+  // A team run whose caller waited `ns` in barriers after spinning: a stall when
+  // longer than stall_ns (as a Run's join).
+  void NoteTeamWait(int64_t ns);
   // Whether this Run runs on the caller alone; judges the window when it is over.
   bool RunAlone();
   // Starts a window at `now_ns`.
@@ -167,6 +197,16 @@ inline int64_t TaskCount(size_t units, const ThreadPool* pool) {
 
 namespace internal {
 
+constexpr int kMaxTeam = 64;             // members of a team run (pool threads)
+constexpr uint64_t kTeamPiecesPerShare = 4;  // as ParallelRanges
+inline void TeamPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
 // One thread's share of a ParallelRanges call: [begin, end) packed in one word, so
 // that its owner (taking pieces at the front) and thieves (taking the back half)
 // agree on what is left with one compare-and-swap each.
@@ -213,6 +253,98 @@ inline bool StealBack(RangeShare* shares, int count, int own, uint64_t* begin, u
   }
 }
 
+
+// One ParallelRanges call of a team run (ThreadPool::RunTeam): the first member to
+// reach it splits the units, one share per member.
+struct TeamCall {
+  alignas(64) std::atomic<int> state{0};  // 0: not split, 1: being split, 2: split
+  uint64_t units = 0, grain = 1;
+  int shares = 0;
+  alignas(64) std::atomic<uint64_t> done{0};  // units finished
+  RangeShare share[kMaxTeam];
+};
+
+// The calls of one team run, reused run after run.
+class Team {
+ public:
+  explicit Team(size_t max_calls) : calls_(new TeamCall[max_calls]), capacity_(max_calls) {}
+  size_t capacity() const { return capacity_; }
+  int members() const { return members_; }
+  // Before a run, while no member is inside.
+  void Reset(int members) {
+    members_ = members;
+    for (size_t i = 0; i < capacity_; ++i) calls_[i].state.store(0, std::memory_order_relaxed);
+    caller_wait_ns_.store(0, std::memory_order_relaxed);
+  }
+  TeamCall& Call(size_t i);  // aborts beyond capacity()
+  // Time the pool's caller spent in barriers after spinning (see RunTeam).
+  void AddCallerWait(int64_t ns) { caller_wait_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  int64_t caller_wait_ns() const { return caller_wait_ns_.load(std::memory_order_relaxed); }
+
+ private:
+  std::unique_ptr<TeamCall[]> calls_;
+  size_t capacity_;
+  int members_ = 1;
+  std::atomic<int64_t> caller_wait_ns_{0};
+};
+
+struct TeamMember {
+  Team* team;
+  int slot;    // which share is its own
+  int thread;  // the pool thread it runs on
+  size_t next_call = 0;
+};
+
+// Waits (spins, then yields the core) until every unit of `c` is done.
+void TeamBarrier(const TeamMember& m, TeamCall& c);
+
+// ParallelRanges inside a team run.
+template <typename F>
+void TeamRanges(TeamMember& m, size_t units, const F& f) {
+  TeamCall& c = m.team->Call(m.next_call++);
+  int fresh = 0;
+  if (c.state.compare_exchange_strong(fresh, 1, std::memory_order_acq_rel)) {
+    const int shares = static_cast<int>(std::min<size_t>(
+        {static_cast<size_t>(m.team->members()), units, static_cast<size_t>(kMaxTeam)}));
+    uint64_t grain = 1;
+    for (int i = 0; i < shares; ++i) {
+      const uint64_t b = SplitPoint(units, shares, i, 1), e = SplitPoint(units, shares, i + 1, 1);
+      c.share[i].range.store(RangeShare::Pack(b, e), std::memory_order_relaxed);
+      c.share[i].started.store(false, std::memory_order_relaxed);
+      grain = std::max<uint64_t>(grain, (e - b + kTeamPiecesPerShare - 1) / kTeamPiecesPerShare);
+    }
+    c.units = units;
+    c.grain = grain;
+    c.shares = shares;
+    c.done.store(0, std::memory_order_relaxed);
+    c.state.store(2, std::memory_order_release);
+  } else {
+    while (c.state.load(std::memory_order_acquire) != 2) TeamPause();
+  }
+  int own = -1;  // a share this member has emptied: where its stolen ranges go
+  auto walk = [&](int s) {
+    uint64_t b, e;
+    while (TakeFront(c.share[s], c.grain, &b, &e)) {
+      f(static_cast<size_t>(b), static_cast<size_t>(e), m.thread);
+      c.done.fetch_add(e - b, std::memory_order_acq_rel);
+    }
+    own = s;
+  };
+  // Its own share, then those of members that have not come.
+  for (int k = 0; k < c.shares; ++k) {
+    const int s = (m.slot + k) % c.shares;
+    if (!c.share[s].started.load(std::memory_order_acquire) &&
+        !c.share[s].started.exchange(true, std::memory_order_acq_rel)) {
+      walk(s);
+    }
+  }
+  uint64_t b, e;
+  while (own >= 0 && StealBack(c.share, c.shares, own, &b, &e)) {
+    c.share[own].range.store(RangeShare::Pack(b, e), std::memory_order_release);
+    walk(own);
+  }
+  TeamBarrier(m, c);
+}
 }  // namespace internal
 
 // Calls f(begin, end, thread) on ranges that cover [0, units) exactly once, for row
@@ -234,6 +366,10 @@ inline bool StealBack(RangeShare* shares, int count, int own, uint64_t* begin, u
 template <typename F>
 void ParallelRanges(ThreadPool* pool, size_t units, const F& f) {
   if (units == 0) return;
+  if (internal::t_team_member != nullptr) {  // inside RunTeam: shared by its members
+    internal::TeamRanges(*internal::t_team_member, units, f);
+    return;
+  }
   constexpr int kMaxShares = 64;
   constexpr uint64_t kPiecesPerShare = 4;
   const int shares = pool ? static_cast<int>(std::min<size_t>({static_cast<size_t>(pool->num_threads()),
@@ -269,6 +405,25 @@ void ParallelRanges(ThreadPool* pool, size_t units, const F& f) {
       share[own].range.store(internal::RangeShare::Pack(b, e), std::memory_order_release);
     }
   });
+}
+
+template <typename F>
+void ThreadPool::RunTeam(internal::Team& team, const F& body) {
+  team.Reset(num_threads());
+  Run(num_threads(), [&](int64_t t, int thread) {
+    internal::TeamMember m{&team, static_cast<int>(t), thread};
+    internal::t_team_member = &m;
+    body();
+    internal::t_team_member = nullptr;
+  });
+  NoteTeamWait(team.caller_wait_ns());
+}
+
+// fn() once: on the caller outside a team run, on one member inside one (the
+// others wait for it there).
+template <typename F>
+void TeamSingle(ThreadPool* pool, const F& fn) {
+  ParallelRanges(pool, 1, [&](size_t, size_t, int) { fn(); });
 }
 
 }  // namespace dk

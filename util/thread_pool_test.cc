@@ -252,5 +252,116 @@ TEST(ParallelRanges, OthersTakeTheShareOfAThreadThatIsHeldUp) {
   EXPECT_GE(first_stolen, 3 * n / 4) << "the caller did not take the held-up share from the back";
 }
 
+
+// A team run of several ParallelRanges calls (and one TeamSingle) in a row: every
+// call covers its units exactly once, and returns on each member only once all its
+// units are done (the barrier), so the next call may read what the last one wrote.
+TEST(RunTeam, EachCallCoversItsUnitsOnceAndIsABarrier) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads, Off());
+    internal::Team team(8);
+    const std::vector<size_t> sizes = {1, 2, 7, 64, 1001, 3, 100003};
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::vector<std::atomic<int>>> hits;
+      for (size_t n : sizes) hits.emplace_back(n);
+      std::atomic<int> singles{0}, bad{0}, early{0}, bodies{0};
+      pool.RunTeam(team, [&] {
+        bodies.fetch_add(1);
+        for (size_t c = 0; c < sizes.size(); ++c) {
+          const size_t n = sizes[c];
+          ParallelRanges(&pool, n, [&](size_t b, size_t e, int thread) {
+            if (b >= e || e > n || thread < 0 || thread >= threads) bad.fetch_add(1);
+            for (size_t u = b; u < e && u < n; ++u) hits[c][u].fetch_add(1);
+          });
+          for (size_t u = 0; u < n; ++u) {
+            if (hits[c][u].load() != 1) early.fetch_add(1);
+          }
+          if (c == 2) TeamSingle(&pool, [&] { singles.fetch_add(1); });
+        }
+      });
+      EXPECT_EQ(bodies.load(), threads) << "one body per member";
+      for (size_t c = 0; c < sizes.size(); ++c) {
+        for (size_t u = 0; u < sizes[c]; ++u) ASSERT_EQ(hits[c][u].load(), 1) << threads << " " << c << " " << u;
+      }
+      EXPECT_EQ(singles.load(), 1) << threads;
+      EXPECT_EQ(bad.load(), 0) << threads;
+      EXPECT_EQ(early.load(), 0) << threads << ": a call returned before all its units were done";
+    }
+  }
+}
+
+// A member that comes late (here: slot 1 held up before its body) holds nothing up:
+// the caller takes its shares, and the late member passes the finished calls.
+TEST(RunTeam, AMemberThatComesLateHoldsNothingUp) {
+  ThreadPool pool(2, Off());
+  internal::Team team(4);
+  const size_t n = 1000;
+  std::vector<std::atomic<int>> hits(n);
+  std::atomic<size_t> late_units{0};
+  std::atomic<bool> caller_done{false};
+  pool.RunTeam(team, [&] {
+    const bool late = internal::t_team_member->slot == 1;
+    if (late) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!caller_done.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }
+    for (int c = 0; c < 3; ++c) {
+      ParallelRanges(&pool, n, [&](size_t b, size_t e, int) {
+        if (late) late_units.fetch_add(e - b);
+        for (size_t u = b; u < e; ++u) hits[u].fetch_add(1);
+      });
+    }
+    if (!late) caller_done.store(true);
+  });
+  for (size_t u = 0; u < n; ++u) ASSERT_EQ(hits[u].load(), 3) << u;
+  EXPECT_EQ(late_units.load(), 0u) << "the late member found work the caller should have taken";
+}
+
+// Member i takes share i of each call first: with two threads, the caller (slot 0)
+// walks [0, n/2) of every call front to back, one stream per thread across calls.
+TEST(RunTeam, EachMemberWalksItsOwnShareFirst) {
+  ThreadPool pool(2, Off());
+  internal::Team team(2);
+  const size_t n = 1000;
+  std::mutex mu;
+  std::vector<Piece> pieces;
+  pool.RunTeam(team, [&] {
+    const int slot = internal::t_team_member->slot;
+    ParallelRanges(&pool, n, [&](size_t b, size_t e, int) {
+      std::lock_guard<std::mutex> lock(mu);
+      pieces.push_back({b, e, slot});
+    });
+  });
+  ASSERT_FALSE(pieces.empty());
+  for (int slot : {0, 1}) {
+    for (const Piece& p : pieces) {
+      if (p.thread != slot) continue;
+      EXPECT_EQ(p.begin, slot * n / 2) << "slot " << slot << " did not start with its own share";
+      break;
+    }
+  }
+}
+
+// The pools are made inside the death statements, so that their threads exist in
+// the forked child.
+void RunInside() {
+  ThreadPool pool(2, Off());
+  internal::Team team(1);
+  pool.RunTeam(team, [&] { pool.Run(2, [](int64_t, int) {}); });
+}
+TEST(RunTeamDeathTest, RunInsideATeamAborts) { EXPECT_DEATH(RunInside(), "inside RunTeam"); }
+
+void TooManyCalls() {
+  ThreadPool pool(2, Off());
+  internal::Team team(1);
+  pool.RunTeam(team, [&] {
+    ParallelRanges(&pool, 4, [](size_t, size_t, int) {});
+    ParallelRanges(&pool, 4, [](size_t, size_t, int) {});
+  });
+}
+TEST(RunTeamDeathTest, MoreCallsThanTheTeamHoldsAbort) {
+  EXPECT_DEATH(TooManyCalls(), "more than 1 ParallelRanges");
+}
+
 }  // namespace
 }  // namespace dk

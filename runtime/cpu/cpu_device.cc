@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <iterator>
 #include <thread>
 #include <type_traits>
@@ -266,6 +267,10 @@ struct LaunchOp {
   int time_slot = -1;        // DK_CPU_KERNEL_TIMES: its symbol's entry
   int64_t weight_bytes = 0;  // DK_CPU_KERNEL_TIMES: the weight bytes it streams
   std::vector<CpuBo*> inputs, outputs;
+  // How it runs inside a team run (ThreadPool::RunTeam, a group's launches as one
+  // pool job): its kernel's ParallelRanges shared by the members, or on one member
+  // (a kernel without the pool); kNone: the group runs launch by launch.
+  enum class Team { kNone, kRanges, kSingle } team = Team::kNone;
 };
 
 template <typename T>
@@ -389,7 +394,45 @@ class CpuElf final : public LoadedElf {
  public:
   std::string name_;
   std::vector<std::vector<LaunchOp>> groups_;  // launches per group
+  std::vector<bool> team_ok_;                   // per group: runs as one team run
+  std::unique_ptr<internal::Team> team_;        // the team runs' state (the groups' most launches)
 };
+
+// How `op` (its weight format set) takes part in a team run. The fused and plain
+// GEMVs on bf16 weights make one ParallelRanges call and write only their rows'
+// outputs and the calling thread's scratch outside it; the kernels that ignore the
+// pool run whole on one member. Quantized and K-split GEMVs keep their own jobs.
+LaunchOp::Team TeamKind(const std::string& id, const LaunchOp& op) {
+  static const auto* single = new std::set<std::string>{
+      "rmsnorm", "rope", "silu_mul", "add", "bias_add", "head_rmsnorm", "rmsnorm_plus1", "head_rmsnorm_plus1",
+      "gelu_tanh_mul"};
+  if (single->count(id)) return LaunchOp::Team::kSingle;
+  if (id == "gemv") return op.quantized ? LaunchOp::Team::kNone : LaunchOp::Team::kRanges;
+  if (id == "rms_gemv" || id == "rms_gemv3" || id == "rms_gemv_silu_mul" || id == "gemv_add") {
+    const auto f = op.weight_format;
+    return f == kernels::WeightFormat::kBf16RowMajor || f == kernels::WeightFormat::kBf16Packed ||
+                   f == kernels::WeightFormat::kBf16X12
+               ? LaunchOp::Team::kRanges
+               : LaunchOp::Team::kNone;
+  }
+  return LaunchOp::Team::kNone;
+}
+
+// Whether a group runs as one team run: every launch can, at least one shares its
+// ranges, and none of those writes a BO it reads (a member that comes late reads
+// its inputs while the others already write its outputs).
+bool TeamOk(const std::vector<LaunchOp>& ops) {
+  bool ranges = false;
+  for (const LaunchOp& op : ops) {
+    if (op.team == LaunchOp::Team::kNone) return false;
+    if (op.team != LaunchOp::Team::kRanges) continue;
+    ranges = true;
+    for (const CpuBo* out : op.outputs) {
+      if (std::find(op.inputs.begin(), op.inputs.end(), out) != op.inputs.end()) return false;
+    }
+  }
+  return ranges;
+}
 
 class CpuDevice;
 
@@ -409,6 +452,8 @@ class CpuDevice final : public Device {
     validator_->enabled = options.validate;
     spin_ = SpinIterations(*pool_);
     threaded_ = DeviceThread();
+    const char* team = std::getenv("DK_CPU_TEAM");
+    team_runs_ = team == nullptr || std::string(team) != "0";
     const char* times = std::getenv("DK_CPU_KERNEL_TIMES");
     time_kernels_ = times != nullptr && std::string(times) == "1";
     if (threaded_) thread_ = std::thread([this] { DeviceLoop(); });
@@ -510,10 +555,15 @@ class CpuDevice final : public Device {
         if (auto st = CheckSizes(kernel->id(), **variant, program, bound, bo_index, &op); !st.ok()) {
           return st;
         }
+        op.team = TeamKind(kernel->id(), op);
         ops.push_back(std::move(op));
       }
+      elf->team_ok_.push_back(team_runs_ && TeamOk(ops));
       elf->groups_.push_back(std::move(ops));
     }
+    size_t most = 1;
+    for (const auto& g : elf->groups_) most = std::max(most, g.size());
+    elf->team_ = std::make_unique<internal::Team>(most);
     return elf;
   }
 
@@ -530,12 +580,13 @@ class CpuDevice final : public Device {
     if (!threaded_) {
       // The host waits for every run right after starting it: running the group
       // here, on the host thread, saves two thread hand-offs per run.
-      run_status_ = Execute(cpu.groups_[group]);
+      run_status_ = Execute(cpu.groups_[group], cpu.team_ok_[group] ? cpu.team_.get() : nullptr);
       return std::unique_ptr<Run>(new CpuRun(this));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
       job_ = &cpu.groups_[group];
+      job_team_ = cpu.team_ok_[group] ? cpu.team_.get() : nullptr;
       done_ = false;
       ++posted_;
       posted_flag_.store(posted_, std::memory_order_release);
@@ -758,6 +809,7 @@ class CpuDevice final : public Device {
     uint64_t seen = 0;
     for (;;) {
       const std::vector<LaunchOp>* job;
+      internal::Team* team;
       for (int i = 0; i < spin_ && posted_flag_.load(std::memory_order_acquire) == seen; ++i) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
@@ -769,8 +821,9 @@ class CpuDevice final : public Device {
         if (stop_) return;
         seen = posted_;
         job = job_;
+        team = job_team_;
       }
-      absl::Status status = Execute(*job);
+      absl::Status status = Execute(*job, team);
       {
         std::lock_guard<std::mutex> lock(mu_);
         run_status_ = status;
@@ -781,21 +834,51 @@ class CpuDevice final : public Device {
     }
   }
 
-  absl::Status Execute(const std::vector<LaunchOp>& ops) {
+  // run(), timed as `op`'s call under DK_CPU_KERNEL_TIMES when `timed`.
+  template <typename F>
+  void Timed(const LaunchOp& op, bool timed, const F& run) {
+    if (!timed || op.time_slot < 0) {
+      run();
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    KernelTime& t = times_[op.time_slot];
+    t.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    ++t.calls;
+    t.weight_bytes += op.weight_bytes;
+  }
+
+  // A group's launches, in order; with `team`, as one team run of the pool (see
+  // ThreadPool::RunTeam): one job and one barrier per launch instead of a job per
+  // launch. The validator's checks then come first, for the whole group.
+  absl::Status Execute(const std::vector<LaunchOp>& ops, internal::Team* team) {
+    if (team != nullptr && pool_->num_threads() > 1) {
+      for (const LaunchOp& op : ops) {
+        for (CpuBo* in : op.inputs) {
+          if (auto s = in->CheckReadByLaunch(op.where); !s.ok()) return s;
+        }
+        for (CpuBo* out : op.outputs) out->MarkWrittenByLaunch();
+      }
+      pool_->RunTeam(*team, [&] {
+        const bool timed = internal::t_team_member->slot == 0;  // one member's view of each launch
+        for (const LaunchOp& op : ops) {
+          Timed(op, timed, [&] {
+            if (op.team == LaunchOp::Team::kSingle) {
+              TeamSingle(pool_, [&] { op.fn(op, pool_); });
+            } else {
+              op.fn(op, pool_);
+            }
+          });
+        }
+      });
+      return absl::OkStatus();
+    }
     for (const LaunchOp& op : ops) {
       for (CpuBo* in : op.inputs) {
         if (auto s = in->CheckReadByLaunch(op.where); !s.ok()) return s;
       }
-      if (op.time_slot >= 0) {
-        const auto start = std::chrono::steady_clock::now();
-        op.fn(op, pool_);
-        KernelTime& t = times_[op.time_slot];
-        t.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-        ++t.calls;
-        t.weight_bytes += op.weight_bytes;
-      } else {
-        op.fn(op, pool_);
-      }
+      Timed(op, true, [&] { op.fn(op, pool_); });
       for (CpuBo* out : op.outputs) out->MarkWrittenByLaunch();
     }
     return absl::OkStatus();
@@ -811,11 +894,13 @@ class CpuDevice final : public Device {
   bool done_ = false;
   uint64_t posted_ = 0;
   const std::vector<LaunchOp>* job_ = nullptr;
+  internal::Team* job_team_ = nullptr;
   absl::Status run_status_;
   std::atomic<bool> done_flag_{false};
   std::atomic<uint64_t> posted_flag_{0};  // posted_, readable without the lock
   int spin_ = 0;
   bool threaded_ = false;  // runs on thread_ (DK_CPU_DEVICE_THREAD=1), else inline in Start
+  bool team_runs_ = true;  // groups as team runs where they can (DK_CPU_TEAM=0: never)
   bool time_kernels_ = false;              // DK_CPU_KERNEL_TIMES=1
   std::map<std::string, int> time_slots_;  // symbol -> times_ index
   std::vector<KernelTime> times_;
