@@ -67,7 +67,8 @@ const std::vector<Layer>& Layers(int model) {
 void BM_Layer(benchmark::State& state) {
   const int model = static_cast<int>(state.range(0));
   const bool fused = state.range(1) != 0;
-  const bool x12 = state.range(1) == 2;  // fused, on the x12 layout
+  const bool x12 = state.range(1) >= 2;   // fused, on the x12 layout
+  const bool team = state.range(1) == 3;  // ... the layer's four launches as one team run
   const WeightFormat f = x12 ? WeightFormat::kBf16X12 : WeightFormat::kBf16Packed;
   ThreadPool pool(static_cast<int>(state.range(2)));
   const Model m = kModels[model];
@@ -77,16 +78,20 @@ void BM_Layer(benchmark::State& state) {
       down(m.hidden), h_out(m.hidden);
   size_t i = 0;
   const size_t bytes = 2 * (m.hidden * (m.q + 2 * m.kv) + m.q * m.hidden + 3 * m.hidden * m.ffn);
+  dk::internal::Team layer_team(4);
   for (auto _ : state) {
     const Layer& L = layers[i++ % layers.size()];
     if (fused) {
-      const FusedWeight w[3] = {{L.q.As(x12), m.q}, {L.k.As(x12), m.kv}, {L.v.As(x12), m.kv}};
-      void* y[3] = {q.data(), k.data(), v.data()};
-      RmsNormGemv(f, h.data(), norm.data(), 1e-5f, m.hidden, w, 3, y, false, &pool);
-      GemvAdd(f, attn.data(), m.q, {L.o.As(x12), m.hidden}, h.data(), h_mid.data(), &pool);
-      RmsNormGemvSiluMul(f, h_mid.data(), norm.data(), 1e-5f, m.hidden, {L.gate.As(x12), m.ffn},
-                         {L.up.As(x12), m.ffn}, act.data(), &pool);
-      GemvAdd(f, act.data(), m.ffn, {L.down.As(x12), m.hidden}, h_mid.data(), h_out.data(), &pool);
+      auto layer = [&] {
+        const FusedWeight w[3] = {{L.q.As(x12), m.q}, {L.k.As(x12), m.kv}, {L.v.As(x12), m.kv}};
+        void* y[3] = {q.data(), k.data(), v.data()};
+        RmsNormGemv(f, h.data(), norm.data(), 1e-5f, m.hidden, w, 3, y, false, &pool);
+        GemvAdd(f, attn.data(), m.q, {L.o.As(x12), m.hidden}, h.data(), h_mid.data(), &pool);
+        RmsNormGemvSiluMul(f, h_mid.data(), norm.data(), 1e-5f, m.hidden, {L.gate.As(x12), m.ffn},
+                           {L.up.As(x12), m.ffn}, act.data(), &pool);
+        GemvAdd(f, act.data(), m.ffn, {L.down.As(x12), m.hidden}, h_mid.data(), h_out.data(), &pool);
+      };
+      team ? pool.RunTeam(layer_team, layer) : layer();
     } else {
       RmsNorm(h.data(), norm.data(), m.hidden, 1e-5f, xn.data());
       PackedGemv(L.q.packed.data.data(), m.q, m.hidden, xn.data(), q.data(), &pool);
@@ -106,25 +111,30 @@ void BM_Layer(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
   state.SetLabel(std::string(model == 0 ? "llama32_1b" : "smollm2_135m") +
-                 (x12 ? " fused x12" : fused ? " fused" : " unfused"));
+                 (team ? " fused x12, team run" : x12 ? " fused x12" : fused ? " fused" : " unfused"));
 }
-// Interleaved: unfused, fused, fused x12, twice, for each model and thread count
-// (GB/s: the bf16 bytes of the layer, in every mode).
+// Interleaved: unfused, fused, fused x12, fused x12 as one team run, twice, for each
+// model and thread count (GB/s: the bf16 bytes of the layer, in every mode).
 BENCHMARK(BM_Layer)
     ->ArgNames({"model", "fused", "threads"})
-    ->ArgsProduct({{0, 1}, {0, 1, 2, 0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 0, 1, 2, 3}, {1, 2}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
 // The layer's x12 bytes (the seven matrices of fused x12 above) read as a plain
-// stream (StreamSum), one pool job per matrix as the kernels launch them, split as
-// ParallelRanges splits (split 0: one stream per thread) or as Run over TaskCount's
-// tasks (split 1: 4 per thread, the GEMV kernels' split before ParallelRanges), against
-// one long stream (bw_GB/s, MeasureReadBandwidth before the loop): what the per-launch
-// stream starts cost on their own, with no GEMV arithmetic (tools/peer/README.md).
+// stream (StreamSum), one ParallelRanges call per matrix as the kernels launch them:
+//   mode 0: each call a pool job (one stream per thread per call);
+//   mode 1: Run over TaskCount's tasks instead (4 per thread, the split before ParallelRanges);
+//   mode 2: the layer's calls in one team run (ThreadPool::RunTeam: a barrier per call,
+//           one job per layer), as the CPU device runs a group;
+//   mode 3: as 2, on a copy of the layer laid out per member (member i's shares of the
+//           seven matrices back to back, one stream per thread across the calls).
+// against one long stream (bw_GB/s, MeasureReadBandwidth before the loop): what the
+// per-launch stream starts and hand-offs cost on their own, with no GEMV arithmetic
+// (tools/peer/README.md).
 void BM_LayerStream(benchmark::State& state) {
   const int model = static_cast<int>(state.range(0));
-  const bool tasks = state.range(1) != 0;
+  const int mode = static_cast<int>(state.range(1));
   ThreadPool pool(static_cast<int>(state.range(2)));
   const Model m = kModels[model];
   const auto& layers = Layers(model);
@@ -134,44 +144,73 @@ void BM_LayerStream(benchmark::State& state) {
   const double bw = MeasureReadBandwidth(&pool, bw_options);
   const size_t rows[7] = {m.q, m.kv, m.kv, m.hidden, m.ffn, m.ffn, m.hidden};
   const size_t cols[7] = {m.hidden, m.hidden, m.hidden, m.q, m.hidden, m.hidden, m.ffn};
-  size_t floats[7], bytes = 0;
+  size_t lines[7], bytes = 0;  // cache lines of each matrix
   for (int j = 0; j < 7; ++j) {
-    floats[j] = X12GemvBytes(rows[j], cols[j]) / sizeof(float) / 16 * 16;
-    bytes += floats[j] * sizeof(float);
+    lines[j] = X12GemvBytes(rows[j], cols[j]) / 64;
+    bytes += lines[j] * 64;
   }
+  // Mode 3's layout: line u of matrix j, in member s's share [b, e), is line
+  // at[s][j] + (u - b) of the copy.
+  const int members = pool.num_threads();
+  std::vector<std::vector<size_t>> at(members, std::vector<size_t>(7));
+  size_t total = 0;
+  for (int s = 0; s < members; ++s) {
+    for (int j = 0; j < 7; ++j) {
+      at[s][j] = total;
+      total += SplitPoint(lines[j], members, s + 1, 1) - SplitPoint(lines[j], members, s, 1);
+    }
+  }
+  std::vector<AlignedBuffer<float>> copies;
+  if (mode == 3) {
+    for (size_t c = 0; c < layers.size(); ++c) {
+      copies.emplace_back(total * 16, PageMode::kHugePages);
+      for (size_t k = 0; k < total * 16; ++k) copies.back()[k] = static_cast<float>(k & 1023);
+    }
+  }
+  dk::internal::Team team(7);
   std::vector<float> sums(64);
   size_t i = 0;
   for (auto _ : state) {
-    const Layer& L = layers[i++ % layers.size()];
+    const size_t li = i++ % layers.size();
+    const Layer& L = layers[li];
     const Matrix* mats[7] = {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down};
-    for (int j = 0; j < 7; ++j) {
-      const float* data = reinterpret_cast<const float*>(mats[j]->x12.data());
-      const size_t units = floats[j] / 16;  // one cache line each
-      if (tasks) {
-        const int64_t n = TaskCount(units, &pool);
-        pool.Run(n, [&](int64_t t, int thread) {
-          const size_t b = SplitPoint(units, n, t, 1), e = SplitPoint(units, n, t + 1, 1);
-          sums[thread * 8] += StreamSum(data + 16 * b, 16 * (e - b));
-        });
-      } else {
-        ParallelRanges(&pool, units, [&](size_t b, size_t e, int thread) {
-          sums[thread * 8] += StreamSum(data + 16 * b, 16 * (e - b));
+    auto layer = [&] {
+      for (int j = 0; j < 7; ++j) {
+        const float* data = reinterpret_cast<const float*>(mats[j]->x12.data());
+        if (mode == 1) {
+          const int64_t n = TaskCount(lines[j], &pool);
+          pool.Run(n, [&](int64_t t, int thread) {
+            const size_t b = SplitPoint(lines[j], n, t, 1), e = SplitPoint(lines[j], n, t + 1, 1);
+            sums[thread * 8] += StreamSum(data + 16 * b, 16 * (e - b));
+          });
+          continue;
+        }
+        ParallelRanges(&pool, lines[j], [&](size_t b, size_t e, int thread) {
+          const float* from = data + 16 * b;
+          if (mode == 3) {  // a range stays inside one share
+            int s = members - 1;
+            while (SplitPoint(lines[j], members, s, 1) > b) --s;
+            from = copies[li].data() + 16 * (at[s][j] + b - SplitPoint(lines[j], members, s, 1));
+          }
+          sums[thread * 8] += StreamSum(from, 16 * (e - b));
         });
       }
-    }
+    };
+    mode >= 2 ? pool.RunTeam(team, layer) : layer();
     benchmark::DoNotOptimize(sums.data());
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(),
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
   state.counters["bw_GB/s"] = bw;
-  state.SetLabel(std::string(model == 0 ? "llama32_1b" : "smollm2_135m") +
-                 (tasks ? " x12 bytes, 4 tasks per thread" : " x12 bytes, ParallelRanges"));
+  static const char* const kModes[] = {"a job per matrix", "4 tasks per thread", "team run",
+                                       "team run, per-member layout"};
+  state.SetLabel(std::string(model == 0 ? "llama32_1b" : "smollm2_135m") + " x12 bytes, " + kModes[mode]);
 }
-// Interleaved: ParallelRanges, tasks, three times; GB/s / bw_GB/s is the fraction of
-// the long stream's rate that the per-launch reads reach.
+// Interleaved, three times; GB/s / bw_GB/s is the fraction of the long stream's rate
+// that the per-launch reads reach.
 BENCHMARK(BM_LayerStream)
-    ->ArgNames({"model", "tasks", "threads"})
-    ->ArgsProduct({{1, 0}, {0, 1, 0, 1, 0, 1}, {2}})
+    ->ArgNames({"model", "mode", "threads"})
+    ->ArgsProduct({{1, 0}, {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}, {2}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

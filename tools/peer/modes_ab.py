@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""decode_bench's paired x floor for several binaries or settings, alternated run by run,
+per bandwidth mode of the host.
+
+  ./bazelw build --config=opt //tools/bench:decode_bench_smollm2_135m_x12
+  cp bazel-bin/tools/bench/decode_bench_smollm2_135m_x12 /tmp/before     # then change, rebuild
+  tools/peer/modes_ab.py --model smollm2_135m before=/tmp/before after=bazel-bin/tools/bench/decode_bench_smollm2_135m_x12
+  tools/peer/modes_ab.py --model smollm2_135m on=BIN off=BIN:DK_CPU_TEAM=0 --rounds 16
+
+Each candidate is NAME=BINARY[:VAR=VALUE,...] (a decode_bench binary, environment
+variables for its runs). A round runs every candidate once, in order: decode_bench
+--paired_floor on --threads threads, --warmup untimed then --tokens timed tokens, each
+timed token bracketed by plain reads of as many bytes as it streams (decode_bench.cc). The
+host's read bandwidth is bimodal (about 33 or 58 GB/s) and switches every few minutes: a
+run counts for the fast mode when at least 90% of its tokens' bracketing reads ran at
+>= 45 GB/s, for the slow mode when at most 10% did, else it is "mixed" and left out. Prints
+each run, then per candidate and mode the median x floor, the runs' range and count.
+The binaries run in the runfiles of --stage's decode_bench target (bazel-bin; build it
+first), where the ELF and the weights are. Needs no venv: plain python3.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_candidate(text):
+    name, sep, rest = text.partition("=")
+    if not sep or not name or not rest:
+        raise SystemExit(f"candidate '{text}': expected NAME=BINARY[:VAR=VALUE,...]")
+    binary, _, env_text = rest.partition(":")
+    env = dict(os.environ)
+    for kv in filter(None, env_text.split(",")):
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            raise SystemExit(f"candidate '{text}': '{kv}' is not VAR=VALUE")
+        env[k] = v
+    binary = os.path.abspath(binary)
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"candidate '{name}': {binary} is not an executable file")
+    return name, binary, env
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("candidates", nargs="+", help="NAME=BINARY[:VAR=VALUE,...]")
+    p.add_argument("--model", default="smollm2_135m", choices=("smollm2_135m", "llama32_1b"))
+    p.add_argument("--stage", default="x12", help="decode_bench_<model>_<stage> (the runfiles used)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=0, help="timed tokens (default 64, llama32_1b 24)")
+    p.add_argument("--warmup", type=int, default=4)
+    a = p.parse_args()
+    tokens = a.tokens or (64 if a.model == "smollm2_135m" else 24)
+    if a.rounds < 1 or tokens < 1 or a.threads < 1 or a.warmup < 0:
+        raise SystemExit("--rounds, --tokens, --threads must be >= 1, --warmup >= 0")
+    target = f"decode_bench_{a.model}_{a.stage}"
+    runfiles = os.path.join(ROOT, "bazel-bin", "tools", "bench", target + ".runfiles", "decodekit")
+    elf = f"models/{a.model}/decode_{a.stage}.elf"
+    if not os.path.exists(os.path.join(runfiles, elf)):
+        raise SystemExit(f"{runfiles}/{elf} is missing: ./bazelw build --config=opt //tools/bench:{target}")
+    weights = f"external/{a.model}/model.gguf" if a.model == "smollm2_135m" else "synthetic"
+    cands = [parse_candidate(c) for c in a.candidates]
+    if len({c[0] for c in cands}) != len(cands):
+        raise SystemExit("candidate names must differ")
+    res = {name: {"fast": [], "slow": [], "mixed": 0} for name, _, _ in cands}
+    for r in range(a.rounds):
+        for name, binary, env in cands:
+            out = subprocess.run(
+                [binary, f"--elf={elf}", f"--weights={weights}", f"--benchmark_filter=BM_Decode/threads:{a.threads}/",
+                 f"--tokens={tokens}", f"--warmup={a.warmup}", f"--context={a.warmup + tokens}",
+                 f"--bandwidth_every={tokens}", "--paired_floor", "--benchmark_format=json"],
+                cwd=runfiles, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if out.returncode != 0:
+                raise SystemExit(f"{name} failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
+            b = json.loads(out.stdout)["benchmarks"][0]
+            if b.get("error_occurred"):
+                raise SystemExit(f"{name}: {b.get('error_message')}")
+            fast = b["paired_fast_tokens"]
+            mode = "fast" if fast >= 0.9 * tokens else "slow" if fast <= 0.1 * tokens else "mixed"
+            x = {"fast": b["x_floor_paired_fast"], "slow": b["x_floor_paired_slow"]}.get(mode)
+            if x is None:
+                res[name]["mixed"] += 1
+            else:
+                res[name][mode].append(x)
+            shown = f"{x:.3f}" if x is not None else "-"
+            print(f"round {r + 1} {name:12s} {mode:5s} x_floor_paired {shown}  ms/token {b['ms_per_token']:.3f}  "
+                  f"paired bw {b['paired_bw_GB/s']:.1f} GB/s  fast tokens {fast:.0f}/{tokens}", flush=True)
+    print(f"\n{a.model} decode_{a.stage}, {a.threads} threads, {a.rounds} rounds, x floor (paired), median [range] (runs)")
+    for name, _, _ in cands:
+        for mode in ("fast", "slow"):
+            v = res[name][mode]
+            if v:
+                print(f"  {name:12s} {mode}: {statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}] ({len(v)})")
+        if res[name]["mixed"]:
+            print(f"  {name:12s} mixed-mode runs left out: {res[name]['mixed']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
