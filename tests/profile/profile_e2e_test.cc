@@ -86,6 +86,19 @@ TEST_F(ProfileE2eTest, JsonRecord) {
     EXPECT_EQ(s["src"], i == 0 ? "" : absl::StrCat(":", names[i - 1]));
     EXPECT_EQ(s["token_ms"].size(), 18u);
     EXPECT_EQ(s["warmup_tokens"], 2);
+    // Every measured token is paired with the bandwidth read around it, in its round.
+    ASSERT_EQ(s["token_gbps"].size(), 18u);
+    ASSERT_EQ(s["token_round"].size(), 18u);
+    for (int k = 0; k < 18; ++k) {
+      if (k < 2) {
+        EXPECT_EQ(s["token_round"][k], -1);
+        continue;
+      }
+      EXPECT_GT(s["token_gbps"][k].get<double>(), 0) << k;
+      EXPECT_EQ(s["token_round"][k], (k - 2) / 4) << k;  // 16 tokens in 4 rounds of 4
+    }
+    ASSERT_EQ(s["rounds"].size(), 4u);
+    EXPECT_GT(s["ms_per_token"]["normalized_median"].get<double>(), 0);
     const auto& ms = s["ms_per_token"];
     EXPECT_GT(ms["median"].get<double>(), 0);
     EXPECT_LE(ms["min"].get<double>(), ms["median"].get<double>());
@@ -134,7 +147,18 @@ TEST_F(ProfileE2eTest, JsonRecord) {
   EXPECT_DOUBLE_EQ(j["final"]["ms_per_token"].get<double>(),
                    j["stages"][3]["ms_per_token"]["median"].get<double>());
   EXPECT_NEAR(j["final"]["speedup"].get<double>(),
-              j["final"]["baseline_ms_per_token"].get<double>() / j["final"]["ms_per_token"].get<double>(), 1e-9);
+              j["stages"][0]["ms_per_token"]["normalized_median"].get<double>() /
+                  j["final"]["normalized_ms_per_token"].get<double>(),
+              1e-9);
+  // The headline: the passing stage with the lowest time at equal bandwidth.
+  double best = 1e300;
+  std::string best_name;
+  for (int i = 0; i < 4; ++i) {
+    const double n = j["stages"][i]["ms_per_token"]["normalized_median"].get<double>();
+    if (n < best) best = n, best_name = j["stages"][i]["name"];
+  }
+  EXPECT_EQ(j["best"]["stage"], best_name);
+  EXPECT_GT(j["machine"]["reference_gbps"].get<double>(), 0);
 }
 
 // util/exit_codes.h: a bad flag is a usage error (2), found before anything is loaded.
@@ -167,7 +191,11 @@ TEST_F(ProfileE2eTest, TablePrintedWithEdit) {
   EXPECT_THAT(out, HasSubstr(":decode_bad"));
   EXPECT_THAT(out, HasSubstr("REVERTED :decode_bad"));
   EXPECT_THAT(out, HasSubstr("-corrupt_lm_head("));
-  EXPECT_THAT(out, HasSubstr("final: :decode_opt"));
+  EXPECT_THAT(out, HasSubstr("best: :"));
+  EXPECT_THAT(out, HasSubstr("chain end strictly faster than baseline: "));
+  // Each round's bandwidth and the mode it names, per stage.
+  EXPECT_THAT(out, HasSubstr("rounds (median ms/token, read bandwidth paired with the tokens, mode"));
+  EXPECT_THAT(out, ::testing::ContainsRegex(":decode_bad +[0-9.]+ ms, [0-9.]+ GB/s (fast|slow)"));
   const std::string err = Read(*dir_ + ".stderr");
   EXPECT_THAT(err, HasSubstr("loading weights"));
   EXPECT_THAT(err, HasSubstr("stage 5/5 :decode_bad"));
@@ -195,8 +223,9 @@ TEST_F(ProfileE2eTest, Markdown) {
   EXPECT_THAT(md, ::testing::ContainsRegex("## 3\\. merge_multi_launch: \\**applied"));
   EXPECT_THAT(md, HasSubstr("## 4. corrupt_lm_head: **reverted**"));
   EXPECT_THAT(md, HasSubstr("```diff\nin tests/profile/BUILD: delete corrupt_lm_head"));
-  EXPECT_THAT(md, HasSubstr("## Final\n\n**"));
-  EXPECT_THAT(md, HasSubstr("at `:decode_opt`"));
+  EXPECT_THAT(md, HasSubstr("## Final\n\nFastest stage that passes the gate: **`:"));
+  EXPECT_THAT(md, HasSubstr("## Rounds\n\n"));
+  EXPECT_THAT(md, ::testing::ContainsRegex("\\| :decode_opt \\| [0-9.]+ ms, [0-9.]+ GB/s (fast|slow) \\|"));
   EXPECT_THAT(md, HasSubstr("Reverted (excluded from the final figures): `:decode_bad`"));
   EXPECT_THAT(md, HasSubstr("group: rms_gemv_rope"));
   EXPECT_THAT(md, HasSubstr("host: attention"));

@@ -271,11 +271,20 @@ void MeasureBandwidth(Profile& p) {
   p.progress.Line(absl::StrFormat("read bandwidth %.2f GB/s", p.record.bandwidth_gbps));
 }
 
+// One streaming pass over the bandwidth buffer, GB/s: the pair of passes around a
+// measured token tells the bandwidth that token ran at.
+double ReadPass(Profile& p) {
+  dk::kernels::BandwidthOptions one = p.bandwidth;
+  one.passes = 1;
+  return dk::kernels::MeasureReadBandwidth(&dk::SharedThreadPool(), one);
+}
+
 // One timing round of stage i: the stage opened afresh, the prompt one token at a
 // time, then warm-up + `tokens` greedy tokens (runtime/greedy.h), validation off.
 // The measured tokens go to the stage's token_ms and `acc`; the warm-up's only in
 // the first round (`first`).
-absl::Status Measure(Profile& p, size_t i, int tokens, bool first, profile::BreakdownAccumulator& acc) {
+absl::Status Measure(Profile& p, size_t i, int tokens, int round, profile::BreakdownAccumulator& acc) {
+  const bool first = round == 0;
   profile::StageRecord& s = p.record.stages[i];
   dk::runtime::SessionOptions options;
   options.validate = false;
@@ -286,17 +295,35 @@ absl::Status Measure(Profile& p, size_t i, int tokens, bool first, profile::Brea
   const std::string what = absl::StrCat(":", s.name, " timing");
   dk::runtime::GreedyOptions greedy;
   greedy.max_new_tokens = total + 1;  // token 0 is the prompt's; each later one is a timed step
+  std::vector<double> floor_gbps;     // read passes: before measured token k is floor_gbps[k]
   DK_ASSIGN_OR_RETURN(dk::runtime::GreedyRun run,
                       dk::runtime::GenerateGreedy(decoder, p.prompt, greedy,
                                                   [&](int index, const dk::runtime::StepResult&) {
-                                                    if (index == 0) return absl::OkStatus();
                                                     if (index > warmup) acc.Add(decoder.timings());
-                                                    p.progress.Tick(what, index, total);
+                                                    // After the last warm-up step and after every
+                                                    // measured one: a read pass between the tokens.
+                                                    if (index >= warmup) floor_gbps.push_back(ReadPass(p));
+                                                    if (index > 0) p.progress.Tick(what, index, total);
                                                     return absl::OkStatus();
                                                   }));
   p.progress.End();
-  const size_t skip = first ? 0 : std::min<size_t>(warmup, run.token_ms.size());
+  if (floor_gbps.size() != static_cast<size_t>(tokens) + 1 || run.token_ms.size() != static_cast<size_t>(total)) {
+    return absl::InternalError(absl::StrCat(what, ": ", run.token_ms.size(), " tokens and ", floor_gbps.size(),
+                                            " bandwidth reads for ", total, " tokens"));
+  }
+  const size_t skip = first ? 0 : static_cast<size_t>(warmup);
   s.token_ms.insert(s.token_ms.end(), run.token_ms.begin() + skip, run.token_ms.end());
+  for (int k = static_cast<int>(skip); k < total; ++k) {
+    if (k < warmup) {
+      s.token_gbps.push_back(0);
+      s.token_round.push_back(-1);
+      continue;
+    }
+    // The token's floor: the mean read time of a fixed byte count before and after it.
+    const double before = floor_gbps[k - warmup], after = floor_gbps[k - warmup + 1];
+    s.token_gbps.push_back(before > 0 && after > 0 ? 2 / (1 / before + 1 / after) : 0);
+    s.token_round.push_back(round);
+  }
   if (first) s.warmup = warmup;
   s.components = acc.Components();
   s.bytes_written_per_token = acc.BytesWrittenPerToken();
@@ -371,18 +398,27 @@ void ProfileStages(Profile& p) {
       if (!s.error.empty()) continue;
       const std::string head = absl::StrFormat("stage %zu/%zu :%s (%s)%s", i + 1, n, s.name, s.kind,
                                                rounds > 1 ? absl::StrFormat(", round %d/%d", round + 1, rounds) : "");
-      bandwidth[i].push_back(dk::kernels::MeasureReadBandwidth(&dk::SharedThreadPool(), p.bandwidth));
-      s.bandwidth_gbps = profile::Median(bandwidth[i]);
-      p.progress.Line(absl::StrFormat("%s: read bandwidth now %.2f GB/s; timing %d warm-up + %d tokens ...", head,
-                                      bandwidth[i].back(), p.record.warmup, tokens));
+      p.progress.Line(absl::StrFormat("%s: timing %d warm-up + %d tokens, each between two read passes ...", head,
+                                      p.record.warmup, tokens));
       const auto t = Clock::now();
-      if (absl::Status st = Measure(p, i, tokens, round == 0, accs[i]); !st.ok()) {
+      const size_t from = s.token_ms.size();
+      if (absl::Status st = Measure(p, i, tokens, round, accs[i]); !st.ok()) {
         s.error = std::string(st.message());
         p.progress.Line(absl::StrCat(head, ": ERROR ", s.error));
         continue;
       }
-      p.progress.Line(absl::StrFormat("%s: %.2f ms/token (median of %zu so far), %.1f s", head,
-                                      profile::Median(s.steady_ms()), s.steady_ms().size(), Since(t)));
+      std::vector<double> round_ms, round_gbps;
+      for (size_t k = from; k < s.token_ms.size(); ++k) {
+        if (s.token_round[k] != round) continue;
+        round_ms.push_back(s.token_ms[k]);
+        round_gbps.push_back(s.token_gbps[k]);
+        bandwidth[i].push_back(s.token_gbps[k]);
+      }
+      s.bandwidth_gbps = profile::Median(bandwidth[i]);
+      const double gbps = profile::Median(round_gbps);
+      p.progress.Line(absl::StrFormat("%s: %.2f ms/token this round at %.1f GB/s (%s mode), %.1f s", head,
+                                      profile::Median(round_ms), gbps,
+                                      gbps >= profile::kFastModeGbps ? "fast" : "slow", Since(t)));
       if (round == 0 && p.record.gate_prompts > 0) Gate(p, i, head, gates);
     }
   }

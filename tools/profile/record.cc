@@ -33,15 +33,42 @@ double DriftPercent(const std::vector<double>& ms) {
   return all > 0 ? (last - first) / all * 100 : 0;
 }
 
-double NoiseMs(const std::vector<double>& stage_ms, const std::vector<double>& parent_ms) {
-  auto iqr = [](std::vector<double> v) {
-    if (v.size() < 2) return 0.0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return Median(std::vector<double>(v.begin() + n / 2 + n % 2, v.end())) -
-           Median(std::vector<double>(v.begin(), v.begin() + n / 2));
-  };
-  return std::max({0.03 * Median(parent_ms), iqr(stage_ms), iqr(parent_ms)});
+namespace {
+
+// Interquartile range / median: the spread of one stage's tokens, relative.
+double RelativeIqr(std::vector<double> v) {
+  if (v.size() < 2) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double iqr = Median(std::vector<double>(v.begin() + n / 2 + n % 2, v.end())) -
+                     Median(std::vector<double>(v.begin(), v.begin() + n / 2));
+  const double m = Median(v);
+  return m > 0 ? iqr / m : 0;
+}
+
+}  // namespace
+
+ParentComparison CompareWithParent(const std::vector<RoundStat>& stage, const std::vector<RoundStat>& parent,
+                                   double stage_norm_median, double parent_norm_median) {
+  ParentComparison c;
+  for (const RoundStat& s : stage) {
+    for (const RoundStat& p : parent) {
+      if (p.round == s.round && p.norm_median_ms > 0 && s.norm_median_ms > 0) {
+        c.round_ratios.push_back(s.norm_median_ms / p.norm_median_ms);
+      }
+    }
+  }
+  if (c.round_ratios.size() >= 2) {
+    const auto [lo, hi] = std::minmax_element(c.round_ratios.begin(), c.round_ratios.end());
+    c.ratio = Median(c.round_ratios);
+    c.noise = std::max(kMinNoise, (*hi - *lo) / 2);
+  } else {
+    c.ratio = parent_norm_median > 0 ? stage_norm_median / parent_norm_median : 1;
+    c.noise = kMinNoise;
+  }
+  c.slower = c.ratio - 1 > c.noise;
+  c.faster = 1 - c.ratio > c.noise;
+  return c;
 }
 
 namespace {
@@ -121,6 +148,72 @@ std::string SignedDelta(double ms, double pct) {
 }
 
 namespace {
+
+// A steady token's time scaled to the reference bandwidth (unscaled when either is
+// unknown).
+double NormalizedMs(const StageRecord& s, size_t k, double ref_gbps) {
+  const double gbps = k < s.token_gbps.size() ? s.token_gbps[k] : 0;
+  return ref_gbps > 0 && gbps > 0 ? s.token_ms[k] * gbps / ref_gbps : s.token_ms[k];
+}
+
+std::vector<double> NormalizedSteady(const StageRecord& s, double ref_gbps) {
+  std::vector<double> out;
+  for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_ms.size()); k < s.token_ms.size(); ++k) {
+    out.push_back(NormalizedMs(s, k, ref_gbps));
+  }
+  return out;
+}
+
+// Per steady token: its time over the read time of the stage's weight bytes at the
+// bandwidth paired with it; empty when none was paired.
+std::vector<double> PairedXFloor(const StageRecord& s) {
+  std::vector<double> out;
+  if (s.weight_bytes_per_token <= 0) return out;
+  for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_ms.size());
+       k < s.token_ms.size() && k < s.token_gbps.size(); ++k) {
+    if (s.token_gbps[k] > 0) out.push_back(s.token_ms[k] / (s.weight_bytes_per_token / (s.token_gbps[k] * 1e9) * 1e3));
+  }
+  return out;
+}
+
+// The steady tokens grouped by round (all in round 0 when rounds were not recorded).
+std::vector<RoundStat> RoundStats(const StageRecord& s, double ref_gbps) {
+  std::map<int, std::vector<size_t>> by_round;
+  for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_ms.size()); k < s.token_ms.size(); ++k) {
+    by_round[k < s.token_round.size() ? s.token_round[k] : 0].push_back(k);
+  }
+  std::vector<RoundStat> out;
+  for (const auto& [round, ks] : by_round) {
+    RoundStat st;
+    st.round = round;
+    st.tokens = static_cast<int>(ks.size());
+    std::vector<double> ms, norm, gbps;
+    for (size_t k : ks) {
+      ms.push_back(s.token_ms[k]);
+      norm.push_back(NormalizedMs(s, k, ref_gbps));
+      if (k < s.token_gbps.size() && s.token_gbps[k] > 0) gbps.push_back(s.token_gbps[k]);
+    }
+    st.median_ms = Median(ms);
+    st.norm_median_ms = Median(norm);
+    st.gbps = Median(gbps);
+    st.mode = st.gbps <= 0 ? "-" : (st.gbps >= kFastModeGbps ? "fast" : "slow");
+    out.push_back(st);
+  }
+  return out;
+}
+
+// "x1.239 (per-round 1.22-1.26, noise +-3.0%)".
+std::string RatioWords(const ParentComparison& c) {
+  std::string out = absl::StrFormat("x%.3f of its parent", c.ratio);
+  if (c.round_ratios.size() >= 2) {
+    const auto [lo, hi] = std::minmax_element(c.round_ratios.begin(), c.round_ratios.end());
+    absl::StrAppend(&out, absl::StrFormat(" (%zu rounds: %.3f-%.3f", c.round_ratios.size(), *lo, *hi));
+  } else {
+    absl::StrAppend(&out, " (");
+  }
+  absl::StrAppend(&out, absl::StrFormat("%snoise +-%.1f%%)", c.round_ratios.size() >= 2 ? "; " : "", 100 * c.noise));
+  return out;
+}
 
 std::string FirstFailure(const StageRecord& s) {
   if (!s.error.empty()) return s.error;
@@ -220,18 +313,28 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
     by_ref[r.stages[i].label] = i;
   }
   r.reverted.clear();
+  std::vector<double> all_gbps;
+  for (const StageRecord& s : r.stages) {
+    for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_gbps.size()); k < s.token_gbps.size(); ++k) {
+      if (s.token_gbps[k] > 0) all_gbps.push_back(s.token_gbps[k]);
+    }
+  }
+  r.ref_gbps = Median(all_gbps);
   for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
     StageRecord& s = r.stages[i];
     auto it = by_ref.find(s.src);
     s.parent = s.src.empty() ? -1 : (it != by_ref.end() ? it->second : i - 1);
     const std::vector<double> steady = s.steady_ms();
     s.median_ms = Median(steady);
+    s.rounds = RoundStats(s, r.ref_gbps);
+    s.norm_median_ms = Median(NormalizedSteady(s, r.ref_gbps));
     s.min_ms = steady.empty() ? 0 : *std::min_element(steady.begin(), steady.end());
     s.max_ms = steady.empty() ? 0 : *std::max_element(steady.begin(), steady.end());
     s.drift_pct = DriftPercent(steady);
     const double gbps = s.bandwidth_gbps > 0 ? s.bandwidth_gbps : r.bandwidth_gbps;
     s.floor_ms = gbps > 0 ? s.weight_bytes_per_token / (gbps * 1e9) * 1e3 : 0;
     s.x_floor = s.floor_ms > 0 ? s.median_ms / s.floor_ms : 0;
+    if (const std::vector<double> paired = PairedXFloor(s); !paired.empty()) s.x_floor = Median(paired);
     s.write_ms = s.run_ms = s.read_ms = s.host_ms = s.lm_head_ms = 0;
     for (const Component& c : s.components) {
       if (c.host) {
@@ -278,13 +381,22 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
                                                  HumanBytes(s.bytes_written_per_token)));
     }
     s.slower_than_parent = false;
-    s.noise_ms = 0;
-    if (s.status == "applied" && s.parent >= 0) {
-      s.noise_ms = NoiseMs(s.steady_ms(), r.stages[s.parent].steady_ms());
-      if (s.delta_parent_ms > s.noise_ms) {
+    s.vs_parent = ParentComparison{};
+    if (s.parent >= 0) {
+      const StageRecord& p = r.stages[s.parent];
+      s.vs_parent = CompareWithParent(s.rounds, p.rounds, s.norm_median_ms, p.norm_median_ms);
+      if (s.vs_parent.round_ratios.size() < 2) {
+        // One round: the tokens' own spread widens the band, as a swing would.
+        s.vs_parent.noise = std::max({s.vs_parent.noise, RelativeIqr(NormalizedSteady(s, r.ref_gbps)),
+                                      RelativeIqr(NormalizedSteady(p, r.ref_gbps))});
+        s.vs_parent.slower = s.vs_parent.ratio - 1 > s.vs_parent.noise;
+        s.vs_parent.faster = 1 - s.vs_parent.ratio > s.vs_parent.noise;
+      }
+      absl::StrAppend(&measured, "; at equal bandwidth ", RatioWords(s.vs_parent));
+      if (s.status == "applied" && s.vs_parent.slower) {
         s.slower_than_parent = true;
         s.status = kSlowerThanParent;
-        absl::StrAppend(&measured, absl::StrFormat(": slower than its parent beyond the noise (%.2f ms)", s.noise_ms));
+        absl::StrAppend(&measured, ": slower than its parent beyond the noise");
       }
     }
     if (s.status == "reverted") {
@@ -296,13 +408,23 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
       s.build_edit.clear();
     }
   }
-  if (r.final_stage >= 0 && base > 0) {
-    const double fin = r.stages[r.final_stage].median_ms;
-    r.speedup = fin > 0 ? base / fin : 0;
-    r.final_faster = r.final_stage > 0 && fin < base;
-  } else {
-    r.speedup = 0;
-    r.final_faster = false;
+  r.best_stage = -1;
+  for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
+    const StageRecord& s = r.stages[i];
+    if (s.passed() && (r.best_stage < 0 || s.norm_median_ms < r.stages[r.best_stage].norm_median_ms)) {
+      r.best_stage = i;
+    }
+  }
+  const double base_norm = r.stages.empty() ? 0 : r.stages[0].norm_median_ms;
+  r.speedup = r.final_speedup = 0;
+  r.final_faster = false;
+  if (r.best_stage >= 0 && base_norm > 0 && r.stages[r.best_stage].norm_median_ms > 0) {
+    r.speedup = base_norm / r.stages[r.best_stage].norm_median_ms;
+  }
+  if (r.final_stage >= 0 && base_norm > 0) {
+    const double fin = r.stages[r.final_stage].norm_median_ms;
+    r.final_speedup = fin > 0 ? base_norm / fin : 0;
+    r.final_faster = r.final_stage > 0 && fin < base_norm;
   }
 }
 
@@ -321,7 +443,8 @@ std::string ToJson(const ProfileRecord& r) {
   j["rounds"] = r.rounds;
   j["gate"] = {{"prompts", r.gate_prompts}, {"tokens", r.gate_tokens}, {"goldens", r.goldens}};
   j["weights"] = {{"source", r.weights_source}, {"digest", r.weights_digest}};
-  j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"read_bandwidth_gbps", r.bandwidth_gbps}};
+  j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"read_bandwidth_gbps", r.bandwidth_gbps},
+                  {"reference_gbps", r.ref_gbps}};
   json stages = json::array();
   for (const StageRecord& s : r.stages) {
     json c = json::array();
@@ -335,6 +458,11 @@ std::string ToJson(const ProfileRecord& r) {
                    {"read_ms", x.read_ms},
                    {"total_ms", x.total_ms()}});
     }
+    json rounds = json::array();
+    for (const RoundStat& x : s.rounds) {
+      rounds.push_back({{"round", x.round}, {"tokens", x.tokens}, {"median_ms", x.median_ms},
+                        {"normalized_median_ms", x.norm_median_ms}, {"gbps", x.gbps}, {"mode", x.mode}});
+    }
     stages.push_back({
         {"name", s.name},
         {"label", s.label},
@@ -344,9 +472,16 @@ std::string ToJson(const ProfileRecord& r) {
         {"lineage", s.lineage},
         {"pass", {{"name", s.pass}, {"target", s.target}, {"applied", s.pass_applied}, {"reason", s.pass_reason}}},
         {"status", s.status},
-        {"slower_than_parent", {{"slower", s.slower_than_parent}, {"noise_ms", s.noise_ms}}},
-        {"ms_per_token", {{"median", s.median_ms}, {"min", s.min_ms}, {"max", s.max_ms}, {"drift_pct", s.drift_pct}}},
+        {"slower_than_parent", {{"slower", s.slower_than_parent},
+                                {"ratio_at_equal_bandwidth", s.vs_parent.ratio},
+                                {"round_ratios", s.vs_parent.round_ratios},
+                                {"noise", s.vs_parent.noise}}},
+        {"ms_per_token", {{"median", s.median_ms}, {"min", s.min_ms}, {"max", s.max_ms}, {"drift_pct", s.drift_pct},
+                          {"normalized_median", s.norm_median_ms}}},
+        {"rounds", rounds},
         {"token_ms", s.token_ms},
+        {"token_gbps", s.token_gbps},
+        {"token_round", s.token_round},
         {"warmup_tokens", s.warmup},
         {"delta_vs_parent", {{"ms", s.delta_parent_ms}, {"pct", s.delta_parent_pct}}},
         {"delta_vs_baseline", {{"ms", s.delta_baseline_ms}, {"pct", s.delta_baseline_pct}}},
@@ -396,11 +531,22 @@ std::string ToJson(const ProfileRecord& r) {
   json reverted = json::array();
   for (int i : r.reverted) reverted.push_back(r.stages[i].name);
   j["reverted"] = reverted;
+  if (r.best_stage >= 0) {
+    const StageRecord& b = r.stages[r.best_stage];
+    j["best"] = {{"stage", b.name},
+                 {"ms_per_token", b.median_ms},
+                 {"normalized_ms_per_token", b.norm_median_ms},
+                 {"baseline_normalized_ms_per_token", r.stages[0].norm_median_ms},
+                 {"speedup", r.speedup}};
+  } else {
+    j["best"] = nullptr;
+  }
   if (r.final_stage >= 0) {
     j["final"] = {{"stage", r.stages[r.final_stage].name},
                   {"ms_per_token", r.stages[r.final_stage].median_ms},
+                  {"normalized_ms_per_token", r.stages[r.final_stage].norm_median_ms},
                   {"baseline_ms_per_token", r.stages[0].median_ms},
-                  {"speedup", r.speedup},
+                  {"speedup", r.final_speedup},
                   {"faster_than_baseline", r.final_faster}};
   } else {
     j["final"] = nullptr;

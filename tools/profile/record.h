@@ -66,6 +66,36 @@ class BreakdownAccumulator {
   int tokens_ = 0;
 };
 
+// The host's read bandwidth jumps between two modes (about 33 and 57 GB/s on the
+// machines this project runs on); tokens paired with a read at or above this ran in
+// the fast one. Only labels the records: the verdicts use the bandwidth itself.
+inline constexpr double kFastModeGbps = 45;
+
+// One timing round of one stage.
+struct RoundStat {
+  int round = 0;
+  int tokens = 0;
+  double median_ms = 0;       // raw
+  double norm_median_ms = 0;  // at the run's reference bandwidth
+  double gbps = 0;            // median bandwidth paired with its tokens (0: not paired)
+  std::string mode;           // "fast", "slow" or "-" (kFastModeGbps)
+};
+
+// A stage against its parent at equal bandwidth: per round, the ratio of the two
+// stages' normalized medians (both measured within the same round, so in the same
+// stretch of the host's behaviour); the verdict is on the median ratio, the noise
+// band from the spread of the per-round ratios.
+struct ParentComparison {
+  std::vector<double> round_ratios;  // stage / parent, per round both measured
+  double ratio = 1;                  // their median (one round: of the token medians)
+  double noise = 0;                  // band around 1: max(kMinNoise, half the ratios' range)
+  bool slower = false;               // ratio - 1 > noise
+  bool faster = false;               // 1 - ratio > noise
+};
+inline constexpr double kMinNoise = 0.03;
+ParentComparison CompareWithParent(const std::vector<RoundStat>& stage, const std::vector<RoundStat>& parent,
+                                   double stage_norm_median, double parent_norm_median);
+
 struct StageRecord {
   // From the BUILD (the decode_profile rule).
   std::string name;    // "decode_opt"
@@ -86,6 +116,11 @@ struct StageRecord {
   // order (the later rounds' warm-ups are not kept).
   std::vector<double> token_ms;
   int warmup = 0;                // how many of token_ms are warm-up
+  // Parallel to token_ms (empty when not measured): the read bandwidth around each
+  // measured token (GB/s; a streaming pass just before and just after it; 0 for the
+  // warm-up tokens) and the round it was measured in (-1 for the warm-up).
+  std::vector<double> token_gbps;
+  std::vector<int> token_round;
   std::vector<Component> components;
   double bytes_written_per_token = 0;
   double bytes_read_per_token = 0;
@@ -110,11 +145,17 @@ struct StageRecord {
 
   // Derived by Finalize.
   // "baseline", "applied", "skipped", "reverted", or kSlowerThanParent: applied
-  // (it passed the gate) but its median is above its parent's beyond the noise.
+  // (it passed the gate) but slower than its parent at equal bandwidth beyond the
+  // noise (CompareWithParent).
   std::string status;
   bool slower_than_parent = false;
-  double noise_ms = 0;  // the noise that decision allowed (NoiseMs)
+  ParentComparison vs_parent;  // stages with a parent
+  std::vector<RoundStat> rounds;  // per round, in order
   double median_ms = 0, min_ms = 0, max_ms = 0, drift_pct = 0;
+  // The median of the measured tokens' times scaled to the run's reference bandwidth
+  // (ProfileRecord::ref_gbps): ms x token GB/s / reference GB/s. Equal to median_ms
+  // when no bandwidth was paired with the tokens.
+  double norm_median_ms = 0;
   double floor_ms = 0, x_floor = 0;
   double write_ms = 0, run_ms = 0, read_ms = 0, host_ms = 0, lm_head_ms = 0;
   int parent = -1;  // index of the parent stage in the record
@@ -131,10 +172,6 @@ struct StageRecord {
 
 inline constexpr char kSlowerThanParent[] = "applied, slower than its parent";
 
-// The noise band a stage's median must exceed its parent's by to count as slower:
-// the larger of 3% of the parent's median and either stage's interquartile range
-// of steady tokens (so a host that swings makes the band wider, never narrower).
-double NoiseMs(const std::vector<double>& stage_ms, const std::vector<double>& parent_ms);
 
 // Decode at a longer context (--context): the final stage, tokens measured at
 // positions [context - tokens, context).
@@ -179,15 +216,23 @@ struct ProfileRecord {
   std::string device;
   int threads = 0;
   double bandwidth_gbps = 0;  // read bandwidth measured at the start of the run
+  // The median bandwidth paired with every measured token of every stage: the common
+  // bandwidth the stages' normalized times are scaled to (0: none was paired, the
+  // normalized times are the raw ones).
+  double ref_gbps = 0;
   std::string date;           // UTC, ISO 8601
   std::vector<StageRecord> stages;  // chain order, baseline first
   std::vector<ContextPoint> contexts;  // --context, on the final stage
   std::vector<PlanRecord> plans;       // decode_profile's `plans`, in its order
 
   // Derived by Finalize.
-  int final_stage = -1;  // the last stage that passed the gate
-  double speedup = 0;    // baseline median / final median
-  bool final_faster = false;
+  int final_stage = -1;  // the chain's end: the last stage that passed the gate
+  // The headline: the stage that passed the gate with the lowest normalized median
+  // (the baseline included); the chain's end is shown beside it when it differs.
+  int best_stage = -1;
+  double speedup = 0;        // baseline / best stage, normalized medians
+  double final_speedup = 0;  // baseline / chain end, normalized medians
+  bool final_faster = false; // the chain's end is faster than the baseline beyond the noise
   std::vector<int> reverted;
 };
 

@@ -158,29 +158,123 @@ verify_chain(
 )";
 
 // A stage that passes the gate but is slower than its parent beyond the noise is
-// flagged, not presented like a win; within the noise it stays "applied".
+// flagged, not presented like a win; within the noise it stays "applied". One round
+// and no paired bandwidth: the tokens' own spread is the noise.
 TEST(FinalizeTest, FlagsAStageSlowerThanItsParentBeyondNoise) {
   ProfileRecord r = Chain(false);
-  r.stages[3].token_ms = {500, 44, 45, 43};  // decode_opt vs decode_bo's 40 +- 1: +4 ms, noise 2 (IQR)
+  r.stages[3].token_ms = {500, 44, 45, 43};  // decode_opt vs decode_bo's 40 +- 1: x1.1, noise 2/40 (IQR)
   Finalize(r, "");
   EXPECT_EQ(r.stages[3].status, kSlowerThanParent);
   EXPECT_TRUE(r.stages[3].slower_than_parent);
-  EXPECT_DOUBLE_EQ(r.stages[3].noise_ms, 2);
-  EXPECT_NE(r.stages[3].reason.find("slower than its parent beyond the noise (2.00 ms)"), std::string::npos)
-      << r.stages[3].reason;
+  EXPECT_DOUBLE_EQ(r.stages[3].vs_parent.ratio, 1.1);
+  EXPECT_DOUBLE_EQ(r.stages[3].vs_parent.noise, 2.0 / 40);
+  EXPECT_THAT(r.stages[3].reason, HasSubstr("at equal bandwidth x1.100 of its parent (noise +-5.0%): slower than its "
+                                            "parent beyond the noise"));
   EXPECT_NE(Markdown(r, "cmd").find("## 3. merge_multi_launch: **applied, slower than its parent**"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(ToJson(r))["stages"][3]["slower_than_parent"]["slower"], true);
   EXPECT_EQ(r.final_stage, 3);  // still applied: the gate decides reverts
+  EXPECT_EQ(r.best_stage, 2);   // the headline is the fastest passing stage
+  EXPECT_THAT(Markdown(r, "cmd"), HasSubstr("Fastest stage that passes the gate: **`:decode_bo`, 40.00 ms/token**"));
+  EXPECT_THAT(Markdown(r, "cmd"), HasSubstr("The chain's end, `:decode_opt`, is slower than that: 44.00 ms/token"));
+  EXPECT_THAT(FormatTable(r), HasSubstr("chain end: :decode_opt 44.00 ms/token"));
 
-  r.stages[3].token_ms = {500, 41.1, 41.1, 41.1};  // +1.1 ms: inside the noise
+  r.stages[3].token_ms = {500, 41.1, 41.1, 41.1};  // x1.0275: inside the noise (decode_bo's 2/40)
   Finalize(r, "");
   EXPECT_EQ(r.stages[3].status, "applied");
-  EXPECT_DOUBLE_EQ(r.stages[3].noise_ms, 2);  // decode_bo's IQR
-  // A noisy parent widens the band: 40 +- 5 (IQR 9) hides +4 ms.
+  EXPECT_DOUBLE_EQ(r.stages[3].vs_parent.noise, 0.05);
+  // A noisy parent widens the band: 40 +- 5 (IQR 9) hides x1.1.
   r.stages[2].token_ms = {500, 40, 45, 35, 44, 36};
   r.stages[3].token_ms = {500, 44, 45, 43};
   Finalize(r, "");
-  EXPECT_EQ(r.stages[3].status, "applied") << r.stages[3].noise_ms;
+  EXPECT_EQ(r.stages[3].status, "applied") << r.stages[3].vs_parent.noise;
+}
+
+TEST(CompareWithParentTest, MedianOfRoundRatiosAgainstHalfTheirRange) {
+  auto rounds = [](std::vector<double> norm) {
+    std::vector<RoundStat> out;
+    for (size_t k = 0; k < norm.size(); ++k) out.push_back({static_cast<int>(k), 8, norm[k], norm[k], 40, "slow"});
+    return out;
+  };
+  const std::vector<RoundStat> parent = rounds({50, 50, 50, 50});
+  ParentComparison c = CompareWithParent(rounds({61, 62.5, 65, 60}), parent, 0, 0);
+  EXPECT_DOUBLE_EQ(c.ratio, 1.235);
+  EXPECT_NEAR(c.noise, 0.05, 1e-12);  // (1.30 - 1.20) / 2
+  EXPECT_TRUE(c.slower);
+  EXPECT_FALSE(c.faster);
+  c = CompareWithParent(rounds({48.5, 52.5, 50.5, 49.5}), parent, 0, 0);
+  EXPECT_DOUBLE_EQ(c.ratio, 1.0);
+  EXPECT_NEAR(c.noise, 0.04, 1e-12);
+  EXPECT_FALSE(c.slower);
+  EXPECT_FALSE(c.faster);
+  c = CompareWithParent(rounds({49, 49.5, 50, 49}), parent, 0, 0);  // tight rounds: the 3% floor
+  EXPECT_DOUBLE_EQ(c.noise, kMinNoise);
+  EXPECT_FALSE(c.faster);
+  // Rounds are matched by index: a round the parent missed is not compared.
+  std::vector<RoundStat> gap = rounds({50, 50, 50});
+  gap.erase(gap.begin() + 1);
+  c = CompareWithParent(rounds({60, 99, 60}), gap, 0, 0);
+  EXPECT_EQ(c.round_ratios, (std::vector<double>{1.2, 1.2}));
+}
+
+// Fixed token times in two bandwidth modes (fast 60 GB/s, slow 30 GB/s, a
+// bandwidth-bound decode: ms halves when the bandwidth doubles), rounds alternating
+// stage by stage as a host that swings gives them. The verdict follows the time at
+// equal bandwidth, both ways.
+StageRecord Timed(const std::string& name, const std::string& src, double ms_at_30gbps,
+                  const std::vector<double>& gbps_per_round) {
+  StageRecord s;
+  s.name = name;
+  s.label = "//models/m:" + name;
+  s.kind = src.empty() ? "decode_elf" : "merge_multi_launch";
+  s.src = src;
+  s.gate_ran = s.gate_passed = true;
+  s.weight_bytes_per_token = 1000000000;  // 1 GB: 33.3 ms at 30 GB/s
+  s.warmup = 1;
+  s.token_ms = {900};
+  s.token_gbps = {0};
+  s.token_round = {-1};
+  for (size_t round = 0; round < gbps_per_round.size(); ++round) {
+    for (int t = 0; t < 8; ++t) {
+      s.token_ms.push_back(ms_at_30gbps * 30 / gbps_per_round[round] * (1 + 0.001 * (t % 3)));
+      s.token_gbps.push_back(gbps_per_round[round]);
+      s.token_round.push_back(static_cast<int>(round));
+    }
+  }
+  return s;
+}
+
+TEST(FinalizeTest, VerdictAtEqualBandwidthNotRawTime) {
+  // The merge is as fast as its parent, but three of its four rounds ran in the slow
+  // mode and three of the parent's in the fast one: raw, it looks 100% slower.
+  ProfileRecord r;
+  r.model = "m";
+  r.package = "models/m";
+  r.rounds = 4;
+  r.stages.push_back(Timed("decode", "", 80, {30, 30, 30, 30}));
+  r.stages.push_back(Timed("decode_bo", ":decode", 40, {60, 60, 60, 30}));
+  r.stages.push_back(Timed("decode_opt", ":decode_bo", 40, {30, 30, 60, 30}));
+  Finalize(r, "");
+  EXPECT_GT(r.stages[2].delta_parent_pct, 50);  // raw
+  EXPECT_NEAR(r.stages[2].vs_parent.ratio, 1.0, 1e-9);
+  EXPECT_EQ(r.stages[2].status, "applied") << r.stages[2].reason;
+  EXPECT_EQ(r.stages[2].rounds[0].mode, "slow");
+  EXPECT_EQ(r.stages[1].rounds[0].mode, "fast");
+  EXPECT_NEAR(r.stages[2].x_floor, 40 / (1000.0 / 30), 0.01);  // per token against its own pair
+  EXPECT_THAT(FormatTable(r), HasSubstr("20.02 ms, 60.0 GB/s fast"));
+
+  // The other way: the merge is 25% slower at equal bandwidth, but ran in the fast
+  // mode while its parent ran in the slow one: raw, it looks 37% faster.
+  r.stages[2] = Timed("decode_opt", ":decode_bo", 50, {60, 60, 60, 60});
+  r.stages[1] = Timed("decode_bo", ":decode", 40, {30, 30, 30, 30});
+  Finalize(r, "");
+  EXPECT_LT(r.stages[2].delta_parent_pct, -30);  // raw
+  EXPECT_NEAR(r.stages[2].vs_parent.ratio, 1.25, 1e-9);
+  EXPECT_EQ(r.stages[2].status, kSlowerThanParent);
+  EXPECT_EQ(r.best_stage, 1);  // the fastest at equal bandwidth, not the fastest raw
+  EXPECT_EQ(r.final_stage, 2);
+  EXPECT_NEAR(r.speedup, 2.0, 1e-9);
+  EXPECT_NEAR(r.final_speedup, 1.6, 1e-9);
+  EXPECT_TRUE(r.final_faster);
 }
 
 TEST(FinalizeTest, StatusesDeltasAndFinal) {

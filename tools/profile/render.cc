@@ -77,7 +77,8 @@ std::string NumericCell(const StageRecord& s) {
 
 Rows StageRows(const ProfileRecord& r) {
   Rows rows = {{"stage", "status", "ms/token median (min-max)", "drift", "delta vs parent",
-                "delta vs baseline", "runs/token", "BO bytes written/token", "x floor", "gate", "numeric"}};
+                "vs parent at equal bandwidth", "delta vs baseline", "runs/token", "BO bytes written/token",
+                "x floor", "gate", "numeric"}};
   for (size_t i = 0; i < r.stages.size(); ++i) {
     const StageRecord& s = r.stages[i];
     rows.push_back({
@@ -86,6 +87,7 @@ Rows StageRows(const ProfileRecord& r) {
         absl::StrFormat("%.2f (%.2f-%.2f)", s.median_ms, s.min_ms, s.max_ms),
         absl::StrFormat("%+.1f%%", s.drift_pct),
         i == 0 ? "-" : SignedDelta(s.delta_parent_ms, s.delta_parent_pct),
+        s.parent < 0 ? "-" : absl::StrFormat("x%.3f (noise +-%.1f%%)", s.vs_parent.ratio, 100 * s.vs_parent.noise),
         i == 0 ? "-" : SignedDelta(s.delta_baseline_ms, s.delta_baseline_pct),
         absl::StrCat(s.device_runs_per_token),
         HumanBytes(s.bytes_written_per_token),
@@ -98,13 +100,43 @@ Rows StageRows(const ProfileRecord& r) {
 }
 
 std::string FinalLine(const ProfileRecord& r) {
-  if (r.final_stage < 0) return "final: no stage passed the verify gate";
-  const StageRecord& f = r.stages[r.final_stage];
-  return absl::StrFormat(
-      "final: :%s %.2f ms/token vs baseline :%s %.2f ms/token: %.2fx speedup; final strictly "
-      "faster than baseline: %s",
-      f.name, f.median_ms, r.stages[0].name, r.stages[0].median_ms, r.speedup,
-      r.final_faster ? "YES" : "NO");
+  if (r.best_stage < 0) return "final: no stage passed the verify gate";
+  const StageRecord& b = r.stages[r.best_stage];
+  std::string out = absl::StrFormat(
+      "best: :%s %.2f ms/token (%.2f at equal bandwidth) vs baseline :%s %.2f (%.2f): %.2fx speedup at "
+      "equal bandwidth",
+      b.name, b.median_ms, b.norm_median_ms, r.stages[0].name, r.stages[0].median_ms, r.stages[0].norm_median_ms,
+      r.speedup);
+  if (r.final_stage >= 0 && r.final_stage != r.best_stage) {
+    const StageRecord& f = r.stages[r.final_stage];
+    absl::StrAppend(&out, absl::StrFormat("\nchain end: :%s %.2f ms/token (%.2f at equal bandwidth), %.2fx the "
+                                          "baseline: slower than :%s",
+                                          f.name, f.median_ms, f.norm_median_ms, r.final_speedup, b.name));
+  }
+  absl::StrAppend(&out, absl::StrFormat("\nchain end strictly faster than baseline: %s",
+                                        r.final_faster ? "YES" : "NO"));
+  return out;
+}
+
+// Per stage and round: the round's median, the bandwidth paired with its tokens and
+// the mode it names.
+Rows RoundRows(const ProfileRecord& r) {
+  Rows rows = {{"stage"}};
+  for (int k = 0; k < r.rounds; ++k) rows[0].push_back(absl::StrCat("round ", k + 1));
+  for (const StageRecord& s : r.stages) {
+    std::vector<std::string> row = {absl::StrCat(":", s.name)};
+    for (int k = 0; k < r.rounds; ++k) {
+      std::string cell = "-";
+      for (const RoundStat& x : s.rounds) {
+        if (x.round != k) continue;
+        cell = x.gbps > 0 ? absl::StrFormat("%.2f ms, %.1f GB/s %s", x.median_ms, x.gbps, x.mode)
+                          : absl::StrFormat("%.2f ms", x.median_ms);
+      }
+      row.push_back(cell);
+    }
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 Rows SplitRows(const StageRecord& s, int n_layers) {
@@ -162,6 +194,12 @@ std::string FormatTable(const ProfileRecord& r) {
       "%.2f GB/s (%d threads)\n",
       r.model, r.prompt, r.prompt_tokens, r.warmup, r.new_tokens, RoundsNote(r), r.bandwidth_gbps, r.threads);
   absl::StrAppend(&out, TextTable(StageRows(r)), FinalLine(r), "\n");
+  if (r.ref_gbps > 0) {
+    absl::StrAppend(&out, absl::StrFormat("\nrounds (median ms/token, read bandwidth paired with the tokens, "
+                                          "mode; equal bandwidth = %.1f GB/s):\n",
+                                          r.ref_gbps),
+                    TextTable(RoundRows(r)));
+  }
   if (!r.contexts.empty()) {
     absl::StrAppend(&out, "\ncontext scaling (final stage, ", r.contexts[0].tokens, " tokens per point):\n",
                     TextTable(ContextRows(r)));
@@ -190,8 +228,12 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
       "the first quarter) / median.\n",
       "- Weights: ", r.weights_source, " (", r.weights_digest, "), loaded once and shared by every stage.\n",
       absl::StrFormat("- Machine: %s, %d threads; memory read bandwidth %.2f GB/s measured at the "
-                      "start of this run (the floor = weight bytes read per token / that bandwidth).\n",
-                      r.device, r.threads, r.bandwidth_gbps),
+                      "start of this run. %s\n",
+                      r.device, r.threads, r.bandwidth_gbps,
+                      r.ref_gbps > 0 ? "Each measured token is bracketed by a streaming read pass just before and "
+                                       "just after it; the floor is the token's weight bytes read at that pair's "
+                                       "bandwidth, and x floor the median of token time / floor."
+                                     : "The floor = weight bytes read per token / that bandwidth."),
       "- Verify gate per stage: ", r.gate_prompts, " prompts x ", r.gate_tokens, " tokens against `",
       r.goldens, "` (top-5 agreement at the first divergence) and the same tokens as the parent stage; a stage that fails is **reverted**. "
       "Beside it, the numeric check (teacher-forced logits at HF's top-5 ids within a bf16 tolerance, "
@@ -232,13 +274,21 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
     absl::StrAppend(&md, "\n");
   }
   absl::StrAppend(&md, "## Final\n\n");
-  if (r.final_stage >= 0) {
-    const StageRecord& f = r.stages[r.final_stage];
+  if (r.best_stage >= 0) {
+    const StageRecord& f = r.stages[r.best_stage];
     absl::StrAppend(&md, absl::StrFormat(
-        "**%.2f ms/token** at `:%s`, **%.2fx** the baseline's %.2f ms/token (%s). Final stage strictly "
-        "faster than the baseline (the hard gate): **%s**.\n\n",
-        f.median_ms, f.name, r.speedup, b.median_ms, SignedDelta(f.delta_baseline_ms, f.delta_baseline_pct),
-        r.final_faster ? "yes" : "NO"));
+        "Fastest stage that passes the gate: **`:%s`, %.2f ms/token** (%.2f at equal bandwidth), **%.2fx** "
+        "the baseline's %.2f ms/token (%.2f) at equal bandwidth.\n\n",
+        f.name, f.median_ms, f.norm_median_ms, r.speedup, b.median_ms, b.norm_median_ms));
+    if (r.final_stage >= 0 && r.final_stage != r.best_stage) {
+      const StageRecord& e = r.stages[r.final_stage];
+      absl::StrAppend(&md, absl::StrFormat(
+          "The chain's end, `:%s`, is slower than that: %.2f ms/token (%.2f at equal bandwidth), %.2fx the "
+          "baseline.\n\n",
+          e.name, e.median_ms, e.norm_median_ms, r.final_speedup));
+    }
+    absl::StrAppend(&md, absl::StrFormat("Chain's end strictly faster than the baseline (the hard gate): **%s**.\n\n",
+                                         r.final_faster ? "yes" : "NO"));
   } else {
     absl::StrAppend(&md, "No stage passed the verify gate.\n\n");
   }
@@ -249,6 +299,17 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
   }
   Rows table = StageRows(r);
   absl::StrAppend(&md, "## All stages\n\n", MdTable(table), "\n");
+  if (r.ref_gbps > 0) {
+    absl::StrAppend(&md, "## Rounds\n\n",
+                    absl::StrFormat("Each round's median ms/token per stage, with the read bandwidth paired with its "
+                                    "tokens and the mode that names (fast: >= %.0f GB/s). \"At equal bandwidth\" "
+                                    "scales every token to %.1f GB/s, the median over all tokens of this run; a stage "
+                                    "is compared with its parent round by round, and is \"slower than its parent\" "
+                                    "when the median of those ratios exceeds 1 by more than the noise (the larger of "
+                                    "%.0f%% and half their range).\n\n",
+                                    kFastModeGbps, r.ref_gbps, 100 * kMinNoise),
+                    MdTable(RoundRows(r)), "\n");
+  }
   if (!r.contexts.empty() && r.final_stage >= 0) {
     absl::StrAppend(&md, "## Context scaling\n\n`:", r.stages[r.final_stage].name, "` decoding ",
                     r.contexts[0].tokens, " tokens ending at each context (the KV cache filled by real decode "
@@ -286,7 +347,7 @@ const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 std::string F(double v) { return absl::StrFormat("%.1f", v); }
 
 std::string Waterfall(const ProfileRecord& r) {
-  const int n = static_cast<int>(r.stages.size()) + (r.final_stage >= 0 ? 1 : 0);
+  const int n = static_cast<int>(r.stages.size()) + (r.best_stage >= 0 ? 1 : 0);
   const double w = std::max(560, 120 * n + 80), h = 340, left = 64, bottom = 70, top = 30;
   double max_ms = 0;
   for (const StageRecord& s : r.stages) max_ms = std::max(max_ms, s.median_ms);
@@ -351,9 +412,9 @@ std::string Waterfall(const ProfileRecord& r) {
                                           "stroke-dasharray=\"3 3\"/>\n",
                                           F(x_prev), F(x_this), F(y(from)), F(y(from))));
   }
-  if (r.final_stage >= 0) {
-    const StageRecord& f = r.stages[r.final_stage];
-    bar_at(n - 1, 0, f.median_ms, "#f28e2b", "", "final (:" + f.name + ")",
+  if (r.best_stage >= 0) {
+    const StageRecord& f = r.stages[r.best_stage];
+    bar_at(n - 1, 0, f.median_ms, "#f28e2b", "", "best (:" + f.name + ")",
            absl::StrFormat("%.2f ms, %.2fx", f.median_ms, r.speedup), "bar final");
   }
   absl::StrAppend(&svg, "</svg>\n");
@@ -390,7 +451,7 @@ std::vector<Segment> Segments(const StageRecord& s) {
 std::string Breakdown(const ProfileRecord& r) {
   std::vector<std::pair<std::string, const StageRecord*>> bars;
   if (!r.stages.empty()) bars.push_back({"baseline :" + r.stages[0].name, &r.stages[0]});
-  if (r.final_stage > 0) bars.push_back({"final :" + r.stages[r.final_stage].name, &r.stages[r.final_stage]});
+  if (r.best_stage > 0) bars.push_back({"best :" + r.stages[r.best_stage].name, &r.stages[r.best_stage]});
   std::map<std::string, std::string> color;
   std::vector<std::string> legend;
   for (const auto& [label, s] : bars) {
