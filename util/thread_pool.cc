@@ -54,6 +54,8 @@ int64_t NowNs() {
 ThreadPool::ThreadPool(int num_threads, const ContentionOptions& contention)
     : contention_(contention) {
   if (const char* e = std::getenv("DK_POOL_ADAPTIVE")) contention_.enabled = std::atoi(e) != 0;
+  if (contention_.now_ns == nullptr) contention_.now_ns = &NowNs;
+  if (contention_.preemptions == nullptr) contention_.preemptions = &InvoluntarySwitches;
   solo_ns_ = contention_.min_solo_ns;
   if (num_threads < 1) num_threads = 1;
   workers_.reserve(num_threads - 1);
@@ -92,12 +94,12 @@ int64_t ThreadPool::DrainTasks(int thread) {
 
 void ThreadPool::StartWindow(int64_t now_ns) {
   window_start_ns_ = now_ns;
-  window_preemptions_ = InvoluntarySwitches();
+  window_preemptions_ = contention_.preemptions();
   window_stalls_ = 0;
 }
 
 bool ThreadPool::RunAlone() {
-  const int64_t now = NowNs();
+  const int64_t now = contention_.now_ns();
   if (mode_ == Mode::kSolo) {
     if (now < solo_until_ns_) {
       ++stats_.solo_runs;
@@ -110,9 +112,7 @@ bool ThreadPool::RunAlone() {
   const int64_t length = now - window_start_ns_;
   if (length < contention_.window_ns) return false;
   // A window much longer than window_ns (the pool sat idle) is not judged.
-  const int64_t preemptions =
-      contention_.count_preemptions ? InvoluntarySwitches() - window_preemptions_ : 0;
-  const int64_t events = preemptions + window_stalls_;
+  const int64_t events = contention_.preemptions() - window_preemptions_ + window_stalls_;
   if (length < 2 * contention_.window_ns && events >= contention_.contention_events) {
     ++stats_.contended_windows;
     if (mode_ == Mode::kProbe) {
@@ -133,7 +133,7 @@ bool ThreadPool::RunAlone() {
 
 void ThreadPool::RunErased(int64_t num_tasks, TaskFn fn, const void* ctx) {
   ++stats_.parallel_runs;
-  const int64_t start_ns = contention_.enabled ? NowNs() : 0;
+  const int64_t start_ns = contention_.enabled ? contention_.now_ns() : 0;
   fn_ = fn;
   ctx_ = ctx;
   done_.store(0, std::memory_order_relaxed);
@@ -144,7 +144,7 @@ void ThreadPool::RunErased(int64_t num_tasks, TaskFn fn, const void* ctx) {
     cv_.notify_all();
   }
   const int64_t mine = DrainTasks(0);
-  const int64_t mine_done_ns = contention_.enabled ? NowNs() : 0;
+  const int64_t mine_done_ns = contention_.enabled ? contention_.now_ns() : 0;
   if (done_.fetch_add(mine, std::memory_order_seq_cst) + mine != num_tasks) {
     bool done = false;
     for (int i = 0; i < g_join_spin && !done; ++i) {
@@ -159,7 +159,7 @@ void ThreadPool::RunErased(int64_t num_tasks, TaskFn fn, const void* ctx) {
     }
   }
   if (contention_.enabled) {
-    const int64_t waited = NowNs() - mine_done_ns;
+    const int64_t waited = contention_.now_ns() - mine_done_ns;
     if (waited > contention_.stall_ns && waited > mine_done_ns - start_ns) {
       ++stats_.stalls;
       ++window_stalls_;
@@ -219,9 +219,9 @@ void TeamBarrier(const TeamMember& m, TeamCall& c) {
     if (c.done.load(std::memory_order_acquire) >= c.units) return;
   }
   // A member holding units is off its core (a loaded host): give ours up meanwhile.
-  const int64_t start = NowNs();
+  const int64_t start = m.team->NowNs();
   while (c.done.load(std::memory_order_acquire) < c.units) std::this_thread::yield();
-  if (m.thread == 0) m.team->AddCallerWait(NowNs() - start);
+  if (m.thread == 0) m.team->AddCallerWait(m.team->NowNs() - start);
 }
 
 }  // namespace internal

@@ -59,10 +59,16 @@ struct ContentionOptions {
   int64_t stall_ns = 200'000;           // a Run stalls when the caller waits longer than this
   int64_t window_ns = 100'000'000;      // stalls and preemptions are counted per window
   int contention_events = 12;           // stalls + preemptions in a window: contended
-  bool count_preemptions = true;        // false: stalls alone (tests)
   int64_t min_solo_ns = 200'000'000;    // solo time after contention
   int64_t max_solo_ns = 1'600'000'000;
   int64_t calm_ns = 2'000'000'000;      // no contention this long: the solo time starts over
+  // What the pool judges by: a steady clock in nanoseconds (the caller's waits, a
+  // team run's barrier waits, windows, solo times) and the caller's count of
+  // preemptions. Null: std::chrono::steady_clock and getrusage(RUSAGE_THREAD).
+  // Tests set them, so that only the test makes stalls and preemptions and moves
+  // time on; another process on the host cannot.
+  int64_t (*now_ns)() = nullptr;
+  int64_t (*preemptions)() = nullptr;
 };
 
 class ThreadPool {
@@ -270,9 +276,10 @@ class Team {
   explicit Team(size_t max_calls) : calls_(new TeamCall[max_calls]), capacity_(max_calls) {}
   size_t capacity() const { return capacity_; }
   int members() const { return members_; }
-  // Before a run, while no member is inside.
-  void Reset(int members) {
+  // Before a run, while no member is inside; `now_ns`: the pool's clock.
+  void Reset(int members, int64_t (*now_ns)()) {
     members_ = members;
+    now_ns_ = now_ns;
     for (size_t i = 0; i < capacity_; ++i) calls_[i].state.store(0, std::memory_order_relaxed);
     caller_wait_ns_.store(0, std::memory_order_relaxed);
   }
@@ -280,11 +287,13 @@ class Team {
   // Time the pool's caller spent in barriers after spinning (see RunTeam).
   void AddCallerWait(int64_t ns) { caller_wait_ns_.fetch_add(ns, std::memory_order_relaxed); }
   int64_t caller_wait_ns() const { return caller_wait_ns_.load(std::memory_order_relaxed); }
+  int64_t NowNs() const { return now_ns_(); }
 
  private:
   std::unique_ptr<TeamCall[]> calls_;
   size_t capacity_;
   int members_ = 1;
+  int64_t (*now_ns_)() = nullptr;
   std::atomic<int64_t> caller_wait_ns_{0};
 };
 
@@ -409,7 +418,7 @@ void ParallelRanges(ThreadPool* pool, size_t units, const F& f) {
 
 template <typename F>
 void ThreadPool::RunTeam(internal::Team& team, const F& body) {
-  team.Reset(num_threads());
+  team.Reset(num_threads(), contention_.now_ns);
   Run(num_threads(), [&](int64_t t, int thread) {
     internal::TeamMember m{&team, static_cast<int>(t), thread};
     internal::t_team_member = &m;

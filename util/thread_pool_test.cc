@@ -2,12 +2,18 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <fstream>
+#include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,19 +30,78 @@ ContentionOptions Off() {
   return c;
 }
 
+// How long these tests wait for a thread to do something before they call it a
+// failure (a deadlock, a worker that never comes): a guard, not a measure of speed,
+// so a busy host only makes them slower.
+constexpr auto kGuard = std::chrono::seconds(30);
+
+// Waits until `done` is true; false (and a failure) when it is still false after kGuard.
+bool WaitFor(const std::function<bool()>& done, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + kGuard;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "waited 30 s for " << what;
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// One Run of 2 tasks on a pool of 2 threads in which the worker takes a task and runs
+// on_worker() in it, once: a caller's task waits until the worker has one, however
+// late the host runs the worker (a worker already spinning may take both).
+void RunOnWorker(ThreadPool& pool, const std::function<void()>& on_worker) {
+  std::atomic<bool> worker_in{false};
+  pool.Run(2, [&](int64_t, int thread) {
+    if (thread == 0) {
+      WaitFor([&] { return worker_in.load(); }, "the worker to take a task");
+    } else if (!worker_in.exchange(true)) {
+      on_worker();
+    }
+  });
+}
+
+pid_t ThreadId() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// The scheduler's state of thread `tid` of this process: 'R' running or runnable, 'S'
+// asleep (waiting on a futex, say), ...; '?' when it cannot be read.
+char ThreadState(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  const size_t paren = line.rfind(')');  // after the name, which may hold spaces
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
+
+// Every task once, on every thread: when there are enough tasks, each thread's first
+// task waits until every thread holds one, so the workers' side is checked however
+// late the host runs them (a thread blocked in its first task cannot take a second).
 TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads, Off());
     EXPECT_EQ(pool.num_threads(), threads);
     for (int64_t n : {0, 1, 2, 7, 100, 1001}) {
       std::vector<std::atomic<int>> hits(n);
-      std::atomic<int> bad_thread{0};
+      std::vector<std::atomic<int>> per_thread(threads);
+      std::atomic<int> bad_thread{0}, threads_in{0};
+      const bool all_take_part = n >= threads && n > 1;
       pool.Run(n, [&](int64_t task, int thread) {
         hits[task].fetch_add(1);
-        if (thread < 0 || thread >= threads) bad_thread.fetch_add(1);
+        if (thread < 0 || thread >= threads) {
+          bad_thread.fetch_add(1);
+          return;
+        }
+        if (per_thread[thread].fetch_add(1) == 0 && all_take_part) {
+          threads_in.fetch_add(1);
+          WaitFor([&] { return threads_in.load() == threads; }, "every thread to take a task");
+        }
       });
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << i;
       EXPECT_EQ(bad_thread.load(), 0);
+      if (all_take_part) {
+        for (int t = 0; t < threads; ++t) EXPECT_GT(per_thread[t].load(), 0) << threads << " " << n << " " << t;
+      }
     }
   }
 }
@@ -48,16 +113,15 @@ TEST(ThreadPool, ManySmallRunsAndSleepingWorkers) {
     pool.Run(4, [&](int64_t task, int) { sum.fetch_add(task + 1); });
   }
   EXPECT_EQ(sum.load(), 20000 * 10);
-  // Let the worker fall asleep, then make sure it wakes up for the next Run.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::atomic<int> workers_used{0};
-  for (int r = 0; r < 50; ++r) {
-    pool.Run(64, [&](int64_t, int thread) {
-      if (thread == 1) workers_used.fetch_add(1);
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    });
-  }
-  EXPECT_GT(workers_used.load(), 0);
+  // The worker, idle, stops spinning and falls asleep; the next Run wakes it up.
+  std::atomic<pid_t> worker{0};
+  RunOnWorker(pool, [&] { worker = ThreadId(); });
+  ASSERT_NE(worker.load(), 0);
+  ASSERT_NE(ThreadState(worker.load()), '?') << "no /proc/self/task/<tid>/stat";
+  EXPECT_TRUE(WaitFor([&] { return ThreadState(worker.load()) == 'S'; }, "the idle worker to fall asleep"));
+  std::atomic<int> woke{0};
+  RunOnWorker(pool, [&] { woke.fetch_add(1); });
+  EXPECT_EQ(woke.load(), 1) << "the sleeping worker did not wake for the next Run";
 }
 
 // A worker that is not running when a Run starts (here: held in a signal handler, as
@@ -76,82 +140,62 @@ void HoldHandler(int) {
 TEST(ThreadPool, RunDoesNotWaitForAWorkerThatIsNotRunning) {
   ThreadPool pool(2, Off());
   std::atomic<pthread_t> worker{};
-  std::atomic<bool> found{false};
-  for (int r = 0; r < 1000 && !found.load(); ++r) {
-    pool.Run(64, [&](int64_t, int thread) {
-      if (thread == 1 && !found.exchange(true)) worker.store(pthread_self());
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    });
-  }
-  ASSERT_TRUE(found.load()) << "the worker never took a task";
+  RunOnWorker(pool, [&] { worker = pthread_self(); });
   struct sigaction sa = {};
   sa.sa_handler = HoldHandler;
   ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
   g_hold.store(true);
   ASSERT_EQ(pthread_kill(worker.load(), SIGUSR1), 0);
-  while (!g_held.load()) std::this_thread::yield();
-  // Released after 3 s whatever happens, so a pool that waits fails instead of hanging.
-  std::thread release([] {
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_TRUE(WaitFor([] { return g_held.load(); }, "the worker to be held"));
+  // The worker is released once the Runs are done, or after kGuard whatever happens,
+  // so that a pool that waits for it fails instead of hanging.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool runs_done = false;
+  std::thread release([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, kGuard, [&] { return runs_done; });
     g_hold.store(false);
   });
-  const auto start = std::chrono::steady_clock::now();
   std::atomic<int> by_worker{0};
-  std::atomic<int> ran{0};
+  std::vector<std::atomic<int>> hits(80);
   for (int r = 0; r < 10; ++r) {
-    pool.Run(8, [&](int64_t, int thread) {
-      ran.fetch_add(1);
+    pool.Run(8, [&](int64_t task, int thread) {
+      hits[8 * r + task].fetch_add(1);
       if (thread != 0) by_worker.fetch_add(1);
     });
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const bool still_held = g_hold.load();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    runs_done = true;
+  }
+  cv.notify_one();
   release.join();
-  EXPECT_TRUE(still_held);
-  EXPECT_EQ(ran.load(), 80);
+  EXPECT_TRUE(still_held) << "the Runs returned only once the held worker was let go";
+  for (int t = 0; t < 80; ++t) EXPECT_EQ(hits[t].load(), 1) << "task " << t;
   EXPECT_EQ(by_worker.load(), 0);
-  EXPECT_LT(secs, 1.0) << "Run waited for the held worker";
   // The worker, released, takes part again.
   std::atomic<int> used{0};
-  for (int r = 0; r < 200 && used.load() == 0; ++r) {
-    pool.Run(64, [&](int64_t, int thread) {
-      if (thread == 1) used.fetch_add(1);
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    });
-  }
-  EXPECT_GT(used.load(), 0);
+  RunOnWorker(pool, [&] { used.fetch_add(1); });
+  EXPECT_EQ(used.load(), 1);
   signal(SIGUSR1, SIG_DFL);
 }
 
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 // The caller waits for a long task on another thread asleep, not spinning: on a
-// loaded host its spinning would hold the core the other thread needs.
+// loaded host its spinning would hold the core the other thread needs. The worker's
+// task lasts until it sees the caller asleep (the caller's own task never sleeps).
 TEST(ThreadPool, CallerSleepsWhileWaitingForALongTask) {
   ThreadPool pool(2, Off());
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    std::atomic<int> worker_tasks{0};
-    const double cpu0 = ThreadCpuSeconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.Run(16, [&](int64_t, int thread) {
-      if (thread == 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      } else if (worker_tasks.fetch_add(1) == 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-    });
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double cpu = ThreadCpuSeconds() - cpu0;
-    if (worker_tasks.load() == 0) continue;  // the caller took every task: try again
-    EXPECT_GE(wall, 0.19);
-    EXPECT_LT(cpu, 0.05) << "the caller spun while the worker ran its 200 ms task";
-    return;
-  }
-  FAIL() << "the worker never took a task in 20 Runs";
+  const pid_t caller = ThreadId();
+  ASSERT_NE(ThreadState(caller), '?') << "no /proc/self/task/<tid>/stat";
+  std::atomic<bool> saw_caller_asleep{false}, worker_done{false};
+  RunOnWorker(pool, [&] {
+    saw_caller_asleep = WaitFor([&] { return ThreadState(caller) == 'S'; }, "the waiting caller to sleep");
+    worker_done = true;
+  });
+  EXPECT_TRUE(saw_caller_asleep.load()) << "the caller spun while the worker ran its long task";
+  EXPECT_TRUE(worker_done.load()) << "Run returned before the worker's task had finished";
 }
 
 TEST(SplitPoint, CoversRangeWithAlignedBoundaries) {
@@ -201,55 +245,62 @@ TEST(ParallelRanges, OneThreadOrNoPoolIsOneCall) {
 // A thread held up in its first piece does not hold the call up: the other takes the
 // rest of its share (from the back, in halves). Without stealing the caller would
 // process its own 500 units only and wait. Each thread walks its share front to back.
+// The caller's first piece waits until the worker holds its own (so each has a share,
+// whichever it is, however late the host runs the worker); the worker holds its first
+// piece until the caller has done everything else.
 TEST(ParallelRanges, OthersTakeTheShareOfAThreadThatIsHeldUp) {
   ThreadPool pool(2, Off());
-  const size_t n = 1000;
+  const size_t n = 1000, half = n / 2;
   std::mutex mu;
   std::vector<Piece> pieces;
+  std::vector<std::atomic<int>> hits(n);
   std::atomic<size_t> caller_units{0};
-  std::atomic<bool> worker_ran{false};
-  for (int attempt = 0; attempt < 20 && !worker_ran.load(); ++attempt) {
-    pieces.clear();
-    caller_units = 0;
-    ParallelRanges(&pool, n, [&](size_t b, size_t e, int t) {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        pieces.push_back({b, e, t});
+  std::atomic<bool> worker_in{false};
+  bool caller_waited = false;  // the caller's alone
+  ParallelRanges(&pool, n, [&](size_t b, size_t e, int t) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      pieces.push_back({b, e, t});
+    }
+    for (size_t u = b; u < e && u < n; ++u) hits[u].fetch_add(1);
+    if (t == 0) {
+      if (!caller_waited) {
+        caller_waited = true;
+        WaitFor([&] { return worker_in.load(); }, "the worker to take its share");
       }
-      if (t == 0) {  // slow enough for the worker to claim its share meanwhile
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-        caller_units.fetch_add(e - b);
-        return;
-      }
-      if (worker_ran.exchange(true)) return;
-      // The worker's first piece: hold it until the caller has done everything else.
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (caller_units.load() < n - (e - b) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::yield();
-      }
-    });
+      caller_units.fetch_add(e - b);
+      return;
+    }
+    if (worker_in.exchange(true)) return;
+    WaitFor([&] { return caller_units.load() >= n - (e - b); }, "the caller to do the rest");
+  });
+  for (size_t u = 0; u < n; ++u) ASSERT_EQ(hits[u].load(), 1) << u;
+  std::vector<Piece> worker_pieces;
+  for (const Piece& p : pieces) {
+    if (p.thread != 0) worker_pieces.push_back(p);
   }
-  ASSERT_TRUE(worker_ran.load()) << "the worker never took a share in 20 calls";
-  size_t worker_units = 0;
-  for (const Piece& p : pieces) worker_units += p.thread == 0 ? 0 : p.end - p.begin;
-  EXPECT_EQ(caller_units.load() + worker_units, n);
-  EXPECT_GT(caller_units.load(), n / 2) << "the caller took nothing from the held-up worker's share";
-  EXPECT_LE(worker_units, n / 8) << "the worker kept more than its first piece";
-  // The caller walked its own share, [0, 500), front to back in pieces that follow
-  // each other (one stream), then took the worker's share from the back: its first
-  // piece there starts in the back half of what the worker had left ([625, 1000)).
-  size_t next = 0, first_stolen = SIZE_MAX;
+  ASSERT_EQ(worker_pieces.size(), 1u) << "the worker kept more than its first piece";
+  EXPECT_LE(worker_pieces[0].end - worker_pieces[0].begin, n / 8);
+  const size_t worker_share = worker_pieces[0].begin;  // its first piece: the front of its share
+  ASSERT_TRUE(worker_share == 0 || worker_share == half) << worker_share;
+  const size_t own = half - worker_share;
+  EXPECT_EQ(caller_units.load(), n - (worker_pieces[0].end - worker_pieces[0].begin));
+  // The caller walked its own share front to back in pieces that follow each other
+  // (one stream), then took the worker's share from the back: its first piece there
+  // starts in the back half of what the worker had left (e.g. [625, 1000) of [500, 1000)).
+  size_t next = own, first_stolen = SIZE_MAX;
   for (const Piece& p : pieces) {
     if (p.thread != 0) continue;
-    if (p.begin < n / 2) {
+    if (first_stolen == SIZE_MAX && p.begin >= own && p.begin < own + half) {
       EXPECT_EQ(p.begin, next) << "the caller's own share out of order";
       next = p.end;
     } else if (first_stolen == SIZE_MAX) {
       first_stolen = p.begin;
     }
   }
-  EXPECT_EQ(next, n / 2);
-  EXPECT_GE(first_stolen, 3 * n / 4) << "the caller did not take the held-up share from the back";
+  EXPECT_EQ(next, own + half) << "the caller did not walk its whole share first";
+  EXPECT_GE(first_stolen, worker_share + half / 2) << "the caller did not take the held-up share from the back";
+  EXPECT_LT(first_stolen, worker_share + half);
 }
 
 
@@ -301,10 +352,7 @@ TEST(RunTeam, AMemberThatComesLateHoldsNothingUp) {
   std::atomic<bool> caller_done{false};
   pool.RunTeam(team, [&] {
     const bool late = internal::t_team_member->slot == 1;
-    if (late) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (!caller_done.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    }
+    if (late) WaitFor([&] { return caller_done.load(); }, "the other member to finish");
     for (int c = 0; c < 3; ++c) {
       ParallelRanges(&pool, n, [&](size_t b, size_t e, int) {
         if (late) late_units.fetch_add(e - b);
