@@ -20,6 +20,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
 #include "registry/registry.h"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "util/ggml_blocks.h"
 
@@ -674,21 +675,8 @@ absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name)
 }
 
 absl::StatusOr<Program> ReadElfFile(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open decode ELF ", path, ": ", std::strerror(errno)));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    // (An ifstream opens a directory and reads 0 bytes: "truncated?" would mislead.)
-    return absl::InvalidArgumentError(
-        absl::StrCat("decode ELF ", path, " is a directory, not a file"));
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open decode ELF ", path));
-  std::stringstream buf;
-  buf << f.rdbuf();
-  return ReadElf(buf.str(), path);
+  DK_ASSIGN_OR_RETURN(const std::string bytes, ReadRegularFile(path, "decode ELF", kMaxElfFileBytes));
+  return ReadElf(bytes, path);
 }
 
 }  // namespace dk::elf

@@ -71,7 +71,8 @@ absl::Status WriteElfFile(const Program& program, const std::string& path);
 
 // Parses and validates ELF bytes; `name` is used in error messages.
 absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name = "<memory>");
-// NotFound when `path` does not exist, InvalidArgument when it is a directory.
+// NotFound when `path` does not exist, InvalidArgument when it is not a regular
+// file (a directory, /dev/zero, a FIFO) or is larger than kMaxElfFileBytes.
 // Nothing is logged: the returned error is the only message (libprotobuf's own log
 // lines are silenced while parsing).
 absl::StatusOr<Program> ReadElfFile(const std::string& path);

@@ -1,6 +1,7 @@
 #include "elf/elf.h"
 
 #include <elf.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -410,6 +411,18 @@ TEST(Elf, CorruptProgramSection) {
   for (size_t i = 0; i < 16; ++i) bytes[at + i] = '\xff';
   EXPECT_FALSE(ReadElf(bytes).ok());
   ExpectError(ReadElfFile("/nonexistent/x.elf"), "cannot open decode ELF");
+}
+
+// /dev/zero (or a FIFO) as --elf was read without bound until std::bad_alloc.
+TEST(Elf, ReadElfFileRefusesWhatIsNotARegularFile) {
+  ExpectError(ReadElfFile("/dev/zero"), "decode ELF /dev/zero is not a regular file");
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  ExpectError(ReadElfFile(dir), "decode ELF " + dir + " is a directory, not a file");
+  const std::string fifo = dir + "/fifo.elf";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ExpectError(ReadElfFile(fifo), "decode ELF " + fifo + " is not a regular file");
 }
 
 // Found by //elf:elf_fuzzer: a .dk.program section typed NULL (or NOBITS) skipped

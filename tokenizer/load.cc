@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/tokenizer.h"
+#include "util/read_file.h"
 
 namespace dk::tokenizer {
 namespace {
@@ -301,12 +302,7 @@ absl::Status AddPostProcessor(const Json& pp, TokenizerSpec* spec) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
-  return ss.str();
+  return ReadRegularFile(path, "tokenizer file");
 }
 
 }  // namespace
@@ -593,6 +589,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
                                               " has no tokenizer.json"));
     }
   } else {
+    // A device or FIFO (/dev/zero) has no content to sniff that ends.
+    if (!S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat("tokenizer ", path, " is not a regular file"));
+    }
     // The format by content, not by name: GGUF starts with its magic, a
     // tokenizer.json with '{' (after whitespace).
     std::ifstream in(path, std::ios::binary);
@@ -621,6 +621,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
   // tokenizer_config.json (optional) names the BOS/EOS tokens.
   if (config_path.has_value()) {
     absl::StatusOr<std::string> config_text = ReadFile(*config_path);
+    // Absent is fine; present but unreadable (a directory, /dev/zero) is an error.
+    if (!config_text.ok() && !absl::IsNotFound(config_text.status())) return config_text.status();
     if (config_text.ok()) {
       Json config = Json::parse(*config_text, nullptr, /*allow_exceptions=*/false);
       auto token_id = [&](const char* key) -> std::optional<int32_t> {

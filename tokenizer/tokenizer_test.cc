@@ -1,5 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -479,6 +482,21 @@ TEST(TokenizerLoadTest, FormatIsToldByContentNotByName) {
   EXPECT_THAT(s.message(), HasSubstr("tok.gguf: "));
   EXPECT_THAT(s.message(), HasSubstr("not valid JSON"));
   EXPECT_EQ(Tokenizer::Load(dir + "/none.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+// /dev/zero as a tokenizer, or as a checkpoint's tokenizer.json, was read without
+// bound until std::bad_alloc.
+TEST(TokenizerLoadTest, WhatIsNotARegularFileIsRefused) {
+  absl::Status s = Tokenizer::Load("/dev/zero").status();
+  EXPECT_THAT(s.message(), HasSubstr("tokenizer /dev/zero is not a regular file"));
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/ckpt";
+  ::mkdir(dir.c_str(), 0700);
+  const std::string json = dir + "/tokenizer.json";
+  std::remove(json.c_str());
+  ASSERT_EQ(::symlink("/dev/zero", json.c_str()), 0);
+  s = Tokenizer::Load(dir).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr(json + " is not a regular file"));
 }
 
 // Issue 15: token types outside llama.cpp's enum were silently taken as normal.

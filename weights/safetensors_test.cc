@@ -1,6 +1,9 @@
 // safetensors and HF checkpoint directories.
 #include "weights/safetensors.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -457,6 +460,17 @@ TEST(HfCheckpointTest, MissingTensorWrongShapeAndTies) {
     auto w = LoadHfCheckpoint(ckpt.dir());
     EXPECT_FALSE(w.ok());
     EXPECT_THAT(w.status().message(), HasSubstr("config.json"));
+  }
+  {
+    // config.json a symlink to /dev/zero was read without bound until std::bad_alloc.
+    HandWrittenCheckpoint ckpt("config_dev_zero");
+    ckpt.WriteSingle();
+    const std::string config = ckpt.dir() + "/config.json";
+    ASSERT_EQ(std::remove(config.c_str()), 0);
+    ASSERT_EQ(::symlink("/dev/zero", config.c_str()), 0);
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    EXPECT_FALSE(w.ok());
+    EXPECT_THAT(w.status().message(), HasSubstr(config + " is not a regular file"));
   }
   EXPECT_EQ(LoadHfCheckpoint(TempDir("empty_dir")).status().code(),
             absl::StatusCode::kNotFound);
