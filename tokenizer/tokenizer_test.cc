@@ -459,6 +459,34 @@ TEST(TokenizerGgufTest, Errors) {
               HasSubstr("tokenizer.ggml.merges[0] = 'ab'"));
 }
 
+// A corrupt tokenizer.ggml.tokens was reported as a bad merge (the merge "l l"
+// whose result "ll" the vocabulary lacked), with the corrupt bytes printed raw.
+TEST(TokenizerGgufTest, CorruptTokensAreReportedAsSuch) {
+  auto message = [](const std::string& corrupt) {
+    const TokenizerSpec spec = TinySpec();
+    std::vector<std::string> tokens = spec.tokens;
+    tokens[257] = corrupt;  // was "ll"
+    std::vector<std::string> merges;
+    for (const auto& [a, b] : spec.merges) merges.push_back(a + " " + b);
+    std::vector<int32_t> types(tokens.size(), 1);
+    types[262] = types[263] = types[264] = 3;
+    MiniGguf g;
+    g.Str("tokenizer.ggml.model", "gpt2")
+        .Strs("tokenizer.ggml.tokens", tokens)
+        .Strs("tokenizer.ggml.merges", merges)
+        .I32s("tokenizer.ggml.token_type", types);
+    auto gguf = g.Build();
+    EXPECT_TRUE(gguf.ok()) << gguf.status();
+    return std::string(Tokenizer::FromGguf(**gguf).status().message());
+  };
+  std::string m = message("l\x01");
+  EXPECT_THAT(m, HasSubstr("tokenizer.ggml.tokens[257] = 'l\\x01' (a normal token) is not byte-level BPE text"));
+  EXPECT_THAT(m, Not(HasSubstr("merge")));
+  EXPECT_EQ(m.find('\x01'), std::string::npos) << m;
+  m = message("l\xff");
+  EXPECT_THAT(m, HasSubstr("tokenizer.ggml.tokens[257] = 'l\\xff' is not valid UTF-8"));
+}
+
 // Issue 15: a broken .gguf (its magic gone) was parsed as JSON and reported as
 // "not valid JSON"; the format is now told by content.
 TEST(TokenizerLoadTest, FormatIsToldByContentNotByName) {

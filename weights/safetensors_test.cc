@@ -175,6 +175,20 @@ TEST(HfCheckpointTest, HugeConfigDimensionsAreRefused) {
                   .ok());
 }
 
+// rope_scaling.factor negative (or inf, or rope_theta inf) in config.json was taken
+// as it was and turned every RoPE angle into garbage.
+TEST(HfCheckpointTest, RopeScalingFactorsMustBeFiniteAndPositive) {
+  const std::string base = R"("hidden_size":32,"intermediate_size":64,"num_attention_heads":4,
+      "num_hidden_layers":2,"vocab_size":16,)";
+  auto s = ShapeFromHfConfig(
+      "{" + base + R"("rope_scaling":{"rope_type":"llama3","factor":-8.0,"low_freq_factor":1.0,
+        "high_freq_factor":4.0,"original_max_position_embeddings":8192}})",
+      "m", "dir/config.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("dir/config.json"));
+  EXPECT_THAT(s.status().message(), HasSubstr("rope_scaling.factor -8 must be finite and > 0"));
+}
+
 TEST(HfCheckpointTest, ConfigRoundTripsLlama3RopeScaling) {
   elf::ModelShape s = TinyShape();
   s.set_vocab(128256);
