@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -20,6 +22,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
 #include "registry/registry.h"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "util/ggml_blocks.h"
 
@@ -214,10 +217,33 @@ absl::Status ValidateModelShape(const ModelShape& m) {
                " x head_dim ", m.head_dim(), " x max_context ", m.max_context(),
                " x 2 bytes) exceeds ", kMaxBytes, " bytes");
   }
-  if (!(m.rms_eps() > 0)) return bad("rms_eps must be > 0");
-  if (!(m.rope_theta() > 0)) return bad("rope_theta must be > 0");
+  // Infinite values pass "> 0" but turn every RoPE angle or norm into NaN.
+  if (!(m.rms_eps() > 0) || !std::isfinite(m.rms_eps())) {
+    return bad("rms_eps ", m.rms_eps(), " must be finite and > 0");
+  }
+  if (!(m.rope_theta() > 0) || !std::isfinite(m.rope_theta())) {
+    return bad("rope_theta ", m.rope_theta(), " must be finite and > 0");
+  }
+  if (!std::isfinite(m.rope_local_theta())) {
+    return bad("rope_local_theta ", m.rope_local_theta(), " must be finite");
+  }
   if (!m.rope_scaling().type().empty() && m.rope_scaling().type() != "llama3") {
     return bad("unsupported rope_scaling type \"", m.rope_scaling().type(), "\"");
+  }
+  if (m.rope_scaling().type() == "llama3") {
+    const RopeScaling& r = m.rope_scaling();
+    const std::pair<const char*, float> factors[] = {
+        {"factor", r.factor()}, {"low_freq_factor", r.low_freq_factor()}, {"high_freq_factor", r.high_freq_factor()}};
+    for (const auto& [field, value] : factors) {
+      if (!(value > 0) || !std::isfinite(value)) {
+        return bad("rope_scaling.", field, " ", value, " must be finite and > 0");
+      }
+    }
+    // Llama 3's smoothing divides by high_freq_factor - low_freq_factor.
+    if (!(r.low_freq_factor() < r.high_freq_factor())) {
+      return bad("rope_scaling.low_freq_factor ", r.low_freq_factor(), " must be below high_freq_factor ",
+                 r.high_freq_factor());
+    }
   }
   if (m.family() != "" && m.family() != "llama" && m.family() != "qwen2" && m.family() != "qwen3" &&
       m.family() != "gemma3") {
@@ -299,6 +325,192 @@ absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::str
   return shape;
 }
 
+namespace {
+
+// What each kernel reads and writes, checked against its integer parameters: every
+// input and output parameter bound, a weight [rows, cols] in the variant's layout
+// (and of its specialized K), every other operand BF16 (F32 where the kernel takes
+// it) and large enough for the launch. These are the kernels' contracts, the same
+// for every device; a device checks them again at load only as a guard.
+absl::Status CheckLaunchOperands(const Launch& l, const registry::Kernel& kernel,
+                                 const registry::KernelVariant& variant,
+                                 const std::map<std::string, const BufferObject*>& bos,
+                                 const std::string& where) {
+  auto bad = [&](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(where, ": ", parts...)); };
+  std::map<std::string, const BufferObject*> bound;
+  for (const Binding& b : l.bindings()) bound[b.param()] = bos.at(b.bo());
+  for (const auto* params : {&kernel.inputs(), &kernel.outputs()}) {
+    for (const std::string& p : *params) {
+      if (bound.count(p) == 0) return bad("parameter \"", p, "\" is not bound");
+    }
+  }
+  auto param = [&](const std::string& name) -> int64_t {
+    const auto it = l.params().find(name);
+    return it == l.params().end() ? 0 : it->second;
+  };
+  auto expect = [&](const std::string& p, int64_t elements, bool allow_f32) -> absl::Status {
+    const BufferObject& b = *bound.at(p);
+    const bool f32 = b.dtype() == F32;
+    if (b.dtype() != BF16 && !(allow_f32 && f32)) {
+      return bad("BO \"", b.name(), "\" (parameter \"", p, "\") has dtype ", DType_Name(b.dtype()),
+                 ", expected BF16", allow_f32 ? " or F32" : "");
+    }
+    if (b.size_bytes() < elements * DTypeBytes(b.dtype())) {
+      return bad("BO \"", b.name(), "\" (parameter \"", p, "\") holds ", b.size_bytes(),
+                 " bytes, the launch needs ", elements * DTypeBytes(b.dtype()));
+    }
+    return absl::OkStatus();
+  };
+  auto weight = [&](const std::string& p, int64_t rows, int64_t cols) -> absl::Status {
+    const BufferObject& w = *bound.at(p);
+    const std::string layout = w.layout().empty() ? std::string(registry::kRowMajor) : w.layout();
+    if (layout != variant.layout()) {
+      return bad("weight BO \"", w.name(), "\" has layout ", layout, " but the kernel reads ", variant.layout());
+    }
+    if (variant.k() != 0 && variant.k() != cols) {
+      return bad("symbol is specialized for K=", variant.k(), " but cols=", cols);
+    }
+    BufferObject need = w;
+    need.clear_shape();
+    need.add_shape(rows);
+    need.add_shape(cols);
+    const absl::StatusOr<int64_t> bytes = BoBytes(need);
+    if (!bytes.ok()) return bad(bytes.status().message());
+    if (w.dtype() != BF16 || w.size_bytes() < *bytes) {
+      return bad("weight BO \"", w.name(), "\" (parameter \"", p, "\") must be BF16 of at least ", *bytes,
+                 " bytes for [", rows, ", ", cols, "]");
+    }
+    return absl::OkStatus();
+  };
+  // Gemma's norms bind the sizes Llama's do.
+  const std::string id = kernel.id() == "rmsnorm_plus1"        ? "rmsnorm"
+                         : kernel.id() == "head_rmsnorm_plus1" ? "head_rmsnorm"
+                                                               : kernel.id();
+  if (id == "gemv" || id == "gemv_ksplit") {
+    const int64_t rows = param("rows"), cols = param("cols");
+    if (id == "gemv_ksplit") {
+      const int64_t chunk = param("k_chunk");
+      if (chunk % kBlockElems != 0 || cols % chunk != 0) {
+        return bad("K-split GEMV needs cols (", cols, ") a multiple of k_chunk (", chunk,
+                   "), itself a multiple of ", kBlockElems);
+      }
+    }
+    DK_RETURN_IF_ERROR(weight("w", rows, cols));
+    DK_RETURN_IF_ERROR(expect("x", cols, true));
+    DK_RETURN_IF_ERROR(expect("y", rows, true));
+    if (variant.layout() == registry::kPackedPanelX12V1 && bound.at("x")->dtype() == F32) {
+      return bad("the ", registry::kPackedPanelX12V1, " GEMV reads bf16 x, BO \"", bound.at("x")->name(),
+                 "\" is F32");
+    }
+    return absl::OkStatus();
+  }
+  if (id == "rms_gemv" || id == "gemv_add" || id == "rms_gemv_silu_mul") {
+    const int64_t rows = param("rows"), cols = param("cols");
+    const bool silu = id == "rms_gemv_silu_mul";
+    DK_RETURN_IF_ERROR(weight(silu ? "w_gate" : "w", rows, cols));
+    if (silu) DK_RETURN_IF_ERROR(weight("w_up", rows, cols));
+    DK_RETURN_IF_ERROR(expect("x", cols, false));
+    if (id == "gemv_add") {
+      DK_RETURN_IF_ERROR(expect("residual", rows, false));
+    } else {
+      DK_RETURN_IF_ERROR(expect("norm", cols, false));
+    }
+    return expect("y", rows, id == "rms_gemv");
+  }
+  if (id == "rms_gemv3") {
+    const int64_t cols = param("cols");
+    DK_RETURN_IF_ERROR(expect("x", cols, false));
+    DK_RETURN_IF_ERROR(expect("norm", cols, false));
+    for (int i = 0; i < 3; ++i) {
+      const int64_t rows = param(absl::StrCat("rows", i));
+      DK_RETURN_IF_ERROR(weight(absl::StrCat("w", i), rows, cols));
+      DK_RETURN_IF_ERROR(expect(absl::StrCat("y", i), rows, true));
+    }
+    if (bound.at("y1")->dtype() != bound.at("y0")->dtype() || bound.at("y2")->dtype() != bound.at("y0")->dtype()) {
+      return bad("outputs y0, y1, y2 differ in dtype");
+    }
+    return absl::OkStatus();
+  }
+  if (id == "rmsnorm") {
+    for (const char* p : {"x", "w", "y"}) DK_RETURN_IF_ERROR(expect(p, param("n"), false));
+    return absl::OkStatus();
+  }
+  if (id == "rope") {
+    const int64_t heads = param("heads"), head_dim = param("head_dim");
+    if (head_dim % 2 != 0) return bad("head_dim ", head_dim, " must be even");
+    DK_RETURN_IF_ERROR(expect("x", heads * head_dim, false));
+    DK_RETURN_IF_ERROR(expect("y", heads * head_dim, false));
+    DK_RETURN_IF_ERROR(expect("cos", head_dim / 2, false));
+    return expect("sin", head_dim / 2, false);
+  }
+  if (id == "head_rmsnorm") {
+    const int64_t n = param("heads") * param("head_dim");
+    DK_RETURN_IF_ERROR(expect("x", n, false));
+    DK_RETURN_IF_ERROR(expect("w", param("head_dim"), false));
+    return expect("y", n, false);
+  }
+  if (id == "bias_add") {
+    if (bound.at("x")->dtype() != F32) {
+      return bad("BO \"", bound.at("x")->name(), "\" (parameter \"x\") has dtype ",
+                 DType_Name(bound.at("x")->dtype()), ", expected F32");
+    }
+    DK_RETURN_IF_ERROR(expect("x", param("n"), true));
+    DK_RETURN_IF_ERROR(expect("bias", param("n"), false));
+    return expect("y", param("n"), false);
+  }
+  // silu_mul, gelu_tanh_mul, add: every BO holds n bf16.
+  for (const auto& [p, bo] : bound) DK_RETURN_IF_ERROR(expect(p, param("n"), false));
+  return absl::OkStatus();
+}
+
+// The logits (an F32 host value of vocab elements) are written whole, once per
+// token: the OUTPUT BOs mirroring them (the LM head's partitions) cover every
+// element and no two overlap. A gap leaves logits of the previous token (or zeros)
+// that top-k would pick from; an overlap means a gap elsewhere.
+absl::Status CheckLogits(const Program& p, const std::map<std::string, const HostValue*>& values,
+                         const std::map<std::string, int64_t>& value_elements) {
+  const auto v = values.find("logits");
+  if (v == values.end() || v->second->dtype() != F32) {
+    return absl::InvalidArgumentError("the program has no F32 host value \"logits\"");
+  }
+  const int64_t n = value_elements.at("logits");
+  if (n != p.model().vocab()) {
+    return absl::InvalidArgumentError(absl::StrCat("host value \"logits\" has ", n,
+                                                   " elements, the model's vocab is ", p.model().vocab()));
+  }
+  std::vector<std::pair<int64_t, const BufferObject*>> parts;  // (host_offset, BO)
+  for (const BufferObject& bo : p.bos()) {
+    if (bo.category() == OUTPUT && bo.host_value() == "logits") parts.push_back({bo.host_offset(), &bo});
+  }
+  std::sort(parts.begin(), parts.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  int64_t covered = 0;  // logits [0, covered) are written
+  const BufferObject* last = nullptr;
+  for (const auto& [offset, bo] : parts) {
+    const int64_t end = offset + bo->size_bytes() / DTypeBytes(F32);
+    if (offset < covered) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "OUTPUT BOs \"", last->name(), "\" and \"", bo->name(), "\" both write logits [", offset, ", ",
+          std::min(covered, end), ") (the LM-head partitions overlap)"));
+    }
+    if (offset > covered) {
+      return absl::InvalidArgumentError(absl::StrCat("logits [", covered, ", ", offset,
+                                                     ") are written by no OUTPUT BO (the LM-head partitions "
+                                                     "leave a gap)"));
+    }
+    covered = end;
+    last = bo;
+  }
+  if (covered < n) {
+    return absl::InvalidArgumentError(absl::StrCat("logits [", covered, ", ", n,
+                                                   ") are written by no OUTPUT BO (the LM-head partitions "
+                                                   "do not cover the vocab)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateProgram(const Program& p) {
   if (p.schema_version() != kSchemaVersion) {
     return absl::InvalidArgumentError(absl::StrCat("schema version ", p.schema_version(),
@@ -338,6 +550,10 @@ absl::Status ValidateProgram(const Program& p) {
     if (!bytes.ok()) return bytes.status();
     if (*bytes != bo.size_bytes()) {
       return bad(" size_bytes ", bo.size_bytes(), " does not match its shape (", *bytes, " bytes)");
+    }
+    if (!bo.weight_tensor().empty() && bo.shape_size() > 2) {
+      return bad(" mirrors weight tensor \"", bo.weight_tensor(), "\" but has rank ", bo.shape_size(),
+                 " (a weight BO is 1-D or 2-D)");
     }
     // weight_row_begin/end: rows [begin, end) of the tensor, end 0 = all rows from 0.
     const int64_t begin = bo.weight_row_begin(), end = bo.weight_row_end();
@@ -394,9 +610,28 @@ absl::Status ValidateProgram(const Program& p) {
           return absl::InvalidArgumentError(
               absl::StrCat(lwhere, ": unknown kernel symbol \"", l.kernel_symbol(), "\""));
         }
+        if (kernel->host_only()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(lwhere, ": kernel \"", kernel->id(), "\" runs on the host, not in a launch group"));
+        }
+        const std::set<std::string> outputs(kernel->outputs().begin(), kernel->outputs().end());
         for (const Binding& b : l.bindings()) {
           auto s = CheckBinding(b, bos, lwhere);
           if (!s.ok()) return s;
+          // Where each bound BO's bytes come from and go to: an OUTPUT BO is read
+          // back into its host value, a WRITE BO the kernel reads is written from
+          // a host value or a weight before each run.
+          const BufferObject& bo = *bos.at(b.bo());
+          if (outputs.count(b.param()) > 0) {
+            if (bo.category() == OUTPUT && bo.host_value().empty()) {
+              return absl::InvalidArgumentError(absl::StrCat(lwhere, ": OUTPUT BO \"", bo.name(),
+                                                             "\" (parameter \"", b.param(),
+                                                             "\") mirrors no host value"));
+            }
+          } else if (bo.category() == WRITE && bo.host_value().empty() && bo.weight_tensor().empty()) {
+            return absl::InvalidArgumentError(absl::StrCat(lwhere, ": WRITE BO \"", bo.name(), "\" (parameter \"",
+                                                           b.param(), "\") mirrors neither a host value nor a weight"));
+          }
           // A weight's blocks are read only by a variant of that block format
           // (and a block-format variant reads only such a weight).
           if (!registry::IsWeightParam(*kernel, b.param())) continue;
@@ -418,6 +653,7 @@ absl::Status ValidateProgram(const Program& p) {
                 lwhere, ": integer parameter \"", param, "\" is missing or not positive"));
           }
         }
+        DK_RETURN_IF_ERROR(CheckLaunchOperands(l, *kernel, **variant, bos, lwhere));
       }
     } else if (step.has_host()) {
       const HostStep& h = step.host();
@@ -441,7 +677,7 @@ absl::Status ValidateProgram(const Program& p) {
       return absl::InvalidArgumentError(absl::StrCat("step ", i, " is neither a group nor a host step"));
     }
   }
-  return absl::OkStatus();
+  return CheckLogits(p, values, value_elements);
 }
 
 absl::StatusOr<std::string> WriteElf(const Program& program) {
@@ -674,21 +910,8 @@ absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name)
 }
 
 absl::StatusOr<Program> ReadElfFile(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open decode ELF ", path, ": ", std::strerror(errno)));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    // (An ifstream opens a directory and reads 0 bytes: "truncated?" would mislead.)
-    return absl::InvalidArgumentError(
-        absl::StrCat("decode ELF ", path, " is a directory, not a file"));
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open decode ELF ", path));
-  std::stringstream buf;
-  buf << f.rdbuf();
-  return ReadElf(buf.str(), path);
+  DK_ASSIGN_OR_RETURN(const std::string bytes, ReadRegularFile(path, "decode ELF", kMaxElfFileBytes));
+  return ReadElf(bytes, path);
 }
 
 }  // namespace dk::elf

@@ -56,7 +56,14 @@ absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::str
 // dtype and lies inside it at host_offset >= 0, a block-format BO (Q8_0, Q4_0, Q4_1) is a
 // 2-D row-major BF16 weight with cols % 32 == 0 (and only such a BO has
 // blocks_as_stored), and a GEMV reads its weight through a
-// variant of the weight's block format. Errors name the field and the BO.
+// variant of the weight's block format. Each launch binds every input and output of
+// its kernel, not a host-only kernel; its operands meet the kernel's contract for
+// its integer parameters (dtype, size, a weight's layout and K: the rules every
+// device relies on); an OUTPUT BO it writes mirrors a host value and a WRITE BO it
+// reads mirrors a host value or a weight. The F32 host value "logits" has vocab
+// elements, written by OUTPUT BOs that cover it without overlapping. The one rule
+// set of elf_dump, elf_opt and the runtime (Decoder::Create): a program one accepts,
+// the others do not refuse. Errors name the field and the BO.
 absl::Status ValidateProgram(const Program& program);
 
 // Serializes a valid program to ELF bytes (validates first).
@@ -71,7 +78,8 @@ absl::Status WriteElfFile(const Program& program, const std::string& path);
 
 // Parses and validates ELF bytes; `name` is used in error messages.
 absl::StatusOr<Program> ReadElf(absl::string_view bytes, absl::string_view name = "<memory>");
-// NotFound when `path` does not exist, InvalidArgument when it is a directory.
+// NotFound when `path` does not exist, InvalidArgument when it is not a regular
+// file (a directory, /dev/zero, a FIFO) or is larger than kMaxElfFileBytes.
 // Nothing is logged: the returned error is the only message (libprotobuf's own log
 // lines are silenced while parsing).
 absl::StatusOr<Program> ReadElfFile(const std::string& path);

@@ -1,10 +1,13 @@
 #include "elf/elf.h"
 
 #include <elf.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <string>
 
@@ -29,6 +32,7 @@ Program ToyProgram() {
     weights_digest: "sha256:00"
     values { name: "h" shape: 64 dtype: BF16 }
     values { name: "hn" shape: 64 dtype: BF16 }
+    values { name: "logits" shape: 100 dtype: F32 }
     bos { name: "x" shape: 64 dtype: BF16 category: WRITE layer: -1 host_value: "h"
           size_bytes: 128 }
     bos { name: "norm.w" shape: 64 dtype: BF16 category: WRITE layer: 0
@@ -38,7 +42,8 @@ Program ToyProgram() {
     bos { name: "q.w" shape: [64, 64] dtype: BF16 category: WRITE layer: 0 size_bytes: 8192 }
     bos { name: "head.w" shape: [100, 64] dtype: BF16 layout: "packed_panel_v1"
           category: STATIC layer: -1 size_bytes: 13312 }
-    bos { name: "logits" shape: 100 dtype: F32 category: OUTPUT layer: -1 size_bytes: 400 }
+    bos { name: "logits" shape: 100 dtype: F32 category: OUTPUT layer: -1 size_bytes: 400
+          host_value: "logits" }
     steps { group { name: "layer0.norm" entry_symbol: "layer0_norm" layer: 0
       launches { kernel_symbol: "dk_rmsnorm_bf16"
                  bindings { param: "x" bo: "x" } bindings { param: "w" bo: "norm.w" }
@@ -410,6 +415,125 @@ TEST(Elf, CorruptProgramSection) {
   for (size_t i = 0; i < 16; ++i) bytes[at + i] = '\xff';
   EXPECT_FALSE(ReadElf(bytes).ok());
   ExpectError(ReadElfFile("/nonexistent/x.elf"), "cannot open decode ELF");
+}
+
+// /dev/zero (or a FIFO) as --elf was read without bound until std::bad_alloc.
+TEST(Elf, ReadElfFileRefusesWhatIsNotARegularFile) {
+  ExpectError(ReadElfFile("/dev/zero"), "decode ELF /dev/zero is not a regular file");
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  ExpectError(ReadElfFile(dir), "decode ELF " + dir + " is a directory, not a file");
+  const std::string fifo = dir + "/fifo.elf";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ExpectError(ReadElfFile(fifo), "decode ELF " + fifo + " is not a regular file");
+}
+
+// Programs that elf_dump and elf_opt accepted but the runtime refused at load (or,
+// worse, ran): each rule is now part of ValidateProgram, so every tool refuses them.
+TEST(ValidateProgramTest, RuntimeRulesAreValidationRules) {
+  ASSERT_TRUE(ValidateProgram(ToyProgram()).ok()) << ValidateProgram(ToyProgram());
+  auto bo = [](Program& p, const std::string& name) -> BufferObject& {
+    for (BufferObject& b : *p.mutable_bos()) {
+      if (b.name() == name) return b;
+    }
+    ADD_FAILURE() << "no BO " << name;
+    return *p.mutable_bos(0);
+  };
+  auto launch = [](Program& p, const std::string& group) -> Launch& {
+    for (Step& s : *p.mutable_steps()) {
+      if (s.has_group() && s.group().name() == group) return *s.mutable_group()->mutable_launches(0);
+    }
+    ADD_FAILURE() << "no group " << group;
+    return *p.mutable_steps(0)->mutable_group()->mutable_launches(0);
+  };
+  // The LM head split into two partitions of 50 rows (as layout_alignment does).
+  auto split_head = [&](Program& p, int64_t second_offset) {
+    bo(p, "logits").set_shape(0, 50);
+    bo(p, "logits").set_size_bytes(200);
+    BufferObject* y1 = p.add_bos();
+    *y1 = bo(p, "logits");
+    y1->set_name("logits.part1");
+    y1->set_host_offset(second_offset);
+    launch(p, "lm_head").mutable_params()->at("rows") = 50;
+    Step* s = p.add_steps();
+    *s->mutable_group() = p.steps(2).group();
+    s->mutable_group()->set_name("lm_head.part1");
+    s->mutable_group()->set_entry_symbol("lm_head_part1");
+    for (Binding& b : *s->mutable_group()->mutable_launches(0)->mutable_bindings()) {
+      if (b.param() == "y") b.set_bo("logits.part1");
+    }
+  };
+  struct Case {
+    const char* name;
+    std::function<void(Program&)> mutate;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"partitions cover", [&](Program& p) { split_head(p, 50); }, ""},
+      {"partitions overlap", [&](Program& p) { split_head(p, 42); },
+       "OUTPUT BOs \"logits\" and \"logits.part1\" both write logits [42, 50)"},
+      {"partitions leave a gap", [&](Program& p) { split_head(p, 50), bo(p, "logits").set_host_offset(2); },
+       "logits [0, 2) are written by no OUTPUT BO"},
+      {"a partition not read back", [&](Program& p) { split_head(p, 50), bo(p, "logits.part1").set_category(WRITE); },
+       "logits [50, 100) are written by no OUTPUT BO"},
+      {"no logits value", [&](Program& p) { p.mutable_values(2)->set_name("scores"), bo(p, "logits").set_host_value("scores"); },
+       "the program has no F32 host value \"logits\""},
+      {"OUTPUT BO read back nowhere", [&](Program& p) { bo(p, "xn").clear_host_value(); },
+       "OUTPUT BO \"xn\" (parameter \"y\") mirrors no host value"},
+      {"logits not vocab", [&](Program& p) { p.mutable_values(2)->set_shape(0, 120); },
+       "host value \"logits\" has 120 elements, the model's vocab is 100"},
+      {"logits bf16", [&](Program& p) { p.mutable_values(2)->set_dtype(BF16), bo(p, "logits").set_dtype(BF16),
+                                        bo(p, "logits").set_size_bytes(200); },
+       "the program has no F32 host value \"logits\""},
+      {"rope_theta inf", [](Program& p) { p.mutable_model()->set_rope_theta(INFINITY); },
+       "rope_theta inf must be finite and > 0"},
+      {"rope_scaling.factor negative", [](Program& p) {
+         p.mutable_model()->mutable_rope_scaling()->set_type("llama3");
+         p.mutable_model()->mutable_rope_scaling()->set_factor(-8);
+         p.mutable_model()->mutable_rope_scaling()->set_low_freq_factor(1);
+         p.mutable_model()->mutable_rope_scaling()->set_high_freq_factor(4);
+       },
+       "rope_scaling.factor -8 must be finite and > 0"},
+      {"parameter not bound", [&](Program& p) { launch(p, "lm_head").mutable_bindings()->RemoveLast(); },
+       "group \"lm_head\" launch 0 (dk_gemv_bf16_packed): parameter \"y\" is not bound"},
+      {"WRITE BO from nowhere", [&](Program& p) { bo(p, "norm.w").clear_weight_tensor(); },
+       "WRITE BO \"norm.w\" (parameter \"w\") mirrors neither a host value nor a weight"},
+      {"weight layout", [&](Program& p) { bo(p, "head.w").clear_layout(), bo(p, "head.w").set_size_bytes(12800); },
+       "weight BO \"head.w\" has layout row_major but the kernel reads packed_panel_v1"},
+      {"specialized K", [&](Program& p) { launch(p, "lm_head").set_kernel_symbol("dk_gemv_bf16_packed_k576"); },
+       "symbol is specialized for K=576 but cols=64"},
+      {"weight too small for rows", [&](Program& p) { launch(p, "lm_head").mutable_params()->at("rows") = 200; },
+       "weight BO \"head.w\" (parameter \"w\") must be BF16 of at least"},
+      {"operand too small", [&](Program& p) { launch(p, "layer0.norm").mutable_params()->at("n") = 65; },
+       "BO \"x\" (parameter \"x\") holds 128 bytes, the launch needs 130"},
+      {"operand dtype", [&](Program& p) {
+         p.mutable_values(0)->set_dtype(F32), bo(p, "x").set_dtype(F32), bo(p, "x").set_size_bytes(256);
+       },
+       "BO \"x\" (parameter \"x\") has dtype F32, expected BF16"},
+      {"weight rank 3", [&](Program& p) {
+         BufferObject& w = bo(p, "norm.w");
+         w.clear_shape(), w.add_shape(1), w.add_shape(1), w.add_shape(64);
+       },
+       "BO \"norm.w\" mirrors weight tensor \"model.layers.0.input_layernorm.weight\" but has rank 3"},
+      {"host-only kernel in a group", [&](Program& p) { launch(p, "layer0.norm").set_kernel_symbol("dk_topk_f32"); },
+       "runs on the host, not in a launch group"},
+  };
+  for (const Case& c : cases) {
+    Program p = ToyProgram();
+    c.mutate(p);
+    const absl::Status s = ValidateProgram(p);
+    if (std::string(c.error).empty()) {
+      EXPECT_TRUE(s.ok()) << c.name << ": " << s;
+      continue;
+    }
+    EXPECT_FALSE(s.ok()) << c.name;
+    EXPECT_NE(s.message().find(c.error), std::string::npos) << c.name << ": " << s;
+    // ... and every reader of the file (elf_dump, elf_opt, the runtime) with it.
+    auto bytes = WriteElfUnvalidatedForTesting(p);
+    ASSERT_TRUE(bytes.ok()) << c.name;
+    EXPECT_FALSE(ReadElf(*bytes).ok()) << c.name;
+  }
 }
 
 // Found by //elf:elf_fuzzer: a .dk.program section typed NULL (or NOBITS) skipped

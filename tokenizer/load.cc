@@ -11,6 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+#include "util/printable.h"
+#include "util/read_file.h"
 
 namespace dk::tokenizer {
 namespace {
@@ -301,12 +304,7 @@ absl::Status AddPostProcessor(const Json& pp, TokenizerSpec* spec) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
-  return ss.str();
+  return ReadRegularFile(path, "tokenizer file");
 }
 
 }  // namespace
@@ -335,12 +333,22 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromGguf(const weights::GgufFile& g
     const size_t space = m.find(' ', 1);
     if (space == std::string::npos || space + 1 >= m.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, "tokenizer.ggml.merges[", i, "] = '", m,
+          where, "tokenizer.ggml.merges[", i, "] = '", Printable(m),
           "' is not two tokens separated by a space"));
     }
     spec.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
   }
 
+  // A corrupt tokens array would otherwise surface as a merge naming a token the
+  // vocabulary lacks: say which token is broken.
+  std::vector<int64_t> token_types;
+  for (size_t id = 0; id < spec.tokens.size(); ++id) {
+    if (!ValidateUtf8(spec.tokens[id]).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "tokenizer.ggml.tokens[", id, "] = '",
+                                                     Printable(spec.tokens[id]),
+                                                     "' is not valid UTF-8 (the tokens array is corrupt)"));
+    }
+  }
   if (gguf.Find("tokenizer.ggml.token_type") != nullptr) {
     absl::StatusOr<std::vector<int64_t>> types = gguf.GetIntArray("tokenizer.ggml.token_type");
     if (!types.ok()) return types.status();
@@ -357,6 +365,20 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromGguf(const weights::GgufFile& g
         return absl::InvalidArgumentError(absl::StrCat(
             where, "tokenizer.ggml.token_type[", id, "] = ", t,
             " is not a token type (0 undefined .. 6 byte)"));
+      }
+      // A NORMAL token of byte-level BPE is text in the byte-level alphabet.
+      if (t == 1) {
+        const std::string& token = spec.tokens[id];
+        for (size_t at = 0; at < token.size();) {
+          size_t len = 0;
+          const uint32_t cp = DecodeUtf8(absl::string_view(token).substr(at), &len);
+          if (len == 0 || UnicodeToByte(cp) < 0) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                where, "tokenizer.ggml.tokens[", id, "] = '", Printable(token),
+                "' (a normal token) is not byte-level BPE text (the tokens array is corrupt)"));
+          }
+          at += len;
+        }
       }
       if (t == 3 || t == 4) {  // CONTROL (special) / USER_DEFINED (plain added token)
         spec.added_tokens.push_back(
@@ -593,6 +615,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
                                               " has no tokenizer.json"));
     }
   } else {
+    // A device or FIFO (/dev/zero) has no content to sniff that ends.
+    if (!S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat("tokenizer ", path, " is not a regular file"));
+    }
     // The format by content, not by name: GGUF starts with its magic, a
     // tokenizer.json with '{' (after whitespace).
     std::ifstream in(path, std::ios::binary);
@@ -621,6 +647,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
   // tokenizer_config.json (optional) names the BOS/EOS tokens.
   if (config_path.has_value()) {
     absl::StatusOr<std::string> config_text = ReadFile(*config_path);
+    // Absent is fine; present but unreadable (a directory, /dev/zero) is an error.
+    if (!config_text.ok() && !absl::IsNotFound(config_text.status())) return config_text.status();
     if (config_text.ok()) {
       Json config = Json::parse(*config_text, nullptr, /*allow_exceptions=*/false);
       auto token_id = [&](const char* key) -> std::optional<int32_t> {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "tokenizer/utf8.h"
+#include "util/printable.h"
 
 namespace dk::tokenizer {
 namespace {
@@ -161,8 +162,9 @@ absl::Status Tokenizer::Init() {
     const int32_t merged = TokenToId(absl::StrCat(left, right));
     if (a < 0 || b < 0 || merged < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "tokenizer: merge #", rank, " '", left, " ", right, "' uses a token missing from the ",
-          "vocabulary ('", a < 0 ? left : b < 0 ? right : absl::StrCat(left, right), "')"));
+          "tokenizer: merge #", rank, " '", Printable(left), " ", Printable(right),
+          "' uses a token missing from the vocabulary ('",
+          Printable(a < 0 ? left : b < 0 ? right : absl::StrCat(left, right)), "')"));
     }
     merges_.insert_or_assign(PairKey(a, b), Merge{static_cast<int32_t>(rank), merged});
   }

@@ -1,5 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -456,6 +459,34 @@ TEST(TokenizerGgufTest, Errors) {
               HasSubstr("tokenizer.ggml.merges[0] = 'ab'"));
 }
 
+// A corrupt tokenizer.ggml.tokens was reported as a bad merge (the merge "l l"
+// whose result "ll" the vocabulary lacked), with the corrupt bytes printed raw.
+TEST(TokenizerGgufTest, CorruptTokensAreReportedAsSuch) {
+  auto message = [](const std::string& corrupt) {
+    const TokenizerSpec spec = TinySpec();
+    std::vector<std::string> tokens = spec.tokens;
+    tokens[257] = corrupt;  // was "ll"
+    std::vector<std::string> merges;
+    for (const auto& [a, b] : spec.merges) merges.push_back(a + " " + b);
+    std::vector<int32_t> types(tokens.size(), 1);
+    types[262] = types[263] = types[264] = 3;
+    MiniGguf g;
+    g.Str("tokenizer.ggml.model", "gpt2")
+        .Strs("tokenizer.ggml.tokens", tokens)
+        .Strs("tokenizer.ggml.merges", merges)
+        .I32s("tokenizer.ggml.token_type", types);
+    auto gguf = g.Build();
+    EXPECT_TRUE(gguf.ok()) << gguf.status();
+    return std::string(Tokenizer::FromGguf(**gguf).status().message());
+  };
+  std::string m = message("l\x01");
+  EXPECT_THAT(m, HasSubstr("tokenizer.ggml.tokens[257] = 'l\\x01' (a normal token) is not byte-level BPE text"));
+  EXPECT_THAT(m, Not(HasSubstr("merge")));
+  EXPECT_EQ(m.find('\x01'), std::string::npos) << m;
+  m = message("l\xff");
+  EXPECT_THAT(m, HasSubstr("tokenizer.ggml.tokens[257] = 'l\\xff' is not valid UTF-8"));
+}
+
 // Issue 15: a broken .gguf (its magic gone) was parsed as JSON and reported as
 // "not valid JSON"; the format is now told by content.
 TEST(TokenizerLoadTest, FormatIsToldByContentNotByName) {
@@ -479,6 +510,21 @@ TEST(TokenizerLoadTest, FormatIsToldByContentNotByName) {
   EXPECT_THAT(s.message(), HasSubstr("tok.gguf: "));
   EXPECT_THAT(s.message(), HasSubstr("not valid JSON"));
   EXPECT_EQ(Tokenizer::Load(dir + "/none.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+// /dev/zero as a tokenizer, or as a checkpoint's tokenizer.json, was read without
+// bound until std::bad_alloc.
+TEST(TokenizerLoadTest, WhatIsNotARegularFileIsRefused) {
+  absl::Status s = Tokenizer::Load("/dev/zero").status();
+  EXPECT_THAT(s.message(), HasSubstr("tokenizer /dev/zero is not a regular file"));
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/ckpt";
+  ::mkdir(dir.c_str(), 0700);
+  const std::string json = dir + "/tokenizer.json";
+  std::remove(json.c_str());
+  ASSERT_EQ(::symlink("/dev/zero", json.c_str()), 0);
+  s = Tokenizer::Load(dir).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr(json + " is not a regular file"));
 }
 
 // Issue 15: token types outside llama.cpp's enum were silently taken as normal.

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "util/read_file.h"
 #include "util/status.h"
 
 namespace dk::verify {
@@ -209,11 +210,8 @@ absl::StatusOr<Goldens> ParseGoldens(absl::string_view json_text, absl::string_v
 }
 
 absl::StatusOr<Goldens> LoadGoldens(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("goldens ", path, ": cannot open"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseGoldens(ss.str(), path);
+  DK_ASSIGN_OR_RETURN(const std::string text, ReadRegularFile(path, "goldens"));
+  return ParseGoldens(text, path);
 }
 
 }  // namespace dk::verify

@@ -136,6 +136,14 @@ TEST(GoldensTest, LoadMissingFileIsNotFound) {
   EXPECT_THAT(g.status().message(), HasSubstr("/nonexistent/goldens.json"));
 }
 
+// /dev/zero as --goldens was read without bound until std::bad_alloc.
+TEST(GoldensTest, LoadRefusesWhatIsNotARegularFile) {
+  absl::StatusOr<Goldens> g = LoadGoldens("/dev/zero");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(), HasSubstr("goldens /dev/zero is not a regular file"));
+}
+
 TEST(ValidateStepTest, AcceptsRecordWithoutLogits) {
   EXPECT_TRUE(ValidateStep(StepRecord{4, {4, 3, 2, 1, 0}, {}}, 5, "s").ok());
   absl::Status s = ValidateStep(StepRecord{4, {4, 3, 2, 4, 0}, {}}, 5, "s");

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "util/read_file.h"
 
 namespace dk::weights {
 
@@ -38,14 +39,7 @@ bool FileExists(const std::string& path) {
 }
 
 absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
-  return ss.str();
+  return ReadRegularFile(path, "file");
 }
 
 // The shortest decimal that reads back as `f` (1e-05, not 9.999999747378752e-06), as

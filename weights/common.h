@@ -18,7 +18,8 @@ std::string Basename(std::string path);
 std::string JoinPath(const std::string& dir, const std::string& file);
 bool IsDirectory(const std::string& path);
 bool FileExists(const std::string& path);
-// The whole file; NotFound when it cannot be opened.
+// The whole file (ReadRegularFile): NotFound when it cannot be opened,
+// InvalidArgument when it is not a regular file or is above kMaxTextFileBytes.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 
 }  // namespace dk::weights

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "util/printable.h"
 
 namespace dk::weights {
 namespace {
@@ -387,16 +388,16 @@ absl::Status GgufFile::Parse() {
       return s;
     }
     uint32_t type = 0;
-    if (absl::Status s = r.Read(&type, absl::StrCat("type of metadata '", key, "'")); !s.ok()) {
+    if (absl::Status s = r.Read(&type, absl::StrCat("type of metadata '", Printable(key), "'")); !s.ok()) {
       return s;
     }
     if (!IsKnownType(type)) {
-      return r.Error(absl::StrCat("unknown value type ", type, " for metadata '", key, "'"));
+      return r.Error(absl::StrCat("unknown value type ", type, " for metadata '", Printable(key), "'"));
     }
     absl::StatusOr<GgufValue> value =
-        ReadValue(r, static_cast<GgufType>(type), absl::StrCat("metadata '", key, "'"), 0);
+        ReadValue(r, static_cast<GgufType>(type), absl::StrCat("metadata '", Printable(key), "'"), 0);
     if (!value.ok()) return value.status();
-    if (kv_.contains(key)) return r.Error(absl::StrCat("duplicate metadata key '", key, "'"));
+    if (kv_.contains(key)) return r.Error(absl::StrCat("duplicate metadata key '", Printable(key), "'"));
     keys_.push_back(key);
     kv_.emplace(std::move(key), *std::move(value));
   }
@@ -417,55 +418,55 @@ absl::Status GgufFile::Parse() {
       return s;
     }
     uint32_t n_dims = 0;
-    if (absl::Status s = r.Read(&n_dims, absl::StrCat("dims of tensor '", t.name, "'"));
+    if (absl::Status s = r.Read(&n_dims, absl::StrCat("dims of tensor '", Printable(t.name), "'"));
         !s.ok()) {
       return s;
     }
     if (n_dims == 0 || n_dims > kMaxDims) {
-      return r.Error(absl::StrCat("tensor '", t.name, "' has ", n_dims,
+      return r.Error(absl::StrCat("tensor '", Printable(t.name), "' has ", n_dims,
                                   " dimensions (expected 1..", kMaxDims, ")"));
     }
     t.num_elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t dim = 0;
-      if (absl::Status s = r.Read(&dim, absl::StrCat("dim ", d, " of tensor '", t.name, "'"));
+      if (absl::Status s = r.Read(&dim, absl::StrCat("dim ", d, " of tensor '", Printable(t.name), "'"));
           !s.ok()) {
         return s;
       }
       if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
           static_cast<uint64_t>(t.num_elements) >
               static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / dim) {
-        return r.Error(absl::StrCat("tensor '", t.name, "' has invalid dim ", d, " = ", dim));
+        return r.Error(absl::StrCat("tensor '", Printable(t.name), "' has invalid dim ", d, " = ", dim));
       }
       t.dims.push_back(static_cast<int64_t>(dim));
       t.num_elements *= static_cast<int64_t>(dim);
     }
     uint32_t type = 0;
-    if (absl::Status s = r.Read(&type, absl::StrCat("type of tensor '", t.name, "'")); !s.ok()) {
+    if (absl::Status s = r.Read(&type, absl::StrCat("type of tensor '", Printable(t.name), "'")); !s.ok()) {
       return s;
     }
     t.type = static_cast<GgmlType>(type);
     absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(t.type);
     if (!traits.ok()) {
-      return r.Error(absl::StrCat("tensor '", t.name, "': ", traits.status().message()));
+      return r.Error(absl::StrCat("tensor '", Printable(t.name), "': ", traits.status().message()));
     }
     if (t.dims[0] % traits->block_size != 0) {
-      return r.Error(absl::StrCat("tensor '", t.name, "': row length ", t.dims[0],
+      return r.Error(absl::StrCat("tensor '", Printable(t.name), "': row length ", t.dims[0],
                                   " is not a multiple of the ", traits->name, " block size ",
                                   traits->block_size));
     }
     t.size_bytes = static_cast<uint64_t>(t.num_elements / traits->block_size) *
                    static_cast<uint64_t>(traits->type_size);
-    if (absl::Status s = r.Read(&t.offset, absl::StrCat("offset of tensor '", t.name, "'"));
+    if (absl::Status s = r.Read(&t.offset, absl::StrCat("offset of tensor '", Printable(t.name), "'"));
         !s.ok()) {
       return s;
     }
     if (t.offset % alignment_ != 0) {
-      return r.Error(absl::StrCat("tensor '", t.name, "' offset ", t.offset,
+      return r.Error(absl::StrCat("tensor '", Printable(t.name), "' offset ", t.offset,
                                   " is not a multiple of the alignment ", alignment_));
     }
     if (tensor_index_.contains(t.name)) {
-      return r.Error(absl::StrCat("duplicate tensor name '", t.name, "'"));
+      return r.Error(absl::StrCat("duplicate tensor name '", Printable(t.name), "'"));
     }
     tensor_index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
@@ -481,9 +482,29 @@ absl::Status GgufFile::Parse() {
     const uint64_t avail = size_ - data_offset_;
     if (t.offset > avail || t.size_bytes > avail - t.offset) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "GGUF ", name_, ": truncated file: tensor '", t.name, "' needs bytes [",
+          "GGUF ", name_, ": truncated file: tensor '", Printable(t.name), "' needs bytes [",
           data_offset_ + t.offset, ", ", data_offset_ + t.offset + t.size_bytes,
           ") but the file has ", size_));
+    }
+  }
+  // Tensors must not share bytes (llama.cpp's reader requires each tensor at the
+  // next aligned offset; safetensors files are refused for overlaps too): in offset
+  // order, each non-empty tensor starts at or after the end of the one before.
+  std::vector<const GgufTensorInfo*> by_offset;
+  for (const GgufTensorInfo& t : tensors_) {
+    if (t.size_bytes > 0) by_offset.push_back(&t);
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
+    return a->offset != b->offset ? a->offset < b->offset : a->name < b->name;
+  });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const GgufTensorInfo& a = *by_offset[i - 1];
+    const GgufTensorInfo& b = *by_offset[i];
+    if (b.offset < a.offset + a.size_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GGUF ", name_, ": tensors '", Printable(a.name), "' (data bytes [", a.offset, ", ",
+          a.offset + a.size_bytes, ")) and '", Printable(b.name), "' ([", b.offset, ", ",
+          b.offset + b.size_bytes, ")) overlap in the data section"));
     }
   }
   return absl::OkStatus();

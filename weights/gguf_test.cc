@@ -243,6 +243,27 @@ TEST(GgufTest, TensorPastEof) {
   ExpectError(b.bytes(), "tensor 't' needs bytes");
 }
 
+// Refused for safetensors, not for GGUF: two tensors reading the same bytes.
+TEST(GgufTest, OverlappingTensorsAreRefused) {
+  GgufBuilder b;
+  b.U64(2).U64(0);
+  b.Str("a").U32(1).U64(16).U32(0).U64(0);   // F32 [16]: bytes [0, 64)
+  b.Str("b").U32(1).U64(4).U32(0).U64(32);   // F32 [4]: bytes [32, 48)
+  b.PadTo(32);
+  b.Raw(std::string(64, '\0').data(), 64);
+  ExpectError(b.bytes(), "tensors 'a' (data bytes [0, 64)) and 'b' ([32, 48)) overlap in the data section");
+}
+
+// A corrupt name's control characters reached the terminal as they were.
+TEST(GgufTest, ControlCharactersInNamesAreEscaped) {
+  GgufBuilder b;
+  b.U64(1).U64(0).Str("t\x1b[2J").U32(1).U64(0).U32(0).U64(0);
+  auto f = GgufFile::FromBytes(b.bytes(), "x.gguf");
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.status().message(), HasSubstr("tensor 't\\x1b[2J' has invalid dim 0"));
+  EXPECT_EQ(f.status().message().find('\x1b'), std::string::npos) << f.status();
+}
+
 TEST(GgufTest, BadAlignment) {
   GgufBuilder b;
   b.U64(0).U64(1).Str("general.alignment").U32(4).U32(24);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "elf/elf.h"
+#include "util/printable.h"
 #include "util/status.h"
 #include "weights/common.h"
 #include "weights/dequant.h"
@@ -97,7 +98,7 @@ absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::stri
   DK_ASSIGN_OR_RETURN(std::string arch, f.GetString("general.architecture"));
   if (arch != "llama") {
     return absl::UnimplementedError(absl::StrCat(
-        path, ": GGUF architecture \"", arch, "\" is not supported (only llama)"));
+        path, ": GGUF general.architecture \"", Printable(arch), "\" is not supported (only llama)"));
   }
   elf::ModelShape s;
   DK_ASSIGN_OR_RETURN(int32_t layers, GgufPositiveInt(f, "llama.block_count", 0, elf::kMaxLayers));
@@ -186,6 +187,9 @@ elf::BlockFormat BlockFormatOf(GgmlType type) {
 
 absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::string& path) {
   DK_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(path));
+  // The types only mean something for a file LoadGguf would load: another
+  // architecture's tensors would be matched to this one's names by accident.
+  DK_RETURN_IF_ERROR(ShapeFromGguf(*f, path).status());
   std::map<std::string, std::string> types;
   for (const GgufTensorInfo& info : f->tensors()) {
     const std::string name = GgufNameToHf(info.name);

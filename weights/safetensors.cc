@@ -68,6 +68,10 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(
     ::close(fd);
     return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(err)));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("safetensors file ", path, " is not a regular file"));
+  }
   f->size_ = static_cast<uint64_t>(st.st_size);
   if (f->size_ > 0) {
     void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);

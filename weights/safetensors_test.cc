@@ -1,6 +1,9 @@
 // safetensors and HF checkpoint directories.
 #include "weights/safetensors.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -170,6 +173,20 @@ TEST(HfCheckpointTest, HugeConfigDimensionsAreRefused) {
   EXPECT_TRUE(ShapeFromHfConfig("{" + base + R"("num_hidden_layers": 2, "vocab_size": 16})", "m",
                                 "config.json")
                   .ok());
+}
+
+// rope_scaling.factor negative (or inf, or rope_theta inf) in config.json was taken
+// as it was and turned every RoPE angle into garbage.
+TEST(HfCheckpointTest, RopeScalingFactorsMustBeFiniteAndPositive) {
+  const std::string base = R"("hidden_size":32,"intermediate_size":64,"num_attention_heads":4,
+      "num_hidden_layers":2,"vocab_size":16,)";
+  auto s = ShapeFromHfConfig(
+      "{" + base + R"("rope_scaling":{"rope_type":"llama3","factor":-8.0,"low_freq_factor":1.0,
+        "high_freq_factor":4.0,"original_max_position_embeddings":8192}})",
+      "m", "dir/config.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("dir/config.json"));
+  EXPECT_THAT(s.status().message(), HasSubstr("rope_scaling.factor -8 must be finite and > 0"));
 }
 
 TEST(HfCheckpointTest, ConfigRoundTripsLlama3RopeScaling) {
@@ -457,6 +474,17 @@ TEST(HfCheckpointTest, MissingTensorWrongShapeAndTies) {
     auto w = LoadHfCheckpoint(ckpt.dir());
     EXPECT_FALSE(w.ok());
     EXPECT_THAT(w.status().message(), HasSubstr("config.json"));
+  }
+  {
+    // config.json a symlink to /dev/zero was read without bound until std::bad_alloc.
+    HandWrittenCheckpoint ckpt("config_dev_zero");
+    ckpt.WriteSingle();
+    const std::string config = ckpt.dir() + "/config.json";
+    ASSERT_EQ(std::remove(config.c_str()), 0);
+    ASSERT_EQ(::symlink("/dev/zero", config.c_str()), 0);
+    auto w = LoadHfCheckpoint(ckpt.dir());
+    EXPECT_FALSE(w.ok());
+    EXPECT_THAT(w.status().message(), HasSubstr(config + " is not a regular file"));
   }
   EXPECT_EQ(LoadHfCheckpoint(TempDir("empty_dir")).status().code(),
             absl::StatusCode::kNotFound);

@@ -287,6 +287,17 @@ TEST(GgufLoadTest, KeepsTheFilesBlocksInHfRowOrder) {
   EXPECT_EQ(checked, 1 + 6 * s.n_layers() - 2);  // embedding; per layer q,k,o,gate,up,down less layer 0's q,k
 }
 
+// elf_opt --weights read another architecture's GGUF as if it were this one's.
+TEST(GgufLoadTest, StoredTypesOfAnotherArchitectureAreRefused) {
+  const TinyGguf g = WriteTinyGguf("tiny_gpt2.gguf", TinyShape(), TinyLayout(TinyShape()), /*with_arch=*/false);
+  auto types = GgufStoredTypes(g.path);
+  ASSERT_FALSE(types.ok());
+  EXPECT_NE(types.status().message().find("GGUF general.architecture \"gpt2\" is not supported"),
+            std::string::npos)
+      << types.status();
+  EXPECT_NE(types.status().message().find(g.path), std::string::npos) << types.status();
+}
+
 TEST(GgufLoadTest, Errors) {
   const elf::ModelShape s = TinyShape();
   {

@@ -210,6 +210,12 @@ absl::StatusOr<Packing> PackGemvWeights(elf::Program& p) {
 
 absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target,
                          const Options& options) {
+  // A negative size made a negative partition count: LM-head launches of no rows.
+  if (options.lm_head_partition_rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("layout_alignment option lm_head_partition_rows ",
+                                                   options.lm_head_partition_rows,
+                                                   " is negative (0: do not split)"));
+  }
   if (!target.supports_packed_layout()) {
     Record(p, kName, target.name(), false, absl::StrCat(target.name(), " has no packed weight layout"));
     return false;

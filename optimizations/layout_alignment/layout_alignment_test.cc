@@ -100,6 +100,14 @@ TEST(LayoutAlignment, NoSplitWhenPartitionRowsIsZeroOnCpu) {
   EXPECT_EQ(RunsPerToken(*p), 16);
 }
 
+TEST(LayoutAlignment, NegativePartitionRowsAreRefused) {
+  auto p = BuildChain(TinyShape(), {kName}, "cpu", /*partition_rows=*/-8);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("layout_alignment option lm_head_partition_rows -8 is negative"),
+            std::string::npos)
+      << p.status();
+}
+
 TEST(LayoutAlignment, AfterMergeThePartitionsStayInTheLmHeadGroup) {
   auto p = BuildChain(TinyShape(), {"merge_multi_launch", kName});
   ASSERT_TRUE(p.ok()) << p.status();

@@ -43,6 +43,7 @@
 #include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
+#include "util/read_file.h"
 #include "util/user_path.h"
 
 ABSL_FLAG(std::string, elf, "", "a decode ELF whose layer outputs are host values (baseline `decode`)");
@@ -80,11 +81,7 @@ absl::StatusOr<std::vector<float>> FloatArray(const json& v, const std::string& 
 }
 
 absl::StatusOr<HfRecord> ReadHf(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  DK_ASSIGN_OR_RETURN(const std::string text, dk::ReadRegularFile(path, "reference record"));
   json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   auto bad = [&](const std::string& why) { return absl::InvalidArgumentError(absl::StrCat(path, ": ", why)); };
   if (root.is_discarded() || !root.is_object()) return bad("not a JSON object");

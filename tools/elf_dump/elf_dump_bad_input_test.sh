@@ -33,6 +33,7 @@ for flags in "" "--summary"; do
 done
 expect_refused "diff" 'at host_offset -4096' --diff "$good" "$3"
 expect_refused "directory" "decode ELF $TEST_TMPDIR is a directory, not a file" "$TEST_TMPDIR"
+expect_refused "/dev/zero" "decode ELF /dev/zero is not a regular file" /dev/zero
 
 if ((failures)); then
   echo "$failures failure(s)" >&2

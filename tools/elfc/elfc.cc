@@ -16,6 +16,7 @@
 #include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
+#include "util/read_file.h"
 
 ABSL_FLAG(std::string, config, "", "model config, text proto of dk.elf.ModelShape");
 ABSL_FLAG(std::string, out, "", "output decode ELF");
@@ -23,11 +24,8 @@ ABSL_FLAG(std::string, out, "", "output decode ELF");
 namespace {
 
 absl::StatusOr<dk::elf::ModelShape> ReadConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return dk::elf::ParseModelShapeText(text.str(), path);
+  DK_ASSIGN_OR_RETURN(const std::string text, dk::ReadRegularFile(path, "--config"));
+  return dk::elf::ParseModelShapeText(text, path);
 }
 
 absl::Status Run(const std::string& config, const std::string& out) {

@@ -15,6 +15,7 @@ expect_exit "missing --config" 1 "--config: $TEST_TMPDIR/no.textproto does not e
   --config "$TEST_TMPDIR/no.textproto" --out "$out"
 expect_exit "--config a directory" 1 "--config: $TEST_TMPDIR is a directory, not a file" \
   --config "$TEST_TMPDIR" --out "$out"
+expect_exit "--config /dev/zero" 1 "--config /dev/zero is not a regular file" --config /dev/zero --out "$out"
 printf 'name: "x"\nhidden: -64\n' >"$TEST_TMPDIR/bad.textproto"
 expect_exit "bad config" 1 "bad.textproto" --config "$TEST_TMPDIR/bad.textproto" --out "$out"
 [[ ! -e "$out" ]] || fail "an ELF was written for a bad config"

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "util/read_file.h"
 
 namespace dk::profile {
 
@@ -35,11 +36,7 @@ void Progress::End() {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return dk::ReadRegularFile(path, "file");
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {

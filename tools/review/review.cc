@@ -45,6 +45,7 @@
 #include "tools/review/process.h"
 #include "tools/review/record.h"
 #include "util/exit_codes.h"
+#include "util/read_file.h"
 
 ABSL_FLAG(std::string, base, "", "the git revision to compare the working tree against (required)");
 ABSL_FLAG(bool, no_build, false, "skip building the final stages and their ELF diff (part b)");
@@ -79,11 +80,9 @@ absl::StatusOr<std::string> Git(const std::string& root, std::vector<std::string
 }
 
 std::optional<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  absl::StatusOr<std::string> text = dk::ReadRegularFile(path.string(), "file");
+  if (!text.ok()) return std::nullopt;
+  return *std::move(text);
 }
 
 // One side of a model: its BUILD (absent when the model does not exist there),

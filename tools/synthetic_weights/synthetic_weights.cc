@@ -19,6 +19,7 @@
 #include "elf/elf.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "util/user_path.h"
 #include "weights/weights.h"
@@ -44,12 +45,9 @@ absl::Status Run() {
   if (absl::Status s = dk::cli::RequireDirectory("out", out); !s.ok() && !absl::IsNotFound(s)) {
     return s;
   }
-  std::ifstream in(config_path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open ", config_path));
-  std::stringstream text;
-  text << in.rdbuf();
+  DK_ASSIGN_OR_RETURN(const std::string text, dk::ReadRegularFile(config_path, "--config"));
   DK_ASSIGN_OR_RETURN(const dk::elf::ModelShape shape,
-                      dk::elf::ParseModelShapeText(text.str(), config_path));
+                      dk::elf::ParseModelShapeText(text, config_path));
   auto t0 = std::chrono::steady_clock::now();
   DK_ASSIGN_OR_RETURN(const dk::weights::Weights w,
                       dk::weights::MakeSyntheticWeights(shape, absl::GetFlag(FLAGS_seed)));

@@ -15,6 +15,7 @@ expect_exit "missing --config" 1 "synthetic_weights: --config: $TEST_TMPDIR/no.t
   --config "$TEST_TMPDIR/no.textproto" --out "$out"
 expect_exit "--config a directory" 1 "--config: $TEST_TMPDIR is a directory, not a file" \
   --config "$TEST_TMPDIR" --out "$out"
+expect_exit "--config /dev/zero" 1 "--config /dev/zero is not a regular file" --config /dev/zero --out "$out"
 : >"$TEST_TMPDIR/a_file"
 expect_exit "--out a file" 1 "--out: $TEST_TMPDIR/a_file is not a directory" \
   --config "$config" --out "$TEST_TMPDIR/a_file"
