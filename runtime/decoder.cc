@@ -285,7 +285,13 @@ absl::Status Decoder::Advance(uint32_t token) {
       const int64_t t0 = NowNs();
       absl::Status st = host_->RunHostStep(*plan.host, token, position_, plan.host_values);
       t.run_ns = NowNs() - t0;
-      if (!st.ok()) return st;
+      if (!st.ok()) {
+        // Where it happened: a host step's own message (top-k over NaN logits, say)
+        // cannot know the ELF, the step or the position.
+        return absl::Status(st.code(), absl::StrCat("ELF '", elf_name_, "', step ", s, " (host step '",
+                                                    plan.host->kind(), "'), position ", position_, ", input token ",
+                                                    token, ": ", st.message()));
+      }
       continue;
     }
     const int64_t t0 = NowNs();

@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
@@ -54,11 +56,35 @@ inline absl::Status RequireDirectory(absl::string_view flag, const std::string& 
   return RequirePath(flag, path, PathKind::kDirectory);
 }
 
-// A --weights value: "synthetic" or "synthetic:SEED" (no file), else an existing
-// checkpoint file or directory (RequirePath).
+// A --weights value: "synthetic" or "synthetic:SEED" with SEED a decimal number (no
+// file), else an existing checkpoint file or directory (RequirePath).
 inline absl::Status RequireWeightsSpec(absl::string_view flag, const std::string& spec) {
-  if (spec.rfind("synthetic", 0) == 0) return absl::OkStatus();
+  if (spec == "synthetic") return absl::OkStatus();
+  if (spec.rfind("synthetic:", 0) == 0) {
+    const std::string seed = spec.substr(10);
+    uint64_t v = 0;
+    if (!seed.empty() && seed.find_first_not_of("0123456789") == std::string::npos &&
+        absl::SimpleAtoi(seed, &v)) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", spec,
+                                                   ": the seed after 'synthetic:' must be a decimal number "
+                                                   "(synthetic:SEED, or synthetic for seed 1)"));
+  }
   return RequirePath(flag, spec, PathKind::kFileOrDirectory);
+}
+
+// InvalidArgument naming the words left over after the flags (what
+// absl::ParseCommandLine returns after argv[0]) for a tool that takes none: an
+// unquoted `--prompt The capital` leaves "capital" there, and running on "The" alone
+// would be a silent wrong answer.
+inline absl::Status RequireNoPositional(const std::vector<char*>& args) {
+  if (args.size() <= 1) return absl::OkStatus();
+  std::string words;
+  for (size_t i = 1; i < args.size(); ++i) absl::StrAppend(&words, i > 1 ? " " : "", "'", args[i], "'");
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unexpected argument", args.size() > 2 ? "s " : " ", words,
+      ": this tool takes only --flags; quote a value that has spaces, e.g. --prompt \"The capital of France is\""));
 }
 
 // InvalidArgument "--flag N is outside [lo, hi]" unless lo <= value <= hi.

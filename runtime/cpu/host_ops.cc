@@ -139,7 +139,12 @@ class CpuHostOps final : public HostOps {
       const size_t n = kernels::TopK(static_cast<const float*>(*logits), m_.vocab(), k, ids_.data(), vals_.data());
       ids_.resize(n);
       vals_.resize(n);
-      if (n == 0) return absl::InternalError("top-k found no finite logit (all NaN)");
+      if (n == 0) {
+        return absl::DataLossError(absl::StrCat(
+            "top-k found no finite logit among the ", m_.vocab(),
+            " of value 'logits' (all NaN): the LM head produced NaN; a weight tensor holds NaN or inf, "
+            "or values that overflow (check the weights with tools/diagnose)"));
+      }
       return absl::OkStatus();
     }
     return absl::UnimplementedError(absl::StrCat("the cpu host has no host step '", kind, "'"));

@@ -18,8 +18,9 @@ absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec,
                                                 const elf::ModelShape& model) {
   if (spec == "synthetic" || absl::StartsWith(spec, "synthetic:")) {
     uint64_t seed = 1;
-    if (spec.size() > 10 && !absl::SimpleAtoi(spec.substr(10), &seed)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad seed in weights spec '", spec, "'"));
+    if (spec != "synthetic" && (spec.size() == 10 || !absl::SimpleAtoi(spec.substr(10), &seed))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights '", spec, "': the seed after 'synthetic:' must be a decimal number"));
     }
     return weights::MakeSyntheticWeights(model, seed);
   }

@@ -133,6 +133,21 @@ TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
   EXPECT_NE(s.message().find("gate_proj"), std::string::npos) << s;
 }
 
+// NaN weights make NaN logits: the error says which ELF, step and position, not
+// only what top-k saw.
+TEST(Decoder, NanLogitsNameTheElfStepAndPosition) {
+  const elf::ModelShape m = Tiny(false);
+  auto program = graph::BuildBaseline(m);
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", Scaled(m, NAN));
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto step = (*session)->decoder().Step(5);
+  ASSERT_FALSE(step.ok());
+  const std::string msg(step.status().message());
+  EXPECT_NE(msg.find("ELF 'tiny.elf'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(host step 'topk'), position 0, input token 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no finite logit among the 300 of value 'logits'"), std::string::npos) << msg;
+}
+
 // Issue 15: sizes that pass validation can still not fit in memory. Synthetic
 // weights ended in a DK_CHECK abort; a host value that failed to allocate was a
 // null buffer the host steps wrote to.

@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "generate --elf DECODE.elf --tokenizer FILE [--prompt TEXT] [--max_new_tokens N] "
       "[--weights DIR|FILE.gguf|synthetic]");
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
   for (const absl::Status& s :
        {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
         dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)),

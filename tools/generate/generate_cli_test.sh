@@ -21,6 +21,14 @@ expect_exit "missing --tokenizer" 1 "--tokenizer: /nonexistent/tok.json does not
 # The up-front context check: an int sum wrapped negative and let it through.
 expect_exit "INT_MAX --max_new_tokens" 1 "+ --max_new_tokens (2147483647) exceeds the KV cache of 16" \
   "${ok[@]}" --max_new_tokens 2147483647
+# An unquoted prompt: the shell splits it; the words after the first are refused, not
+# dropped (the run would otherwise answer "The" instead of the prompt meant).
+expect_exit "unquoted --prompt" 2 "generate: unexpected argument 'capital': this tool takes only --flags" \
+  "${ok[@]}" --prompt The capital
+expect_exit "empty synthetic seed" 1 "--weights synthetic:: the seed after 'synthetic:' must be a decimal number" \
+  "${ok[@]}" --weights synthetic:
+expect_exit "non-numeric synthetic seed" 1 "--weights synthetic:x1: the seed after 'synthetic:' must be" \
+  "${ok[@]}" --weights synthetic:x1
 expect_exit "valid" 0 "new tokens" "${ok[@]}" --max_new_tokens 2
 
 finish

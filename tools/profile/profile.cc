@@ -532,7 +532,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "bazel run //models/<model>:profile [-- --new_tokens N --warmup N --prompt TEXT --json "
       "--json_out FILE --out_dir DIR]");
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
   const auto t_start = Clock::now();
   Profile p;
   if (absl::Status s = CheckFlags(p); !s.ok()) return Fail(s, dk::kExitUsage);

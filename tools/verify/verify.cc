@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "verify --elf DECODE.elf --goldens GOLDENS.json [--weights DIR|FILE.gguf|synthetic] "
       "[--parent_elf PARENT.elf [--parent_report_only]] [--tokenizer FILE] [--prompts N]");
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
   for (const absl::Status& s : {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
                                 dk::cli::RequireFlag("goldens", absl::GetFlag(FLAGS_goldens)),
                                 dk::cli::RequireRange("prompts", absl::GetFlag(FLAGS_prompts), 1, 1 << 20)}) {
