@@ -532,4 +532,12 @@ std::string StreamingDecoder::Finish() {
   return out;
 }
 
+absl::Status CheckTokenizerFitsModel(const Tokenizer& tokenizer, int64_t model_vocab,
+                                     absl::string_view tokenizer_path, absl::string_view model_what) {
+  if (tokenizer.vocab_size() <= model_vocab) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "tokenizer ", tokenizer_path, " has ", tokenizer.vocab_size(), " tokens but ", model_what, " has a vocabulary of ",
+      model_vocab, ": it is not this model's tokenizer (its ids would index past the embedding table)"));
+}
+
 }  // namespace dk::tokenizer

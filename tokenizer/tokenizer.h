@@ -216,6 +216,15 @@ class StreamingDecoder {
   std::string pending_;
 };
 
+// The tokenizer at `tokenizer_path` against a model of `model_vocab` embedding rows
+// (`model_what` names it, e.g. the ELF): refused when the tokenizer has more tokens than
+// the model has rows, since its ids would index past the table; the error names both
+// files and both sizes. Fewer tokens than rows is accepted: models pad their vocabulary
+// (Qwen2.5: 151,936 rows for 151,665 tokens), and ids past the tokenizer's are shown as
+// <id:N> by the tools.
+absl::Status CheckTokenizerFitsModel(const Tokenizer& tokenizer, int64_t model_vocab,
+                                     absl::string_view tokenizer_path, absl::string_view model_what);
+
 }  // namespace dk::tokenizer
 
 #endif  // DK_TOKENIZER_TOKENIZER_H_

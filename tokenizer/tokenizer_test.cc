@@ -751,5 +751,17 @@ TEST(TokenizerJsonTest, NormalizedAddedTokenIsMatchedAfterNormalizing) {
   EXPECT_THAT(*(*raw)->Encode("ha\xE2\x96\x81" "b", false), Not(::testing::Contains(271)));
 }
 
+TEST(TokenizerTest, ATokenizerLargerThanTheModelsVocabularyIsRefused) {
+  auto tok = Tokenizer::FromTokenizerJson(TinyJson());
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const int64_t n = (*tok)->vocab_size();
+  EXPECT_TRUE(CheckTokenizerFitsModel(**tok, n, "t.json", "ELF m.elf").ok());
+  EXPECT_TRUE(CheckTokenizerFitsModel(**tok, n + 271, "t.json", "ELF m.elf").ok());  // a padded vocabulary
+  const absl::Status s = CheckTokenizerFitsModel(**tok, n - 1, "t.json", "ELF m.elf");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("tokenizer t.json has ", n, " tokens but ELF m.elf has a vocabulary of ", n - 1)));
+}
+
 }  // namespace
 }  // namespace dk::tokenizer

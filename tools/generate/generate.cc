@@ -65,6 +65,9 @@ absl::Status Load(Loaded& m) {
   const auto t_load = Clock::now();
   DK_ASSIGN_OR_RETURN(dk::weights::Weights weights, dk::runtime::ReadWeightsSpec(weights_spec, m.program.model()));
   DK_ASSIGN_OR_RETURN(m.tokenizer, dk::tokenizer::Tokenizer::Load(UserPath(absl::GetFlag(FLAGS_tokenizer))));
+  DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*m.tokenizer, m.program.model().vocab(),
+                                                            dk::ShownPath(UserPath(absl::GetFlag(FLAGS_tokenizer))),
+                                                            absl::StrCat("ELF ", elf)));
   dk::runtime::SessionOptions options;
   options.validate = absl::GetFlag(FLAGS_validate);
   options.max_context = absl::GetFlag(FLAGS_max_context);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # generate's answers to bad command lines (issue 15): each names the flag, exits 2
 # for a bad flag and 1 for a bad path, and the valid command line still works.
-#   generate_cli_test.sh GENERATE TINY.elf TOKENIZER.json
+#   generate_cli_test.sh GENERATE TINY.elf TOKENIZER.json SMALL_VOCAB.elf
+# (TINY.elf's vocabulary covers TOKENIZER.json's ids; SMALL_VOCAB.elf's does not)
 set -uo pipefail
-generate="$1" elf="$2" tok="$3"
+generate="$1" elf="$2" tok="$3" small_vocab_elf="$4"
 source tools/testing/cli_expect.sh
 tool="$generate"
 
@@ -19,7 +20,7 @@ expect_exit "missing --weights" 1 "--weights: $TEST_TMPDIR/no_such_checkpoint do
 expect_exit "missing --tokenizer" 1 "--tokenizer: /nonexistent/tok.json does not exist" \
   "${ok[@]}" --tokenizer /nonexistent/tok.json
 # The up-front context check: an int sum wrapped negative and let it through.
-expect_exit "INT_MAX --max_new_tokens" 1 "+ --max_new_tokens (2147483647) exceeds the KV cache of 16" \
+expect_exit "INT_MAX --max_new_tokens" 1 "+ --max_new_tokens (2147483647) exceeds the KV cache of 128" \
   "${ok[@]}" --max_new_tokens 2147483647
 # An unquoted prompt: the shell splits it; the words after the first are refused, not
 # dropped (the run would otherwise answer "The" instead of the prompt meant).
@@ -29,6 +30,9 @@ expect_exit "empty synthetic seed" 1 "--weights synthetic:: the seed after 'synt
   "${ok[@]}" --weights synthetic:
 expect_exit "non-numeric synthetic seed" 1 "--weights synthetic:x1: the seed after 'synthetic:' must be" \
   "${ok[@]}" --weights synthetic:x1
+expect_exit "another model's tokenizer" 1 \
+  "tokens but ELF $small_vocab_elf has a vocabulary of 300: it is not this model's tokenizer" \
+  "${ok[@]}" --elf "$small_vocab_elf"
 expect_exit "valid" 0 "new tokens" "${ok[@]}" --max_new_tokens 2
 
 finish

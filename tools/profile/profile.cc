@@ -232,6 +232,9 @@ absl::Status LoadPrompt(Profile& p) {
   record.new_tokens = absl::GetFlag(FLAGS_new_tokens);
   record.rounds = std::min(absl::GetFlag(FLAGS_rounds), record.new_tokens);
   DK_ASSIGN_OR_RETURN(p.tokenizer, dk::tokenizer::Tokenizer::Load(UserPath(absl::GetFlag(FLAGS_tokenizer))));
+  DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*p.tokenizer, p.model().vocab(),
+                                                            ShownPath(UserPath(absl::GetFlag(FLAGS_tokenizer))),
+                                                            absl::StrCat("ELF ", p.elfs[0])));
   DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, p.tokenizer->Encode(record.prompt));
   if (ids.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
   p.prompt.assign(ids.begin(), ids.end());

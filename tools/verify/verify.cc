@@ -77,6 +77,9 @@ absl::Status Load(Inputs& in) {
                       dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), in.program.model()));
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
     DK_ASSIGN_OR_RETURN(in.tokenizer, dk::tokenizer::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer)));
+    DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*in.tokenizer, in.program.model().vocab(),
+                                                              absl::GetFlag(FLAGS_tokenizer),
+                                                              absl::StrCat("ELF ", absl::GetFlag(FLAGS_elf))));
   }
   in.setup.weights_digest = in.setup.weights->Digest();
   in.setup.goldens = &in.goldens;
