@@ -419,9 +419,8 @@ void ProfileStages(Profile& p) {
       }
       s.bandwidth_gbps = profile::Median(bandwidth[i]);
       const double gbps = profile::Median(round_gbps);
-      p.progress.Line(absl::StrFormat("%s: %.2f ms/token this round at %.1f GB/s (%s mode), %.1f s", head,
-                                      profile::Median(round_ms), gbps,
-                                      gbps >= profile::kFastModeGbps ? "fast" : "slow", Since(t)));
+      p.progress.Line(absl::StrFormat("%s: %.2f ms/token this round at %.1f GB/s, %.1f s", head,
+                                      profile::Median(round_ms), gbps, Since(t)));
       if (round == 0 && p.record.gate_prompts > 0) Gate(p, i, head, gates);
     }
   }

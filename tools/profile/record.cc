@@ -48,6 +48,13 @@ double RelativeIqr(std::vector<double> v) {
 
 }  // namespace
 
+double ModeSplit(std::vector<double> gbps) {
+  if (gbps.size() < 2) return 0;
+  std::sort(gbps.begin(), gbps.end());
+  const double lo = gbps[gbps.size() / 10], hi = gbps[gbps.size() - 1 - gbps.size() / 10];
+  return lo > 0 && hi / lo >= kTwoModesRatio ? std::sqrt(lo * hi) : 0;
+}
+
 ParentComparison CompareWithParent(const std::vector<RoundStat>& stage, const std::vector<RoundStat>& parent,
                                    double stage_norm_median, double parent_norm_median) {
   ParentComparison c;
@@ -149,11 +156,17 @@ std::string SignedDelta(double ms, double pct) {
 
 namespace {
 
-// A steady token's time scaled to the reference bandwidth (unscaled when either is
-// unknown).
+// A steady token's time at the reference bandwidth: its floor (the stage's weight
+// bytes read at the bandwidth paired with the token) swapped for the floor at the
+// reference bandwidth, the rest of its time kept. A bandwidth-bound token moves with
+// the bandwidth in full, a token far above its floor (the unoptimized baseline) barely:
+// scaling all of a 5x-floor token by the bandwidth would invent swings it does not
+// have. Unchanged when either bandwidth or the byte count is unknown.
 double NormalizedMs(const StageRecord& s, size_t k, double ref_gbps) {
   const double gbps = k < s.token_gbps.size() ? s.token_gbps[k] : 0;
-  return ref_gbps > 0 && gbps > 0 ? s.token_ms[k] * gbps / ref_gbps : s.token_ms[k];
+  if (ref_gbps <= 0 || gbps <= 0 || s.weight_bytes_per_token <= 0) return s.token_ms[k];
+  const double bytes = static_cast<double>(s.weight_bytes_per_token);
+  return s.token_ms[k] + bytes / (ref_gbps * 1e6) - bytes / (gbps * 1e6);
 }
 
 std::vector<double> NormalizedSteady(const StageRecord& s, double ref_gbps) {
@@ -176,8 +189,9 @@ std::vector<double> PairedXFloor(const StageRecord& s) {
   return out;
 }
 
-// The steady tokens grouped by round (all in round 0 when rounds were not recorded).
-std::vector<RoundStat> RoundStats(const StageRecord& s, double ref_gbps) {
+// The steady tokens grouped by round (all in round 0 when rounds were not recorded);
+// a round is "fast" or "slow" against `mode_split_gbps` (0: one mode, "-").
+std::vector<RoundStat> RoundStats(const StageRecord& s, double ref_gbps, double mode_split_gbps) {
   std::map<int, std::vector<size_t>> by_round;
   for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_ms.size()); k < s.token_ms.size(); ++k) {
     by_round[k < s.token_round.size() ? s.token_round[k] : 0].push_back(k);
@@ -196,7 +210,7 @@ std::vector<RoundStat> RoundStats(const StageRecord& s, double ref_gbps) {
     st.median_ms = Median(ms);
     st.norm_median_ms = Median(norm);
     st.gbps = Median(gbps);
-    st.mode = st.gbps <= 0 ? "-" : (st.gbps >= kFastModeGbps ? "fast" : "slow");
+    st.mode = st.gbps <= 0 || mode_split_gbps <= 0 ? "-" : (st.gbps >= mode_split_gbps ? "fast" : "slow");
     out.push_back(st);
   }
   return out;
@@ -320,13 +334,14 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
     }
   }
   r.ref_gbps = Median(all_gbps);
+  r.mode_split_gbps = ModeSplit(all_gbps);
   for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
     StageRecord& s = r.stages[i];
     auto it = by_ref.find(s.src);
     s.parent = s.src.empty() ? -1 : (it != by_ref.end() ? it->second : i - 1);
     const std::vector<double> steady = s.steady_ms();
     s.median_ms = Median(steady);
-    s.rounds = RoundStats(s, r.ref_gbps);
+    s.rounds = RoundStats(s, r.ref_gbps, r.mode_split_gbps);
     s.norm_median_ms = Median(NormalizedSteady(s, r.ref_gbps));
     s.min_ms = steady.empty() ? 0 : *std::min_element(steady.begin(), steady.end());
     s.max_ms = steady.empty() ? 0 : *std::max_element(steady.begin(), steady.end());
@@ -444,7 +459,7 @@ std::string ToJson(const ProfileRecord& r) {
   j["gate"] = {{"prompts", r.gate_prompts}, {"tokens", r.gate_tokens}, {"goldens", r.goldens}};
   j["weights"] = {{"source", r.weights_source}, {"digest", r.weights_digest}};
   j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"read_bandwidth_gbps", r.bandwidth_gbps},
-                  {"reference_gbps", r.ref_gbps}};
+                  {"reference_gbps", r.ref_gbps}, {"mode_split_gbps", r.mode_split_gbps}};
   json stages = json::array();
   for (const StageRecord& s : r.stages) {
     json c = json::array();

@@ -66,10 +66,14 @@ class BreakdownAccumulator {
   int tokens_ = 0;
 };
 
-// The host's read bandwidth jumps between two modes (about 33 and 57 GB/s on the
-// machines this project runs on); tokens paired with a read at or above this ran in
-// the fast one. Only labels the records: the verdicts use the bandwidth itself.
-inline constexpr double kFastModeGbps = 45;
+// The host's read bandwidth jumps between modes from minute to minute (about 33 and
+// 57 GB/s on one machine of this project's kind, about 45 and 80 on another). The
+// record labels each round "fast" or "slow" against a split taken from the run
+// itself: the geometric mean of the 10th and 90th percentiles of the bandwidth paired
+// with the tokens, when those differ by kTwoModesRatio or more (else one mode). Only
+// labels: the verdicts use the bandwidth itself.
+inline constexpr double kTwoModesRatio = 1.3;
+double ModeSplit(std::vector<double> gbps);  // 0: one mode
 
 // One timing round of one stage.
 struct RoundStat {
@@ -78,7 +82,7 @@ struct RoundStat {
   double median_ms = 0;       // raw
   double norm_median_ms = 0;  // at the run's reference bandwidth
   double gbps = 0;            // median bandwidth paired with its tokens (0: not paired)
-  std::string mode;           // "fast", "slow" or "-" (kFastModeGbps)
+  std::string mode;           // "fast", "slow" or "-" (ModeSplit)
 };
 
 // A stage against its parent at equal bandwidth: per round, the ratio of the two
@@ -220,6 +224,7 @@ struct ProfileRecord {
   // bandwidth the stages' normalized times are scaled to (0: none was paired, the
   // normalized times are the raw ones).
   double ref_gbps = 0;
+  double mode_split_gbps = 0;  // ModeSplit of those bandwidths
   std::string date;           // UTC, ISO 8601
   std::vector<StageRecord> stages;  // chain order, baseline first
   std::vector<ContextPoint> contexts;  // --context, on the final stage

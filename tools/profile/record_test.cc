@@ -189,6 +189,12 @@ TEST(FinalizeTest, FlagsAStageSlowerThanItsParentBeyondNoise) {
   EXPECT_EQ(r.stages[3].status, "applied") << r.stages[3].vs_parent.noise;
 }
 
+TEST(ModeSplitTest, SplitsTwoModesAndNotOne) {
+  EXPECT_NEAR(ModeSplit({33, 34, 33, 57, 56, 33, 57, 33, 34, 57}), std::sqrt(33.0 * 57), 1e-9);
+  EXPECT_EQ(ModeSplit({48, 50, 47, 52, 49, 51}), 0);  // one mode
+  EXPECT_EQ(ModeSplit({50}), 0);
+}
+
 TEST(CompareWithParentTest, MedianOfRoundRatiosAgainstHalfTheirRange) {
   auto rounds = [](std::vector<double> norm) {
     std::vector<RoundStat> out;
@@ -216,8 +222,8 @@ TEST(CompareWithParentTest, MedianOfRoundRatiosAgainstHalfTheirRange) {
   EXPECT_EQ(c.round_ratios, (std::vector<double>{1.2, 1.2}));
 }
 
-// Fixed token times in two bandwidth modes (fast 60 GB/s, slow 30 GB/s, a
-// bandwidth-bound decode: ms halves when the bandwidth doubles), rounds alternating
+// Fixed token times in two bandwidth modes (fast 60 GB/s, slow 30 GB/s; a token is
+// its floor, 1 GB at the bandwidth, plus a part no bandwidth moves), rounds alternating
 // stage by stage as a host that swings gives them. The verdict follows the time at
 // equal bandwidth, both ways.
 StageRecord Timed(const std::string& name, const std::string& src, double ms_at_30gbps,
@@ -235,7 +241,9 @@ StageRecord Timed(const std::string& name, const std::string& src, double ms_at_
   s.token_round = {-1};
   for (size_t round = 0; round < gbps_per_round.size(); ++round) {
     for (int t = 0; t < 8; ++t) {
-      s.token_ms.push_back(ms_at_30gbps * 30 / gbps_per_round[round] * (1 + 0.001 * (t % 3)));
+      // the floor (1 GB at the round's bandwidth) plus the rest, which no bandwidth moves
+      const double floor_ms = 1000 / gbps_per_round[round];
+      s.token_ms.push_back((ms_at_30gbps - 1000.0 / 30 + floor_ms) * (1 + 0.001 * (t % 3)));
       s.token_gbps.push_back(gbps_per_round[round]);
       s.token_round.push_back(static_cast<int>(round));
     }
@@ -245,7 +253,7 @@ StageRecord Timed(const std::string& name, const std::string& src, double ms_at_
 
 TEST(FinalizeTest, VerdictAtEqualBandwidthNotRawTime) {
   // The merge is as fast as its parent, but three of its four rounds ran in the slow
-  // mode and three of the parent's in the fast one: raw, it looks 100% slower.
+  // mode and three of the parent's in the fast one: raw, it looks 70% slower.
   ProfileRecord r;
   r.model = "m";
   r.package = "models/m";
@@ -255,25 +263,28 @@ TEST(FinalizeTest, VerdictAtEqualBandwidthNotRawTime) {
   r.stages.push_back(Timed("decode_opt", ":decode_bo", 40, {30, 30, 60, 30}));
   Finalize(r, "");
   EXPECT_GT(r.stages[2].delta_parent_pct, 50);  // raw
-  EXPECT_NEAR(r.stages[2].vs_parent.ratio, 1.0, 1e-9);
+  EXPECT_NEAR(r.stages[2].vs_parent.ratio, 1.0, 1e-3);
   EXPECT_EQ(r.stages[2].status, "applied") << r.stages[2].reason;
   EXPECT_EQ(r.stages[2].rounds[0].mode, "slow");
   EXPECT_EQ(r.stages[1].rounds[0].mode, "fast");
   EXPECT_NEAR(r.stages[2].x_floor, 40 / (1000.0 / 30), 0.01);  // per token against its own pair
-  EXPECT_THAT(FormatTable(r), HasSubstr("20.02 ms, 60.0 GB/s fast"));
+  EXPECT_THAT(FormatTable(r), HasSubstr("23.36 ms, 60.0 GB/s fast"));
+  EXPECT_NEAR(r.mode_split_gbps, std::sqrt(30.0 * 60), 1e-9);
+  // The baseline, far above its floor, is barely moved: 80 ms at 30 GB/s.
+  EXPECT_NEAR(r.stages[0].norm_median_ms, 80.08, 0.01);
 
   // The other way: the merge is 25% slower at equal bandwidth, but ran in the fast
-  // mode while its parent ran in the slow one: raw, it looks 37% faster.
+  // mode while its parent ran in the slow one: raw, it looks 17% faster.
   r.stages[2] = Timed("decode_opt", ":decode_bo", 50, {60, 60, 60, 60});
   r.stages[1] = Timed("decode_bo", ":decode", 40, {30, 30, 30, 30});
   Finalize(r, "");
-  EXPECT_LT(r.stages[2].delta_parent_pct, -30);  // raw
-  EXPECT_NEAR(r.stages[2].vs_parent.ratio, 1.25, 1e-9);
+  EXPECT_LT(r.stages[2].delta_parent_pct, -15);  // raw
+  EXPECT_NEAR(r.stages[2].vs_parent.ratio, 1.25, 1e-3);
   EXPECT_EQ(r.stages[2].status, kSlowerThanParent);
   EXPECT_EQ(r.best_stage, 1);  // the fastest at equal bandwidth, not the fastest raw
   EXPECT_EQ(r.final_stage, 2);
-  EXPECT_NEAR(r.speedup, 2.0, 1e-9);
-  EXPECT_NEAR(r.final_speedup, 1.6, 1e-9);
+  EXPECT_NEAR(r.speedup, 2.0, 1e-3);
+  EXPECT_NEAR(r.final_speedup, 1.6, 1e-3);
   EXPECT_TRUE(r.final_faster);
 }
 

@@ -196,8 +196,10 @@ std::string FormatTable(const ProfileRecord& r) {
   absl::StrAppend(&out, TextTable(StageRows(r)), FinalLine(r), "\n");
   if (r.ref_gbps > 0) {
     absl::StrAppend(&out, absl::StrFormat("\nrounds (median ms/token, read bandwidth paired with the tokens, "
-                                          "mode; equal bandwidth = %.1f GB/s):\n",
-                                          r.ref_gbps),
+                                          "mode; equal bandwidth = %.1f GB/s, %s):\n",
+                                          r.ref_gbps,
+                                          r.mode_split_gbps > 0 ? absl::StrFormat("fast >= %.1f GB/s", r.mode_split_gbps)
+                                                                : std::string("one mode in this run")),
                     TextTable(RoundRows(r)));
   }
   if (!r.contexts.empty()) {
@@ -302,12 +304,17 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
   if (r.ref_gbps > 0) {
     absl::StrAppend(&md, "## Rounds\n\n",
                     absl::StrFormat("Each round's median ms/token per stage, with the read bandwidth paired with its "
-                                    "tokens and the mode that names (fast: >= %.0f GB/s). \"At equal bandwidth\" "
-                                    "scales every token to %.1f GB/s, the median over all tokens of this run; a stage "
-                                    "is compared with its parent round by round, and is \"slower than its parent\" "
-                                    "when the median of those ratios exceeds 1 by more than the noise (the larger of "
-                                    "%.0f%% and half their range).\n\n",
-                                    kFastModeGbps, r.ref_gbps, 100 * kMinNoise),
+                                    "tokens and the mode that names (%s). \"At equal bandwidth\" moves every token "
+                                    "to %.1f GB/s, the median over all tokens of this run: its floor (its weight "
+                                    "bytes read at its own bandwidth) is replaced by the floor at %.1f GB/s, the rest "
+                                    "of its time kept. A stage is compared with its parent round by round, and is "
+                                    "\"slower than its parent\" when the median of those ratios exceeds 1 by more "
+                                    "than the noise (the larger of %.0f%% and half their range).\n\n",
+                                    r.mode_split_gbps > 0
+                                        ? absl::StrFormat("fast: >= %.1f GB/s, split from this run's bandwidths",
+                                                          r.mode_split_gbps)
+                                        : std::string("one mode in this run"),
+                                    r.ref_gbps, r.ref_gbps, 100 * kMinNoise),
                     MdTable(RoundRows(r)), "\n");
   }
   if (!r.contexts.empty() && r.final_stage >= 0) {
