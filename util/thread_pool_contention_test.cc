@@ -18,24 +18,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "util/wait_for.h"
 #include "util/thread_pool.h"
 
 namespace dk {
 namespace {
 
-// Waits until `done` is true; a condition still false after 30 s (a pool that
-// deadlocks or never offers the worker a task) is a failure, not a hang.
-bool WaitFor(const std::function<bool()>& done, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "waited 30 s for " << what;
-      return false;
-    }
-    std::this_thread::yield();
-  }
-  return true;
-}
+using testing::WaitFor;
 
 // The test's clock and the caller's preemption count, as the pools read them (plain
 // function pointers, hence globals; reset by the fixture). The clock counts its reads

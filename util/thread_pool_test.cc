@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "util/wait_for.h"
 
 namespace dk {
 namespace {
@@ -30,23 +31,8 @@ ContentionOptions Off() {
   return c;
 }
 
-// How long these tests wait for a thread to do something before they call it a
-// failure (a deadlock, a worker that never comes): a guard, not a measure of speed,
-// so a busy host only makes them slower.
-constexpr auto kGuard = std::chrono::seconds(30);
-
-// Waits until `done` is true; false (and a failure) when it is still false after kGuard.
-bool WaitFor(const std::function<bool()>& done, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + kGuard;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "waited 30 s for " << what;
-      return false;
-    }
-    std::this_thread::yield();
-  }
-  return true;
-}
+using testing::WaitFor;
+constexpr auto kGuard = testing::kWaitGuard;
 
 // One Run of 2 tasks on a pool of 2 threads in which the worker takes a task and runs
 // on_worker() in it, once: a caller's task waits until the worker has one, however

@@ -403,7 +403,13 @@ std::string Waterfall(const ProfileRecord& r) {
     }
     const double from = r.stages[s.parent >= 0 ? s.parent : 0].median_ms;
     const bool reverted = s.status == "reverted";
-    const std::string fill = reverted ? "#bbbbbb" : (s.median_ms <= from ? "#59a14f" : "#e15759");
+    // Colored by the verdict at equal bandwidth (red: slower than its parent beyond the
+    // noise, gray-green: within it), not by the raw delta, which the bandwidth mode of
+    // each stage's rounds can turn either way.
+    const std::string fill = reverted                  ? "#bbbbbb"
+                             : s.vs_parent.slower      ? "#e15759"
+                             : s.vs_parent.faster      ? "#59a14f"
+                                                       : "#a3b18a";
     bar_at(i, from, s.median_ms, fill, reverted ? "stroke=\"#555\" stroke-dasharray=\"4 3\"" : "",
            ":" + s.name, absl::StrFormat("%.2f (%+.1f%%)", s.median_ms, s.delta_parent_pct),
            reverted ? "bar reverted" : "bar step");
@@ -604,7 +610,7 @@ std::string Html(const ProfileRecord& r, const std::string& command) {
                       "read bandwidth %.2f GB/s (%d threads, measured at the start of the run); weights %s.</p>\n",
                       Esc(r.prompt), r.prompt_tokens, r.warmup, r.new_tokens, RoundsNote(r), r.bandwidth_gbps, r.threads,
                       Esc(r.weights_source)));
-  absl::StrAppend(&h, "<p class=\"final\">", Esc(FinalLine(r)), "</p>\n");
+  absl::StrAppend(&h, "<p class=\"final\">", absl::StrReplaceAll(Esc(FinalLine(r)), {{"\n", "<br>"}}), "</p>\n");
   absl::StrAppend(&h, "<h2>ms/token across stages</h2>\n<div class=\"chart\">", Waterfall(r), "</div>\n");
   absl::StrAppend(&h, "<h2>Where one token's time goes: baseline vs final</h2>\n<div class=\"chart\">", Breakdown(r),
                   "</div>\n");
