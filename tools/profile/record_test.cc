@@ -209,10 +209,10 @@ TEST(CompareWithParentTest, MedianOfRoundRatiosAgainstHalfTheirRange) {
   EXPECT_FALSE(c.faster);
   c = CompareWithParent(rounds({48.5, 52.5, 50.5, 49.5}), parent, 0, 0);
   EXPECT_DOUBLE_EQ(c.ratio, 1.0);
-  EXPECT_NEAR(c.noise, 0.04, 1e-12);
+  EXPECT_NEAR(c.noise, kMinNoise, 1e-12);  // half the range, 0.04, is inside the floor
   EXPECT_FALSE(c.slower);
   EXPECT_FALSE(c.faster);
-  c = CompareWithParent(rounds({49, 49.5, 50, 49}), parent, 0, 0);  // tight rounds: the 3% floor
+  c = CompareWithParent(rounds({49, 49.5, 50, 49}), parent, 0, 0);  // tight rounds: the floor
   EXPECT_DOUBLE_EQ(c.noise, kMinNoise);
   EXPECT_FALSE(c.faster);
   // Rounds are matched by index: a round the parent missed is not compared.
