@@ -56,7 +56,7 @@ double ModeSplit(std::vector<double> gbps) {
 }
 
 ParentComparison CompareWithParent(const std::vector<RoundStat>& stage, const std::vector<RoundStat>& parent,
-                                   double stage_norm_median, double parent_norm_median) {
+                                   const std::vector<double>& stage_norm, const std::vector<double>& parent_norm) {
   ParentComparison c;
   for (const RoundStat& s : stage) {
     for (const RoundStat& p : parent) {
@@ -70,8 +70,9 @@ ParentComparison CompareWithParent(const std::vector<RoundStat>& stage, const st
     c.ratio = Median(c.round_ratios);
     c.noise = std::max(kMinNoise, (*hi - *lo) / 2);
   } else {
-    c.ratio = parent_norm_median > 0 ? stage_norm_median / parent_norm_median : 1;
-    c.noise = kMinNoise;
+    const double parent_median = Median(parent_norm);
+    c.ratio = parent_median > 0 ? Median(stage_norm) / parent_median : 1;
+    c.noise = std::max({kMinNoise, RelativeIqr(stage_norm), RelativeIqr(parent_norm)});
   }
   c.slower = c.ratio - 1 > c.noise;
   c.faster = 1 - c.ratio > c.noise;
@@ -145,9 +146,10 @@ std::vector<Component> BreakdownAccumulator::Components() const {
   return out;
 }
 
+size_t StageRecord::first_steady() const { return std::min<size_t>(std::max(warmup, 0), token_ms.size()); }
+
 std::vector<double> StageRecord::steady_ms() const {
-  const size_t w = std::min<size_t>(std::max(warmup, 0), token_ms.size());
-  return std::vector<double>(token_ms.begin() + w, token_ms.end());
+  return std::vector<double>(token_ms.begin() + first_steady(), token_ms.end());
 }
 
 std::string SignedDelta(double ms, double pct) {
@@ -171,7 +173,7 @@ double NormalizedMs(const StageRecord& s, size_t k, double ref_gbps) {
 
 std::vector<double> NormalizedSteady(const StageRecord& s, double ref_gbps) {
   std::vector<double> out;
-  for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_ms.size()); k < s.token_ms.size(); ++k) {
+  for (size_t k = s.first_steady(); k < s.token_ms.size(); ++k) {
     out.push_back(NormalizedMs(s, k, ref_gbps));
   }
   return out;
@@ -182,7 +184,7 @@ std::vector<double> NormalizedSteady(const StageRecord& s, double ref_gbps) {
 std::vector<double> PairedXFloor(const StageRecord& s) {
   std::vector<double> out;
   if (s.weight_bytes_per_token <= 0) return out;
-  for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_ms.size());
+  for (size_t k = s.first_steady();
        k < s.token_ms.size() && k < s.token_gbps.size(); ++k) {
     if (s.token_gbps[k] > 0) out.push_back(s.token_ms[k] / (s.weight_bytes_per_token / (s.token_gbps[k] * 1e9) * 1e3));
   }
@@ -193,7 +195,7 @@ std::vector<double> PairedXFloor(const StageRecord& s) {
 // a round is "fast" or "slow" against `mode_split_gbps` (0: one mode, "-").
 std::vector<RoundStat> RoundStats(const StageRecord& s, double ref_gbps, double mode_split_gbps) {
   std::map<int, std::vector<size_t>> by_round;
-  for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_ms.size()); k < s.token_ms.size(); ++k) {
+  for (size_t k = s.first_steady(); k < s.token_ms.size(); ++k) {
     by_round[k < s.token_round.size() ? s.token_round[k] : 0].push_back(k);
   }
   std::vector<RoundStat> out;
@@ -216,7 +218,7 @@ std::vector<RoundStat> RoundStats(const StageRecord& s, double ref_gbps, double 
   return out;
 }
 
-// "x1.239 (per-round 1.22-1.26, noise +-3.0%)".
+// "x1.239 of its parent (4 rounds: 1.220-1.260; noise +-5.0%)".
 std::string RatioWords(const ParentComparison& c) {
   std::string out = absl::StrFormat("x%.3f of its parent", c.ratio);
   if (c.round_ratios.size() >= 2) {
@@ -329,7 +331,7 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
   r.reverted.clear();
   std::vector<double> all_gbps;
   for (const StageRecord& s : r.stages) {
-    for (size_t k = std::min<size_t>(std::max(s.warmup, 0), s.token_gbps.size()); k < s.token_gbps.size(); ++k) {
+    for (size_t k = std::min(s.first_steady(), s.token_gbps.size()); k < s.token_gbps.size(); ++k) {
       if (s.token_gbps[k] > 0) all_gbps.push_back(s.token_gbps[k]);
     }
   }
@@ -399,14 +401,8 @@ void Finalize(ProfileRecord& r, const std::string& build_text) {
     s.vs_parent = ParentComparison{};
     if (s.parent >= 0) {
       const StageRecord& p = r.stages[s.parent];
-      s.vs_parent = CompareWithParent(s.rounds, p.rounds, s.norm_median_ms, p.norm_median_ms);
-      if (s.vs_parent.round_ratios.size() < 2) {
-        // One round: the tokens' own spread widens the band, as a swing would.
-        s.vs_parent.noise = std::max({s.vs_parent.noise, RelativeIqr(NormalizedSteady(s, r.ref_gbps)),
-                                      RelativeIqr(NormalizedSteady(p, r.ref_gbps))});
-        s.vs_parent.slower = s.vs_parent.ratio - 1 > s.vs_parent.noise;
-        s.vs_parent.faster = 1 - s.vs_parent.ratio > s.vs_parent.noise;
-      }
+      s.vs_parent = CompareWithParent(s.rounds, p.rounds, NormalizedSteady(s, r.ref_gbps),
+                                      NormalizedSteady(p, r.ref_gbps));
       absl::StrAppend(&measured, "; at equal bandwidth ", RatioWords(s.vs_parent));
       if (s.status == "applied" && s.vs_parent.slower) {
         s.slower_than_parent = true;

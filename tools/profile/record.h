@@ -92,7 +92,7 @@ struct RoundStat {
 struct ParentComparison {
   std::vector<double> round_ratios;  // stage / parent, per round both measured
   double ratio = 1;                  // their median (one round: of the token medians)
-  double noise = 0;                  // band around 1: max(kMinNoise, half the ratios' range)
+  double noise = 0;                  // band around 1: max(kMinNoise, the ratios' half range / tokens' spread)
   bool slower = false;               // ratio - 1 > noise
   bool faster = false;               // 1 - ratio > noise
 };
@@ -100,8 +100,12 @@ struct ParentComparison {
 // gives ratios up to about 5% apart (docs/measurements.md), so a smaller difference
 // would flip the verdict from run to run.
 inline constexpr double kMinNoise = 0.05;
+// `stage_norm` and `parent_norm`: the two stages' steady tokens at equal bandwidth.
+// With fewer than two rounds to compare, the ratio is that of their medians and the
+// tokens' own spread (interquartile range / median, either stage) widens the band, as
+// a swing would.
 ParentComparison CompareWithParent(const std::vector<RoundStat>& stage, const std::vector<RoundStat>& parent,
-                                   double stage_norm_median, double parent_norm_median);
+                                   const std::vector<double>& stage_norm, const std::vector<double>& parent_norm);
 
 struct StageRecord {
   // From the BUILD (the decode_profile rule).
@@ -171,6 +175,7 @@ struct StageRecord {
   std::string reason;      // one line: the pass's reason + what the measurement showed
   std::string build_edit;  // reverted stages: the BUILD edit that removes the stage
 
+  size_t first_steady() const;  // index of the first measured (non-warm-up) token
   std::vector<double> steady_ms() const;
   bool passed() const {
     return gate_ran && gate_passed && (same_as_parent || changes_numerics) && error.empty();

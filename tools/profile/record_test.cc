@@ -202,23 +202,23 @@ TEST(CompareWithParentTest, MedianOfRoundRatiosAgainstHalfTheirRange) {
     return out;
   };
   const std::vector<RoundStat> parent = rounds({50, 50, 50, 50});
-  ParentComparison c = CompareWithParent(rounds({61, 62.5, 65, 60}), parent, 0, 0);
+  ParentComparison c = CompareWithParent(rounds({61, 62.5, 65, 60}), parent, {}, {});
   EXPECT_DOUBLE_EQ(c.ratio, 1.235);
   EXPECT_NEAR(c.noise, 0.05, 1e-12);  // (1.30 - 1.20) / 2
   EXPECT_TRUE(c.slower);
   EXPECT_FALSE(c.faster);
-  c = CompareWithParent(rounds({48.5, 52.5, 50.5, 49.5}), parent, 0, 0);
+  c = CompareWithParent(rounds({48.5, 52.5, 50.5, 49.5}), parent, {}, {});
   EXPECT_DOUBLE_EQ(c.ratio, 1.0);
   EXPECT_NEAR(c.noise, kMinNoise, 1e-12);  // half the range, 0.04, is inside the floor
   EXPECT_FALSE(c.slower);
   EXPECT_FALSE(c.faster);
-  c = CompareWithParent(rounds({49, 49.5, 50, 49}), parent, 0, 0);  // tight rounds: the floor
+  c = CompareWithParent(rounds({49, 49.5, 50, 49}), parent, {}, {});  // tight rounds: the floor
   EXPECT_DOUBLE_EQ(c.noise, kMinNoise);
   EXPECT_FALSE(c.faster);
   // Rounds are matched by index: a round the parent missed is not compared.
   std::vector<RoundStat> gap = rounds({50, 50, 50});
   gap.erase(gap.begin() + 1);
-  c = CompareWithParent(rounds({60, 99, 60}), gap, 0, 0);
+  c = CompareWithParent(rounds({60, 99, 60}), gap, {}, {});
   EXPECT_EQ(c.round_ratios, (std::vector<double>{1.2, 1.2}));
 }
 
