@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "util/printable.h"
+#include "weights/overlap.h"
 
 namespace dk::weights {
 namespace {
@@ -488,24 +489,16 @@ absl::Status GgufFile::Parse() {
     }
   }
   // Tensors must not share bytes (llama.cpp's reader requires each tensor at the
-  // next aligned offset; safetensors files are refused for overlaps too): in offset
-  // order, each non-empty tensor starts at or after the end of the one before.
-  std::vector<const GgufTensorInfo*> by_offset;
-  for (const GgufTensorInfo& t : tensors_) {
-    if (t.size_bytes > 0) by_offset.push_back(&t);
-  }
-  std::sort(by_offset.begin(), by_offset.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
-    return a->offset != b->offset ? a->offset < b->offset : a->name < b->name;
-  });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const GgufTensorInfo& a = *by_offset[i - 1];
-    const GgufTensorInfo& b = *by_offset[i];
-    if (b.offset < a.offset + a.size_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GGUF ", name_, ": tensors '", Printable(a.name), "' (data bytes [", a.offset, ", ",
-          a.offset + a.size_bytes, ")) and '", Printable(b.name), "' ([", b.offset, ", ",
-          b.offset + b.size_bytes, ")) overlap in the data section"));
-    }
+  // next aligned offset; safetensors files are refused for overlaps too).
+  std::vector<ByteRange> ranges;
+  for (const GgufTensorInfo& t : tensors_) ranges.push_back({t.offset, t.offset + t.size_bytes, &t.name});
+  if (const auto pair = FirstOverlap(ranges)) {
+    const GgufTensorInfo& a = tensors_[pair->first];
+    const GgufTensorInfo& b = tensors_[pair->second];
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GGUF ", name_, ": tensors '", Printable(a.name), "' (data bytes [", a.offset, ", ",
+        a.offset + a.size_bytes, ")) and '", Printable(b.name), "' ([", b.offset, ", ",
+        b.offset + b.size_bytes, ")) overlap in the data section"));
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "util/status.h"
 #include "weights/dequant.h"
+#include "weights/overlap.h"
 #include "weights/parallel.h"
 
 namespace dk::weights {
@@ -179,24 +180,15 @@ absl::Status SafetensorsFile::ParseHeader() {
     }
     tensors_.push_back(std::move(info));
   }
-  // Tensors must not share bytes (the reference library refuses overlaps too): in
-  // offset order, each non-empty tensor starts at or after the end of the one before.
-  std::vector<const SafetensorsTensorInfo*> by_offset;
-  for (const SafetensorsTensorInfo& t : tensors_) {
-    if (t.end > t.begin) by_offset.push_back(&t);
-  }
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const SafetensorsTensorInfo* a, const SafetensorsTensorInfo* b) {
-              return a->begin != b->begin ? a->begin < b->begin : a->name < b->name;
-            });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const SafetensorsTensorInfo& a = *by_offset[i - 1];
-    const SafetensorsTensorInfo& b = *by_offset[i];
-    if (b.begin < a.end) {
-      return bad(absl::StrCat("tensors \"", a.name, "\" (data_offsets [", a.begin, ", ", a.end,
-                              "]) and \"", b.name, "\" ([", b.begin, ", ", b.end,
-                              "]) overlap in the data section"));
-    }
+  // Tensors must not share bytes (the reference library refuses overlaps too).
+  std::vector<ByteRange> ranges;
+  for (const SafetensorsTensorInfo& t : tensors_) ranges.push_back({t.begin, t.end, &t.name});
+  if (const auto pair = FirstOverlap(ranges)) {
+    const SafetensorsTensorInfo& a = tensors_[pair->first];
+    const SafetensorsTensorInfo& b = tensors_[pair->second];
+    return bad(absl::StrCat("tensors \"", a.name, "\" (data_offsets [", a.begin, ", ", a.end,
+                            "]) and \"", b.name, "\" ([", b.begin, ", ", b.end,
+                            "]) overlap in the data section"));
   }
   std::sort(tensors_.begin(), tensors_.end(),
             [](const SafetensorsTensorInfo& a, const SafetensorsTensorInfo& b) {
