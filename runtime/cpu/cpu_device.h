@@ -1,8 +1,10 @@
 // The CPU backend: BOs are separate device allocations (a host-side copy and a
 // device-side copy each, as XRT BOs), a started launch group runs to completion
 // on the host thread inside Start (Wait then returns its status; with
-// DK_CPU_DEVICE_THREAD=1 it runs on a device-side thread while the host waits, as
-// XRT's asynchronous runs do), and kernels use the process's shared thread pool.
+// CpuDeviceOptions::device_thread it runs on a device-side thread while the host
+// waits, as XRT's asynchronous runs do), and kernels use the thread pool it is given.
+// The rooms: cpu_bo.h (BO memory and the protocol checks), cpu_kernels.h (the kernel
+// table), this device (load, start, wait), host_ops.cc (the host steps).
 // In validation mode every BO access is checked against the BO protocol and the
 // first violation is reported with the ELF, group, launch and BO names:
 //  * a launch reads a BO the host wrote but never synced to the device;
@@ -31,15 +33,37 @@
 
 namespace dk::runtime {
 
+// How the CPU device runs launch groups; tools set it from their flags
+// (tools/common:device_flags) and print Describe() in their records.
+struct CpuDeviceOptions {
+  // Iterations the waiting host (and the idle device thread) spin before blocking;
+  // -1: 20000 when the pool leaves a hardware thread free, else 0 (a spinning thread
+  // must not take a core the kernels need).
+  int host_spin = -1;
+  // Run groups on a device-side thread the host hands each run to (XRT's shape)
+  // instead of inline in Start: the decoder waits for every run right after starting
+  // it, so the thread only adds two hand-offs per run.
+  bool device_thread = false;
+  // Run a group as one team run of the pool where its kernels allow it (one job and
+  // one barrier per launch instead of a job per launch).
+  bool team_runs = true;
+  // Time each kernel symbol's launches (CpuKernelTimes).
+  bool kernel_times = false;
+
+  // "host_spin=auto device_thread=0 team_runs=1 kernel_times=0".
+  std::string Describe() const;
+};
+
 // `pool` runs the kernels' parallel loops (nullptr: SharedThreadPool()).
-std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool = nullptr);
+std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool = nullptr,
+                                      const CpuDeviceOptions& cpu = {});
 
 // The device side of a BO this CPU device allocated (nullptr for any other BO): the
 // bytes its launches read. For the host to read a STATIC BO after SyncToDevice only.
 const uint8_t* CpuBoDeviceBytes(const BufferObject& bo);
 
-// Time in each kernel symbol's launches on a CPU device made while the environment
-// variable DK_CPU_KERNEL_TIMES=1 is set (otherwise, or for another device, none):
+// Time in each kernel symbol's launches on a CPU device made with
+// CpuDeviceOptions::kernel_times (otherwise, or for another device, none):
 // summed since the device was made or last reset, with the weight bytes those
 // launches streamed (elf::X12StreamedBytes of their weight BOs). For profiling
 // tools (decode_bench); read it between runs, never while one is in flight.

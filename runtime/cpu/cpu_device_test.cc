@@ -44,9 +44,9 @@ struct Fixture {
   std::unique_ptr<LoadedElf> elf;
 };
 
-Fixture Load(const elf::Program& p, bool validate) {
+Fixture Load(const elf::Program& p, bool validate, const CpuDeviceOptions& cpu = {}) {
   Fixture f;
-  f.device = MakeCpuDevice(DeviceOptions{validate});
+  f.device = MakeCpuDevice(DeviceOptions{validate}, nullptr, cpu);
   std::vector<BufferObject*> raw;
   for (const auto& b : p.bos()) {
     f.bos.push_back(*f.device->Allocate(b.name(), b.size_bytes(), b.category()));
@@ -168,16 +168,17 @@ TEST(CpuDevice, IntermediateReadBeforeWrittenIsNamed) {
 }
 
 // Runs go inline in Start by default, on a device thread with
-// DK_CPU_DEVICE_THREAD=1: both give the same results and report a violation
+// CpuDeviceOptions::device_thread: both give the same results and report a violation
 // through Wait, and the device thread mode makes a second thread.
 TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
-  for (const char* threaded : {"0", "1"}) {
-    SCOPED_TRACE(std::string("DK_CPU_DEVICE_THREAD=") + threaded);
-    ASSERT_EQ(setenv("DK_CPU_DEVICE_THREAD", threaded, 1), 0);
+  for (bool threaded : {false, true}) {
+    SCOPED_TRACE(threaded ? "device_thread" : "inline");
+    CpuDeviceOptions cpu;
+    cpu.device_thread = threaded;
     SharedThreadPool();  // its workers exist before the count
     const int threads_before = ThreadCount();
-    Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
-    EXPECT_EQ(ThreadCount() - threads_before, std::string(threaded) == "1" ? 1 : 0);
+    Fixture f = Load(TwoAdds("INTERMEDIATE"), true, cpu);
+    EXPECT_EQ(ThreadCount() - threads_before, threaded ? 1 : 0);
     auto b = Fill(2);
     ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
     ASSERT_TRUE(f.bos[1]->SyncToDevice().ok());
@@ -187,10 +188,9 @@ TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
     ASSERT_TRUE(z.ok()) << z.status();
     for (const bf16& v : *z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
   }
-  unsetenv("DK_CPU_DEVICE_THREAD");
 }
 
-// DK_CPU_KERNEL_TIMES=1: time and weight bytes per kernel symbol, summed over its
+// CpuDeviceOptions::kernel_times: time and weight bytes per kernel symbol, summed over its
 // launches until reset; unset: nothing is kept.
 TEST(CpuDevice, KernelTimesPerSymbolWhenAsked) {
   elf::Program gemv;
@@ -207,13 +207,10 @@ TEST(CpuDevice, KernelTimesPerSymbolWhenAsked) {
         bindings { param: "a" bo: "y" } bindings { param: "b" bo: "y" } bindings { param: "y" bo: "y" } } } }
   )pb", &gemv));
   for (bool on : {true, false}) {
-    SCOPED_TRACE(on ? "DK_CPU_KERNEL_TIMES=1" : "unset");
-    if (on) {
-      ASSERT_EQ(setenv("DK_CPU_KERNEL_TIMES", "1", 1), 0);
-    } else {
-      unsetenv("DK_CPU_KERNEL_TIMES");
-    }
-    Fixture f = Load(gemv, /*validate=*/false);
+    SCOPED_TRACE(on ? "kernel_times" : "off");
+    CpuDeviceOptions cpu;
+    cpu.kernel_times = on;
+    Fixture f = Load(gemv, /*validate=*/false, cpu);
     ASSERT_TRUE(f.elf);
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(RunGroup(f, 0).ok());
     std::vector<KernelTime> times = CpuKernelTimes(*f.device);

@@ -1,0 +1,387 @@
+#include "runtime/cpu/cpu_kernels.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "elf/elf.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_ksplit.h"
+#include "kernels/gemv/gemv_x12.h"
+#include "kernels/gemv/quantize.h"
+#include "kernels/norm/rmsnorm.h"
+#include "kernels/rope/rope.h"
+#include "registry/registry.h"
+#include "util/bf16.h"
+#include "util/status.h"
+
+namespace dk::runtime::cpu {
+namespace {
+
+// ---------------------------------------------------------------- weight layouts
+
+// The kernels' format for a weight in block format `format` (row-major blocks only).
+absl::StatusOr<kernels::QuantFormat> QuantFormatOf(const std::string& layout, elf::BlockFormat format,
+                                                   size_t cols) {
+  if (!(layout.empty() || layout == registry::kRowMajor) || cols % 32 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the cpu device reads ", elf::BlockFormatName(format),
+                                                   " blocks only row_major with cols % 32 == 0 (layout ", layout,
+                                                   ", cols ", cols, ")"));
+  }
+  switch (format) {
+    case elf::Q8_0: return kernels::QuantFormat::kQ8_0;
+    case elf::Q4_0: return kernels::QuantFormat::kQ4_0;
+    case elf::Q4_1: return kernels::QuantFormat::kQ4_1;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("the cpu device has no block format ", static_cast<int>(format)));
+}
+
+// ---------------------------------------------------------------- run
+
+template <typename T>
+T* As(CpuBo* bo) {
+  return reinterpret_cast<T*>(bo->device());
+}
+
+// Calls call(x, y) with the GEMV's x and y BOs as the types they hold (f32 or bf16).
+template <typename Fn>
+void WithXY(const LaunchOp& op, const Fn& call) {
+  if (op.x_f32) {
+    op.y_f32 ? call(As<float>(op.bo[1]), As<float>(op.bo[2])) : call(As<float>(op.bo[1]), As<bf16>(op.bo[2]));
+  } else {
+    op.y_f32 ? call(As<bf16>(op.bo[1]), As<float>(op.bo[2])) : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+  }
+}
+
+void RunGemv(const LaunchOp& op, ThreadPool* pool) {
+  const bf16* w = As<bf16>(op.bo[0]);
+  const size_t rows = op.p[0], cols = op.p[1];
+  WithXY(op, [&](const auto* x, auto* y) {
+    if (op.quantized) {
+      // int8 activations (vpdpbusd where present): the faster strategy for every
+      // format (kernels/gemv/gemv_quant.h).
+      kernels::QuantGemv(op.quant_format, kernels::QuantActivations::kInt8, As<uint8_t>(op.bo[0]), rows,
+                         cols, x, y, pool);
+    } else if (op.x12) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(*x)>, bf16>) {
+        kernels::X12Gemv(As<uint8_t>(op.bo[0]), rows, cols, x, y, pool);
+      }  // f32 x is refused at load (CheckGemv)
+    } else if (op.packed) {
+      kernels::PackedGemv(w, rows, cols, x, y, pool);
+    } else {
+      kernels::Gemv(w, rows, cols, x, y, pool);
+    }
+  });
+}
+// npu2's K-split GEMV: K in chunks of p[2] columns, the partials added in order.
+void RunGemvKSplit(const LaunchOp& op, ThreadPool* pool) {
+  WithXY(op, [&](const auto* x, auto* y) {
+    kernels::KSplitGemv(As<bf16>(op.bo[0]), op.packed, op.p[0], op.p[1], op.p[2], x, y, pool);
+  });
+}
+void RunRmsNorm(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNorm(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));
+}
+void RunRope(const LaunchOp& op, ThreadPool*) {
+  bf16* y = As<bf16>(op.bo[3]);
+  const size_t n = op.p[0] * op.p[1];
+  if (op.bo[3] != op.bo[0]) std::memcpy(y, As<bf16>(op.bo[0]), n * sizeof(bf16));
+  kernels::RopeHalfSplit(y, op.p[0], op.p[1], As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+}
+void RunSiluMul(const LaunchOp& op, ThreadPool*) {
+  kernels::SiluMul(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
+void RunAdd(const LaunchOp& op, ThreadPool*) {
+  kernels::Add(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
+void RunRmsNormPlusOne(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNormPlusOne(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));
+}
+void RunHeadRmsNormPlusOne(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNormHeads(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.p[1], op.eps, As<bf16>(op.bo[2]),
+                        /*plus_one=*/true);
+}
+void RunGeluTanhMul(const LaunchOp& op, ThreadPool*) {
+  kernels::GeluTanhMul(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
+void RunHeadRmsNorm(const LaunchOp& op, ThreadPool*) {
+  kernels::RmsNormHeads(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.p[1], op.eps, As<bf16>(op.bo[2]));
+}
+void RunBiasAdd(const LaunchOp& op, ThreadPool*) {
+  kernels::AddBias(As<float>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+}
+
+// The fused kernels (kernels/gemv/gemv_fused.h); bo[] in the registry's order.
+void RunRmsGemv(const LaunchOp& op, ThreadPool* pool) {
+  const kernels::FusedWeight w{op.bo[2]->device(), static_cast<size_t>(op.p[0])};
+  void* y = op.bo[3]->device();
+  kernels::RmsNormGemv(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1], &w, 1, &y,
+                       op.y_f32, pool);
+}
+void RunRmsGemv3(const LaunchOp& op, ThreadPool* pool) {
+  kernels::FusedWeight w[3];
+  void* y[3];
+  for (int i = 0; i < 3; ++i) {
+    w[i] = {op.bo[2 + i]->device(), static_cast<size_t>(op.p[i])};
+    y[i] = op.bo[5 + i]->device();
+  }
+  kernels::RmsNormGemv(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[3], w, 3, y,
+                       op.y_f32, pool);
+}
+void RunRmsGemvSiluMul(const LaunchOp& op, ThreadPool* pool) {
+  const size_t rows = op.p[0];
+  kernels::RmsNormGemvSiluMul(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1],
+                              {op.bo[2]->device(), rows}, {op.bo[3]->device(), rows}, As<bf16>(op.bo[4]), pool);
+}
+void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
+  kernels::GemvAdd(op.weight_format, As<bf16>(op.bo[0]), op.p[1], {op.bo[1]->device(), static_cast<size_t>(op.p[0])},
+                   As<bf16>(op.bo[2]), As<bf16>(op.bo[3]), pool);
+}
+
+// ---------------------------------------------------------------- check
+
+absl::Status CheckGemvOperands(const LaunchBinding& b) {
+  LaunchOp& op = b.op();
+  const int64_t rows = op.p[0], cols = op.p[1];
+  DK_RETURN_IF_ERROR(b.Weight("w", rows, cols));
+  DK_RETURN_IF_ERROR(b.Expect("x", cols, true));
+  DK_RETURN_IF_ERROR(b.Expect("y", rows, true));
+  op.x_f32 = b.Bo("x").dtype() == elf::F32;
+  op.y_f32 = b.Bo("y").dtype() == elf::F32;
+  if (op.x12 && op.x_f32) {
+    return b.Error(absl::StrCat("the ", registry::kPackedPanelX12V1, " GEMV reads bf16 x, BO '", b.Bo("x").name(),
+                                "' is F32"));
+  }
+  return absl::OkStatus();
+}
+absl::Status CheckGemv(const LaunchBinding& b) { return CheckGemvOperands(b); }
+absl::Status CheckGemvKSplit(const LaunchBinding& b) {
+  const LaunchOp& op = b.op();
+  if (op.p[2] <= 0 || !kernels::KSplitGemvShapeOk(op.p[1], op.p[2])) {
+    return b.Error(absl::StrCat("K-split GEMV needs cols (", op.p[1], ") a multiple of k_chunk (", op.p[2],
+                                "), itself a multiple of 32"));
+  }
+  return CheckGemvOperands(b);
+}
+
+// The fused kernels with one weight (two for the SiLU gate): bf16 x (and norm,
+// residual) of cols (rows) elements.
+enum class Fused { kRmsGemv, kGemvAdd, kRmsGemvSiluMul };
+absl::Status CheckFused(const LaunchBinding& b, Fused kind) {
+  LaunchOp& op = b.op();
+  const int64_t rows = op.p[0], cols = op.p[1];
+  const bool silu = kind == Fused::kRmsGemvSiluMul;
+  DK_RETURN_IF_ERROR(b.Weight(silu ? "w_gate" : "w", rows, cols));
+  if (silu) DK_RETURN_IF_ERROR(b.Weight("w_up", rows, cols));
+  DK_RETURN_IF_ERROR(b.Expect("x", cols, false));
+  DK_RETURN_IF_ERROR(kind == Fused::kGemvAdd ? b.Expect("residual", rows, false) : b.Expect("norm", cols, false));
+  DK_RETURN_IF_ERROR(b.Expect("y", rows, kind == Fused::kRmsGemv));
+  op.y_f32 = b.Bo("y").dtype() == elf::F32;
+  return absl::OkStatus();
+}
+absl::Status CheckRmsGemv(const LaunchBinding& b) { return CheckFused(b, Fused::kRmsGemv); }
+absl::Status CheckGemvAdd(const LaunchBinding& b) { return CheckFused(b, Fused::kGemvAdd); }
+absl::Status CheckRmsGemvSiluMul(const LaunchBinding& b) { return CheckFused(b, Fused::kRmsGemvSiluMul); }
+
+absl::Status CheckRmsGemv3(const LaunchBinding& b) {
+  LaunchOp& op = b.op();
+  const int64_t cols = op.p[3];
+  DK_RETURN_IF_ERROR(b.Expect("x", cols, false));
+  DK_RETURN_IF_ERROR(b.Expect("norm", cols, false));
+  for (int i = 0; i < 3; ++i) {
+    DK_RETURN_IF_ERROR(b.Weight(absl::StrCat("w", i), op.p[i], cols));
+    DK_RETURN_IF_ERROR(b.Expect(absl::StrCat("y", i), op.p[i], true));
+  }
+  op.y_f32 = b.Bo("y0").dtype() == elf::F32;
+  if (b.Bo("y1").dtype() != b.Bo("y0").dtype() || b.Bo("y2").dtype() != b.Bo("y0").dtype()) {
+    return b.Error("outputs y0, y1, y2 differ in dtype");
+  }
+  return absl::OkStatus();
+}
+
+// rmsnorm and Gemma's rmsnorm_plus1.
+absl::Status CheckRmsNorm(const LaunchBinding& b) {
+  const int64_t n = b.op().p[0];
+  DK_RETURN_IF_ERROR(b.Expect("x", n, false));
+  DK_RETURN_IF_ERROR(b.Expect("w", n, false));
+  return b.Expect("y", n, false);
+}
+// head_rmsnorm and head_rmsnorm_plus1: [n_heads, head_dim] with one head_dim weight.
+absl::Status CheckHeadRmsNorm(const LaunchBinding& b) {
+  const int64_t n = b.op().p[0] * b.op().p[1];
+  DK_RETURN_IF_ERROR(b.Expect("x", n, false));
+  DK_RETURN_IF_ERROR(b.Expect("w", b.op().p[1], false));
+  return b.Expect("y", n, false);
+}
+absl::Status CheckRope(const LaunchBinding& b) {
+  const LaunchOp& op = b.op();
+  if (op.p[1] % 2) return b.Error("head_dim must be even");
+  const int64_t n = op.p[0] * op.p[1];
+  DK_RETURN_IF_ERROR(b.Expect("x", n, false));
+  DK_RETURN_IF_ERROR(b.Expect("y", n, false));
+  DK_RETURN_IF_ERROR(b.Expect("cos", op.p[1] / 2, false));
+  return b.Expect("sin", op.p[1] / 2, false);
+}
+absl::Status CheckBiasAdd(const LaunchBinding& b) {
+  const int64_t n = b.op().p[0];
+  if (b.Bo("x").dtype() != elf::F32) {
+    return b.Error(absl::StrCat("BO '", b.Bo("x").name(), "' has dtype ", elf::DType_Name(b.Bo("x").dtype()),
+                                ", expected F32"));
+  }
+  DK_RETURN_IF_ERROR(b.Expect("x", n, true));
+  DK_RETURN_IF_ERROR(b.Expect("bias", n, false));
+  return b.Expect("y", n, false);
+}
+// silu_mul, add, gelu_tanh_mul: every BO holds n bf16.
+absl::Status CheckElementwise(const LaunchBinding& b) {
+  for (const auto& [param, name] : b.bound()) DK_RETURN_IF_ERROR(b.Expect(param, b.op().p[0], false));
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- team
+
+// Kernels that ignore the pool run whole on one member.
+TeamRole Single(const LaunchOp&) { return TeamRole::kSingle; }
+// The K-split GEMV keeps its own jobs.
+TeamRole OwnJobs(const LaunchOp&) { return TeamRole::kNone; }
+// The GEMV on bf16 weights makes one ParallelRanges call and writes only its rows'
+// outputs and the calling thread's scratch outside it; the quantized one keeps its
+// own jobs.
+TeamRole GemvTeam(const LaunchOp& op) { return op.quantized ? TeamRole::kNone : TeamRole::kRanges; }
+// The fused GEMVs, as the GEMV, on bf16 weights in any layout.
+TeamRole FusedTeam(const LaunchOp& op) {
+  const auto f = op.weight_format;
+  return f == kernels::WeightFormat::kBf16RowMajor || f == kernels::WeightFormat::kBf16Packed ||
+                 f == kernels::WeightFormat::kBf16X12
+             ? TeamRole::kRanges
+             : TeamRole::kNone;
+}
+
+// Which parameters a kernel binds (inputs first, in the order of LaunchOp::bo) comes
+// from the registry.
+constexpr KernelRow kKernels[] = {
+    {"gemv", &RunGemv, &CheckGemv, &GemvTeam},
+    {"gemv_ksplit", &RunGemvKSplit, &CheckGemvKSplit, &OwnJobs},
+    {"rmsnorm", &RunRmsNorm, &CheckRmsNorm, &Single},
+    {"rmsnorm_plus1", &RunRmsNormPlusOne, &CheckRmsNorm, &Single},
+    {"head_rmsnorm", &RunHeadRmsNorm, &CheckHeadRmsNorm, &Single},
+    {"head_rmsnorm_plus1", &RunHeadRmsNormPlusOne, &CheckHeadRmsNorm, &Single},
+    {"rope", &RunRope, &CheckRope, &Single},
+    {"silu_mul", &RunSiluMul, &CheckElementwise, &Single},
+    {"gelu_tanh_mul", &RunGeluTanhMul, &CheckElementwise, &Single},
+    {"add", &RunAdd, &CheckElementwise, &Single},
+    {"bias_add", &RunBiasAdd, &CheckBiasAdd, &Single},
+    {"rms_gemv", &RunRmsGemv, &CheckRmsGemv, &FusedTeam},
+    {"rms_gemv3", &RunRmsGemv3, &CheckRmsGemv3, &FusedTeam},
+    {"rms_gemv_silu_mul", &RunRmsGemvSiluMul, &CheckRmsGemvSiluMul, &FusedTeam},
+    {"gemv_add", &RunGemvAdd, &CheckGemvAdd, &FusedTeam},
+};
+
+}  // namespace
+
+const KernelRow* FindKernel(const std::string& id) {
+  for (const KernelRow& row : kKernels) {
+    if (id == row.id) return &row;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------- LaunchBinding
+
+const elf::BufferObject& LaunchBinding::Bo(const std::string& param) const {
+  return program_.bos(bo_index_.at(bound_.at(param)));
+}
+
+absl::Status LaunchBinding::Error(const std::string& message) const {
+  return absl::InvalidArgumentError(absl::StrCat(op_->where, ": ", message));
+}
+
+absl::Status LaunchBinding::Expect(const std::string& param, int64_t elements, bool allow_f32) const {
+  const elf::BufferObject& b = Bo(param);
+  const bool f32 = b.dtype() == elf::F32;
+  if (b.dtype() != elf::BF16 && !(allow_f32 && f32)) {
+    return Error(absl::StrCat("BO '", b.name(), "' has dtype ", elf::DType_Name(b.dtype()), ", expected BF16",
+                              allow_f32 ? " or F32" : ""));
+  }
+  const int64_t want = elements * (f32 ? 4 : 2);
+  if (b.size_bytes() < want) {
+    return Error(absl::StrCat("BO '", b.name(), "' holds ", b.size_bytes(), " bytes, the launch needs ", want));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchBinding::Weight(const std::string& param, int64_t rows, int64_t cols) const {
+  LaunchOp& op = *op_;
+  if (variant_.k() != 0 && variant_.k() != cols) {
+    return Error(absl::StrCat("symbol is specialized for K=", variant_.k(), " but cols=", cols));
+  }
+  const elf::BufferObject& w = Bo(param);
+  op.packed = variant_.layout() == registry::kPackedPanelV1;
+  op.x12 = variant_.layout() == registry::kPackedPanelX12V1;
+  const std::string w_layout = w.layout().empty() ? std::string(registry::kRowMajor) : w.layout();
+  if (w_layout != variant_.layout()) {
+    return Error(absl::StrCat("weight BO '", w.name(), "' has layout ", w_layout, " but the kernel reads ",
+                              variant_.layout()));
+  }
+  if (elf::BlockFormatName(w.block_format()) != variant_.block_format()) {
+    return Error(absl::StrCat("weight BO '", w.name(), "' has block format '", elf::BlockFormatName(w.block_format()),
+                              "' but the kernel reads '", variant_.block_format(), "'"));
+  }
+  op.weight_format = op.packed ? kernels::WeightFormat::kBf16Packed
+                     : op.x12  ? kernels::WeightFormat::kBf16X12
+                               : kernels::WeightFormat::kBf16RowMajor;
+  if (w.block_format() != elf::BLOCK_FORMAT_NONE) {
+    auto q = QuantFormatOf(w_layout, w.block_format(), cols);
+    if (!q.ok()) return Error(std::string(q.status().message()));
+    op.quantized = true;
+    op.quant_format = *q;
+    op.weight_format = *q == kernels::QuantFormat::kQ8_0   ? kernels::WeightFormat::kQ8_0
+                       : *q == kernels::QuantFormat::kQ4_0 ? kernels::WeightFormat::kQ4_0
+                                                           : kernels::WeightFormat::kQ4_1;
+  }
+  DK_ASSIGN_OR_RETURN(const size_t need, WeightLayoutBytes(w_layout, w.block_format(), rows, cols));
+  if (w.dtype() != elf::BF16 || w.size_bytes() < static_cast<int64_t>(need)) {
+    return Error(absl::StrCat("weight BO '", w.name(), "' must be BF16 of at least ", need, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- layouts
+
+absl::StatusOr<size_t> WeightLayoutBytes(const std::string& layout, elf::BlockFormat format, size_t rows,
+                                         size_t cols) {
+  if (format != elf::BLOCK_FORMAT_NONE) {
+    DK_ASSIGN_OR_RETURN(const kernels::QuantFormat q, QuantFormatOf(layout, format, cols));
+    return rows * kernels::QuantRowBytes(q, cols);
+  }
+  if (layout.empty() || layout == registry::kRowMajor) return rows * cols * sizeof(bf16);
+  if (layout == registry::kPackedPanelV1) return kernels::PackedGemvElements(rows, cols) * sizeof(bf16);
+  if (layout == registry::kPackedPanelX12V1) return kernels::X12GemvBytes(rows, cols);
+  return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
+}
+
+absl::Status PackWeightLayout(const std::string& layout, elf::BlockFormat format, const void* src, size_t rows,
+                              size_t cols, void* out, ThreadPool* pool) {
+  if (format != elf::BLOCK_FORMAT_NONE) {
+    DK_ASSIGN_OR_RETURN(const kernels::QuantFormat q, QuantFormatOf(layout, format, cols));
+    kernels::QuantizeWeights(q, static_cast<const bf16*>(src), rows, cols, static_cast<uint8_t*>(out));
+    return absl::OkStatus();
+  }
+  if (layout.empty() || layout == registry::kRowMajor) {
+    std::memcpy(out, src, rows * cols * sizeof(bf16));
+    return absl::OkStatus();
+  }
+  if (layout == registry::kPackedPanelV1) {
+    kernels::PackGemvWeights(static_cast<const bf16*>(src), rows, cols, static_cast<bf16*>(out));
+    return absl::OkStatus();
+  }
+  if (layout == registry::kPackedPanelX12V1) {
+    kernels::PackX12GemvWeights(static_cast<const bf16*>(src), rows, cols, static_cast<uint8_t*>(out), pool);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
+}
+
+}  // namespace dk::runtime::cpu
