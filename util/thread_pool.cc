@@ -17,21 +17,6 @@
 
 namespace dk {
 namespace {
-// About 50-200 us of spinning before a worker goes to sleep: long enough to bridge
-// the gaps between the kernel launches of one decode step.
-constexpr int kSpinIterations = 1 << 14;
-// How long the caller spins for tasks still running on other threads before it
-// sleeps (a few microseconds to some tens): a kernel's tasks end close together on
-// an idle host, so the wake-up (a futex, ~10 us) is rare there.
-constexpr int kJoinSpinIterations = 1 << 10;
-
-int SpinFromEnv(const char* name, int fallback) {
-  const char* e = std::getenv(name);
-  return e ? std::max(0, std::atoi(e)) : fallback;
-}
-// DK_POOL_SPIN / DK_POOL_JOIN_SPIN override the two spin counts (for measuring them).
-const int g_worker_spin = SpinFromEnv("DK_POOL_SPIN", kSpinIterations);
-const int g_join_spin = SpinFromEnv("DK_POOL_JOIN_SPIN", kJoinSpinIterations);
 
 constexpr uint64_t kIndexMask = 0xffffffffu;
 
@@ -51,13 +36,32 @@ int64_t NowNs() {
 }
 }  // namespace
 
+int ThreadPoolOptions::ResolvedThreads() const {
+  if (num_threads > 0) return num_threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::string ThreadPoolOptions::Describe() const {
+  return "threads=" + std::to_string(ResolvedThreads()) + " worker_spin=" + std::to_string(worker_spin) +
+         " join_spin=" + std::to_string(join_spin) + " adaptive=" + (contention.enabled ? "1" : "0");
+}
+
 ThreadPool::ThreadPool(int num_threads, const ContentionOptions& contention)
-    : contention_(contention) {
-  if (const char* e = std::getenv("DK_POOL_ADAPTIVE")) contention_.enabled = std::atoi(e) != 0;
+    : ThreadPool([&] {
+        ThreadPoolOptions o;
+        o.num_threads = std::max(1, num_threads);
+        o.contention = contention;
+        return o;
+      }()) {}
+
+ThreadPool::ThreadPool(const ThreadPoolOptions& options) : options_(options) {
+  options_.num_threads = options.ResolvedThreads();
+  options_.worker_spin = std::max(0, options.worker_spin);
+  options_.join_spin = std::max(0, options.join_spin);
+  const int num_threads = options_.num_threads;
   if (contention_.now_ns == nullptr) contention_.now_ns = &NowNs;
   if (contention_.preemptions == nullptr) contention_.preemptions = &InvoluntarySwitches;
   solo_ns_ = contention_.min_solo_ns;
-  if (num_threads < 1) num_threads = 1;
   workers_.reserve(num_threads - 1);
   for (int t = 1; t < num_threads; ++t) {
     workers_.emplace_back([this, t] { WorkerLoop(t); });
@@ -147,7 +151,7 @@ void ThreadPool::RunErased(int64_t num_tasks, TaskFn fn, const void* ctx) {
   const int64_t mine_done_ns = contention_.enabled ? contention_.now_ns() : 0;
   if (done_.fetch_add(mine, std::memory_order_seq_cst) + mine != num_tasks) {
     bool done = false;
-    for (int i = 0; i < g_join_spin && !done; ++i) {
+    for (int i = 0; i < options_.join_spin && !done; ++i) {
       DK_PAUSE();
       done = done_.load(std::memory_order_acquire) == num_tasks;
     }
@@ -171,7 +175,7 @@ void ThreadPool::WorkerLoop(int thread) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int i = 0; gen == seen && i < g_worker_spin; ++i) {
+    for (int i = 0; gen == seen && i < options_.worker_spin; ++i) {
       DK_PAUSE();
       gen = generation_.load(std::memory_order_acquire);
     }
@@ -214,7 +218,7 @@ TeamCall& Team::Call(size_t i) {
 
 void TeamBarrier(const TeamMember& m, TeamCall& c) {
   if (c.done.load(std::memory_order_acquire) >= c.units) return;
-  for (int i = 0; i < g_join_spin; ++i) {
+  for (int i = 0; i < m.join_spin; ++i) {
     DK_PAUSE();
     if (c.done.load(std::memory_order_acquire) >= c.units) return;
   }
@@ -226,16 +230,32 @@ void TeamBarrier(const TeamMember& m, TeamCall& c) {
 
 }  // namespace internal
 
+namespace {
+std::mutex g_shared_mu;
+ThreadPoolOptions* g_shared_options = nullptr;  // set before the pool exists
+std::atomic<ThreadPool*> g_shared_pool{nullptr};
+
+bool SameOptions(const ThreadPoolOptions& a, const ThreadPoolOptions& b) {
+  return a.Describe() == b.Describe();
+}
+}  // namespace
+
 ThreadPool& SharedThreadPool() {
-  static ThreadPool* pool = [] {
-    int n = static_cast<int>(std::thread::hardware_concurrency());
-    if (const char* env = std::getenv("DK_NUM_THREADS")) {
-      const int v = std::atoi(env);
-      if (v > 0) n = v;
-    }
-    return new ThreadPool(n < 1 ? 1 : n);
-  }();
-  return *pool;
+  if (ThreadPool* p = g_shared_pool.load(std::memory_order_acquire)) return *p;
+  std::lock_guard<std::mutex> lock(g_shared_mu);
+  if (g_shared_pool.load(std::memory_order_relaxed) == nullptr) {
+    g_shared_pool.store(new ThreadPool(g_shared_options ? *g_shared_options : ThreadPoolOptions{}),
+                        std::memory_order_release);
+  }
+  return *g_shared_pool.load(std::memory_order_relaxed);
+}
+
+bool ConfigureSharedThreadPool(const ThreadPoolOptions& options) {
+  std::lock_guard<std::mutex> lock(g_shared_mu);
+  if (ThreadPool* p = g_shared_pool.load(std::memory_order_relaxed)) return SameOptions(p->options(), options);
+  delete g_shared_options;
+  g_shared_options = new ThreadPoolOptions(options);
+  return true;
 }
 
 }  // namespace dk

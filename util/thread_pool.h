@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,7 +56,7 @@ inline thread_local TeamMember* t_team_member = nullptr;
 
 // How a pool reacts to contention (see above). Times in nanoseconds.
 struct ContentionOptions {
-  bool enabled = true;                  // false: always parallel (DK_POOL_ADAPTIVE=0 too)
+  bool enabled = true;                  // false: always parallel
   int64_t stall_ns = 200'000;           // a Run stalls when the caller waits longer than this
   int64_t window_ns = 100'000'000;      // stalls and preemptions are counted per window
   int contention_events = 12;           // stalls + preemptions in a window: contended
@@ -71,8 +72,28 @@ struct ContentionOptions {
   int64_t (*preemptions)() = nullptr;
 };
 
+// Everything a pool's behaviour depends on, for tools to set from their flags and
+// print in their records (Describe).
+struct ThreadPoolOptions {
+  int num_threads = 0;  // counts the caller; 0: one per hardware thread
+  // How long a worker spins for the next Run before it sleeps (about 50-200 us: long
+  // enough to bridge the gaps between the kernel launches of one decode step).
+  int worker_spin = 1 << 14;
+  // How long the caller (and a team member at a barrier) spins for tasks still
+  // running on other threads before it sleeps or yields: a kernel's tasks end close
+  // together on an idle host, so the wake-up (a futex) is rare there.
+  int join_spin = 1 << 10;
+  ContentionOptions contention;
+
+  // num_threads resolved (0 becomes the hardware's count).
+  int ResolvedThreads() const;
+  // "threads=2 worker_spin=16384 join_spin=1024 adaptive=1".
+  std::string Describe() const;
+};
+
 class ThreadPool {
  public:
+  explicit ThreadPool(const ThreadPoolOptions& options);
   // `num_threads` counts the caller: 1 means "run everything on the caller".
   explicit ThreadPool(int num_threads, const ContentionOptions& contention = {});
 
@@ -84,6 +105,7 @@ class ThreadPool {
     int64_t contended_windows = 0;  // windows judged contended (solo windows are not judged)
   };
   const Stats& stats() const { return stats_; }
+  const ThreadPoolOptions& options() const { return options_; }
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -169,7 +191,8 @@ class ThreadPool {
 
   // Contention state, the caller's alone.
   enum class Mode { kParallel, kSolo, kProbe };
-  ContentionOptions contention_;
+  ThreadPoolOptions options_;
+  ContentionOptions& contention_ = options_.contention;
   Mode mode_ = Mode::kParallel;
   int64_t solo_until_ns_ = 0;
   int64_t solo_ns_ = 0;  // the next solo time
@@ -180,9 +203,13 @@ class ThreadPool {
   Stats stats_;
 };
 
-// The pool shared by all kernels of this process: DK_NUM_THREADS threads if set,
-// else one per hardware thread. Created on first use.
+// The pool shared by all kernels of this process that are not given one. Created
+// on first use, with the options ConfigureSharedThreadPool set before that (default:
+// one thread per hardware thread).
 ThreadPool& SharedThreadPool();
+// Sets the shared pool's options; false (and nothing changes) when the pool already
+// exists with other options. Tools call it first, with their flags.
+bool ConfigureSharedThreadPool(const ThreadPoolOptions& options);
 
 // Splits [0, n) into `parts` nearly equal ranges whose boundaries are multiples of
 // `align` (except the last end, n); returns the begin of range `i` (i <= parts).
@@ -301,6 +328,7 @@ struct TeamMember {
   Team* team;
   int slot;    // which share is its own
   int thread;  // the pool thread it runs on
+  int join_spin;  // the pool's ThreadPoolOptions::join_spin
   size_t next_call = 0;
 };
 
@@ -420,7 +448,7 @@ template <typename F>
 void ThreadPool::RunTeam(internal::Team& team, const F& body) {
   team.Reset(num_threads(), contention_.now_ns);
   Run(num_threads(), [&](int64_t t, int thread) {
-    internal::TeamMember m{&team, static_cast<int>(t), thread};
+    internal::TeamMember m{&team, static_cast<int>(t), thread, options_.join_spin};
     internal::t_team_member = &m;
     body();
     internal::t_team_member = nullptr;

@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenSession(const GateSetup
   DK_RETURN_IF_ERROR(CheckGoldens(setup));
   runtime::SessionOptions options;
   options.validate = setup.validate;
+  options.cpu = setup.cpu;
   options.wrap_host = setup.wrap_host;
   return runtime::CpuSession::Open(program, elf_name, setup.weights, options);
 }

@@ -45,6 +45,7 @@ struct GateSetup {
   std::string goldens_name;    // the goldens' path, for messages
   int prompts = 2;             // the goldens' first N prompts
   bool validate = true;        // check the BO protocol while running
+  runtime::CpuDeviceOptions cpu;  // how the sessions' devices run (tools' runtime flags)
   DecodeFn decode;             // ids -> text in the reports (null: the ids)
   bool numeric = true;         // also run the numeric check (a second, teacher-forced run)
   bool greedy = true;          // run the greedy top-5 gate; false: numeric only (no parent)

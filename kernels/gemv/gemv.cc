@@ -197,23 +197,21 @@ void SplitX(const XT* x, size_t cols, size_t padded_cols, const float** xe,
   *xo = o;
 }
 
-std::atomic<bool> g_bf16dot_enabled{[] {
-  const char* e = std::getenv("DK_GEMV_BF16DOT");
-  return e == nullptr || std::string(e) != "0";
-}()};
+std::atomic<bool> g_bf16dot_enabled{true};
 
 }  // namespace
 
-namespace {
-std::atomic<bool> g_prefetch{[] {
-  if (const char* e = std::getenv("DK_GEMV_PREFETCH")) return std::string(e) != "0";
+bool GemvSoftwarePrefetchDefault() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   return __builtin_cpu_is("intel") != 0;
 #else
   return false;
 #endif
-}()};
+}
+
+namespace {
+std::atomic<bool> g_prefetch{GemvSoftwarePrefetchDefault()};
 }  // namespace
 
 bool GemvSoftwarePrefetch() { return g_prefetch.load(std::memory_order_relaxed); }

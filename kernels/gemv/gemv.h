@@ -77,23 +77,22 @@ void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
 // with "+BF16DOT" when bf16-x GEMVs use vdpbf16ps (AVX512_BF16 CPUs).
 const char* GemvTargetName();
 
-// On CPUs with AVX512_BF16, GEMVs with bf16 x use vdpbf16ps (on by default; the
-// environment variable DK_GEMV_BF16DOT=0 turns it off). Tests switch it to cover
-// both paths. Not thread-safe against concurrent GEMVs.
+// On CPUs with AVX512_BF16, GEMVs with bf16 x use vdpbf16ps (on by default; tools
+// turn it off with --gemv_bf16dot=false, tests switch it to cover both paths).
+// Not thread-safe against concurrent GEMVs.
 void SetGemvBf16DotEnabled(bool enabled);
 bool GemvUsesBf16Dot();
 
 // Whether the packed and x12 bf16 kernels (vdpbf16ps paths) issue software prefetches
-// for their weight stream. Measured per CPU (tools/peer/README.md): on the Intel
-// machines of this project's kind, prefetching every x12 line 8 blocks ahead took
-// llama32_1b decode on 1 thread from 80 to 62 ms/token; on an AMD EPYC (Zen 4) one the
-// same prefetches held both kernels to 0.70-0.77 of a plain stream at 2 threads, and
-// without them they read 0.84-1.0 of it. So it is on for Intel CPUs and off for the
-// others; DK_GEMV_PREFETCH=1 or 0 forces it. The outputs are the same bits either way.
-// SetGemvSoftwarePrefetch overrides it (tests cover both). Not thread-safe against
-// concurrent GEMVs.
+// for their weight stream. Prefetching helps Intel CPUs of this project's kind and
+// slows AMD EPYC ones (docs/measurements.md has the figures), so it is on for Intel
+// CPUs and off for the others; tools force it with --gemv_prefetch. The outputs are
+// the same bits either way. SetGemvSoftwarePrefetch overrides it (tests cover both).
+// Not thread-safe against concurrent GEMVs.
 bool GemvSoftwarePrefetch();
 void SetGemvSoftwarePrefetch(bool enabled);
+// What GemvSoftwarePrefetch is until set: whether this CPU is an Intel one.
+bool GemvSoftwarePrefetchDefault();
 
 }  // namespace dk::kernels
 

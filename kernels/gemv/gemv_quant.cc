@@ -249,10 +249,7 @@ HWY_EXPORT(FloatRowsBf16);
 
 namespace {
 
-std::atomic<bool> g_vnni_enabled{[] {
-  const char* e = std::getenv("DK_GEMV_VNNI");
-  return e == nullptr || std::string(e) != "0";
-}()};
+std::atomic<bool> g_vnni_enabled{true};
 
 // The kInt8 inner loop: EVEX vpdpbusd on AVX-512 targets of AVX512-VNNI CPUs, VEX
 // vpdpbusd on AVX2 / AVX-512 targets of AVX-VNNI CPUs, Highway's i16

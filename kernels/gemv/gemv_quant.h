@@ -75,7 +75,8 @@ const char* QuantGemvTargetName(QuantActivations act);
 
 // kInt8 GEMVs use vpdpbusd where the CPU has it: AVX512-VNNI when the dispatcher
 // picks an AVX-512 target, else AVX-VNNI (256-bit) on AVX2 and AVX-512 targets (on
-// by default; DK_GEMV_VNNI=0 turns both off). Tests switch it to cover every path.
+// by default; tools turn both off with --gemv_vnni=false). Tests switch it to cover
+// every path.
 // Not thread-safe against concurrent GEMVs.
 void SetQuantGemvVnniEnabled(bool enabled);
 bool QuantGemvUsesVnni();

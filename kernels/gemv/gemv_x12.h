@@ -37,7 +37,7 @@
 // Padding (rows to a multiple of 8, columns to 64) is zero.
 //
 // All GEMV entry points take bf16 x (the layout's fast path is a vdpbf16ps loop;
-// without AVX512_BF16, or with DK_GEMV_BF16DOT=0, each panel is unpacked to the
+// without AVX512_BF16, or with SetGemvBf16DotEnabled(false), each panel is unpacked to the
 // packed layout in per-thread scratch and run through PackedGemv's inner loop).
 // Thread-safety: as Gemv (gemv.h).
 #ifndef DK_KERNELS_GEMV_GEMV_X12_H_

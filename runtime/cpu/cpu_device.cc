@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_quant.h"
 #include "registry/registry.h"
 #include "runtime/cpu/cpu_bo.h"
 #include "runtime/cpu/cpu_kernels.h"
@@ -113,6 +114,11 @@ class CpuDevice final : public Device {
         options_(cpu),
         spin_(SpinIterations(cpu, *pool_)) {
     validator_->enabled = options.validate;
+    kernels::SetGemvBf16DotEnabled(cpu.gemv_bf16dot);
+    kernels::SetQuantGemvVnniEnabled(cpu.gemv_vnni);
+    kernels::SetGemvSoftwarePrefetch(cpu.gemv_prefetch == CpuDeviceOptions::Prefetch::kAuto
+                                         ? kernels::GemvSoftwarePrefetchDefault()
+                                         : cpu.gemv_prefetch == CpuDeviceOptions::Prefetch::kOn);
     if (options_.device_thread) thread_ = std::thread([this] { DeviceLoop(); });
   }
   ~CpuDevice() override {
@@ -355,9 +361,14 @@ absl::Status CpuRun::Wait() { return device_->WaitForRun(); }
 }  // namespace
 
 std::string CpuDeviceOptions::Describe() const {
+  const char* prefetch = gemv_prefetch == Prefetch::kOn    ? "on"
+                         : gemv_prefetch == Prefetch::kOff ? "off"
+                         : kernels::GemvSoftwarePrefetchDefault() ? "auto(on)"
+                                                                  : "auto(off)";
   return absl::StrCat("host_spin=", host_spin < 0 ? std::string("auto") : absl::StrCat(host_spin),
                       " device_thread=", device_thread ? 1 : 0, " team_runs=", team_runs ? 1 : 0,
-                      " kernel_times=", kernel_times ? 1 : 0);
+                      " kernel_times=", kernel_times ? 1 : 0, " gemv_bf16dot=", gemv_bf16dot ? 1 : 0,
+                      " gemv_vnni=", gemv_vnni ? 1 : 0, " gemv_prefetch=", prefetch);
 }
 
 const uint8_t* CpuBoDeviceBytes(const BufferObject& bo) {

@@ -49,8 +49,15 @@ struct CpuDeviceOptions {
   bool team_runs = true;
   // Time each kernel symbol's launches (CpuKernelTimes).
   bool kernel_times = false;
+  // GEMV kernel variants. They are process-wide (the kernels read them per call):
+  // making a device sets them for every GEMV that runs afterwards.
+  bool gemv_bf16dot = true;  // vdpbf16ps where the CPU has AVX512_BF16
+  bool gemv_vnni = true;     // vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI
+  enum class Prefetch { kAuto, kOn, kOff };
+  Prefetch gemv_prefetch = Prefetch::kAuto;  // kAuto: on for Intel CPUs (kernels/gemv/gemv.h)
 
-  // "host_spin=auto device_thread=0 team_runs=1 kernel_times=0".
+  // "host_spin=auto device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=1
+  // gemv_vnni=1 gemv_prefetch=auto(off)" (what auto resolved to on this CPU).
   std::string Describe() const;
 };
 

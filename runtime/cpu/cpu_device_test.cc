@@ -10,6 +10,8 @@
 
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_quant.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
@@ -296,6 +298,33 @@ TEST(CpuDevice, LoadRejectsBadLaunches) {
   host_kernel.mutable_steps(0)->mutable_group()->mutable_launches(0)->set_kernel_symbol("dk_attention_decode_bf16");
   s = device->Load(host_kernel, "toy.elf", raw).status();
   EXPECT_NE(s.message().find("has no kernel 'attention'"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace dk::runtime
+
+namespace dk::runtime {
+namespace {
+
+// The GEMV variants are process-wide: making a device sets them, and Describe says
+// which are in force.
+TEST(CpuDevice, OptionsSetTheGemvVariantsAndDescribeThemselves) {
+  const bool vnni_here = kernels::QuantGemvUsesVnni(), dot_here = kernels::GemvUsesBf16Dot();
+  CpuDeviceOptions cpu;
+  cpu.gemv_vnni = false;
+  cpu.gemv_bf16dot = false;
+  cpu.gemv_prefetch = CpuDeviceOptions::Prefetch::kOn;
+  cpu.host_spin = 7;
+  auto device = MakeCpuDevice(DeviceOptions{}, nullptr, cpu);
+  EXPECT_FALSE(kernels::QuantGemvUsesVnni());
+  EXPECT_FALSE(kernels::GemvUsesBf16Dot());
+  EXPECT_TRUE(kernels::GemvSoftwarePrefetch());
+  EXPECT_EQ(cpu.Describe(),
+            "host_spin=7 device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=0 gemv_vnni=0 gemv_prefetch=on");
+  device = MakeCpuDevice(DeviceOptions{});  // the defaults again
+  EXPECT_EQ(kernels::QuantGemvUsesVnni(), vnni_here);
+  EXPECT_EQ(kernels::GemvUsesBf16Dot(), dot_here);
+  EXPECT_EQ(kernels::GemvSoftwarePrefetch(), kernels::GemvSoftwarePrefetchDefault());
 }
 
 }  // namespace

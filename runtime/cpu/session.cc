@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
     const SessionOptions& options) {
   std::unique_ptr<CpuSession> s(new CpuSession());
   s->weights_ = std::move(weights);
-  s->device_ = MakeCpuDevice(DeviceOptions{options.validate}, options.pool);
+  s->device_ = MakeCpuDevice(DeviceOptions{options.validate}, options.pool, options.cpu);
   const weights::Tensor* embed = s->weights_->Find(kEmbedding);
   if (embed == nullptr) {
     return absl::NotFoundError(absl::StrCat("weights ", s->weights_->source(),

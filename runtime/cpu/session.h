@@ -35,6 +35,7 @@ struct SessionOptions {
   bool validate = false;       // check the BO protocol
   int max_context = 0;         // 0: the model's
   ThreadPool* pool = nullptr;  // kernels' threads (nullptr: SharedThreadPool())
+  CpuDeviceOptions cpu;        // how the device runs its launch groups
   HostOpsWrapper wrap_host;    // test only, see above
 };
 

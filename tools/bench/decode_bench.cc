@@ -7,7 +7,7 @@
 // then --tokens timed ones; the context is reset every --context tokens (short context
 // by default). tools/peer/ab.py runs it with --benchmark_format=json. x_floor is the median over tokens
 // of (token time / floor at the bandwidth sampled just before it); floor_ms uses
-// the median bandwidth sample. With DK_CPU_KERNEL_TIMES=1 it also prints, per kernel
+// the median bandwidth sample. With --kernel_times it also prints, per kernel
 // symbol, its share of the timed tokens and the GB/s of the weights it streams.
 // With --paired_floor, each timed token also gets a floor of its own: a plain
 // streaming read of as many bytes as the token's weights (same threads, huge pages)
@@ -33,6 +33,7 @@
 #include "elf/stats.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/cpu/session.h"
+#include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
 
@@ -60,8 +61,9 @@ struct Setup {
 // next one loads them again.
 std::optional<dk::weights::Weights> g_weights;
 dk::elf::Program g_program;
+dk::tools::RuntimeOptions g_runtime;  // the runtime flags; each benchmark sets its own thread count
 
-// DK_CPU_KERNEL_TIMES=1: each kernel symbol's share of the timed tokens and the read
+// --kernel_times: each kernel symbol's share of the timed tokens and the read
 // rate of the weights its launches stream (stderr; JSON output stays as it is).
 void PrintKernelTimes(const std::vector<dk::runtime::KernelTime>& times, size_t tokens) {
   if (times.empty() || tokens == 0) return;
@@ -82,9 +84,12 @@ void PrintKernelTimes(const std::vector<dk::runtime::KernelTime>& times, size_t 
 void BM_Decode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   Setup s;
-  s.pool = std::make_unique<dk::ThreadPool>(threads);
+  dk::ThreadPoolOptions pool = g_runtime.pool;
+  pool.num_threads = threads;
+  s.pool = std::make_unique<dk::ThreadPool>(pool);
   dk::runtime::SessionOptions options;
   options.pool = s.pool.get();
+  options.cpu = g_runtime.cpu;
   if (!g_weights) {
     auto again = dk::runtime::ReadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
     if (!again.ok()) {
@@ -267,6 +272,11 @@ int main(int argc, char** argv) {
         dk::cli::RequireWeightsSpec("weights", weights_spec)}) {
     if (!s.ok()) return Fail(s);
   }
+  auto runtime = dk::tools::RuntimeOptionsFromFlags();
+  if (!runtime.ok()) return dk::ExitWithError("decode_bench", runtime.status(), dk::kExitUsage);
+  g_runtime = *runtime;
+  // The pool options but the thread count, which each benchmark sets (its argument).
+  benchmark::AddCustomContext("runtime_options", g_runtime.Describe());
   auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
   if (!program.ok()) return Fail(program.status());
   g_program = *program;

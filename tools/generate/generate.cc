@@ -23,6 +23,7 @@
 #include "elf/elf.h"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
+#include "tools/flags/runtime_flags.h"
 #include "tokenizer/tokenizer.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
@@ -54,6 +55,7 @@ struct Loaded {
   std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<dk::runtime::CpuSession> session;
   int max_context = 0;
+  dk::tools::RuntimeOptions runtime;  // from the runtime flags
 };
 
 // The ELF, its weights, the tokenizer and a session on the CPU device.
@@ -71,6 +73,7 @@ absl::Status Load(Loaded& m) {
   dk::runtime::SessionOptions options;
   options.validate = absl::GetFlag(FLAGS_validate);
   options.max_context = absl::GetFlag(FLAGS_max_context);
+  options.cpu = m.runtime.cpu;
   const double weight_mb = weights.total_bytes() / 1e6;
   // The session keeps the weights only in its BOs (and the embedding table the host
   // reads), not a second copy: peak memory about the weights' size, not twice it.
@@ -78,8 +81,9 @@ absl::Status Load(Loaded& m) {
   std::fprintf(stderr, "[generate] %.0f MB of bf16 weights; %.0f MB freed once in their BOs\n", weight_mb,
                m.session->released_bytes() / 1e6);
   m.max_context = options.max_context > 0 ? options.max_context : m.program.model().max_context();
-  std::fprintf(stderr, "[generate] %s on %s: ready in %.0f ms\n", m.program.model().name().c_str(),
-               m.session->device().description().c_str(), Ms(Clock::now() - t_load));
+  std::fprintf(stderr, "[generate] %s on %s: ready in %.0f ms\n[generate] runtime: %s\n",
+               m.program.model().name().c_str(), m.session->device().description().c_str(),
+               Ms(Clock::now() - t_load), m.runtime.Describe().c_str());
   return absl::OkStatus();
 }
 
@@ -180,6 +184,9 @@ int main(int argc, char** argv) {
     if (!s.ok()) return Fail(s);
   }
   Loaded m;
+  absl::StatusOr<dk::tools::RuntimeOptions> runtime = dk::tools::ApplyRuntimeFlags();
+  if (!runtime.ok()) return Fail(runtime.status(), dk::kExitUsage);
+  m.runtime = *runtime;
   if (absl::Status s = Load(m); !s.ok()) return Fail(s);
   if (absl::Status s = Generate(m); !s.ok()) return Fail(s);
   return dk::kExitOk;

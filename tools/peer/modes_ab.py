@@ -5,10 +5,10 @@ per bandwidth mode of the host.
   ./bazelw build --config=opt //tools/bench:decode_bench_smollm2_135m_x12
   cp bazel-bin/tools/bench/decode_bench_smollm2_135m_x12 /tmp/before     # then change, rebuild
   tools/peer/modes_ab.py --model smollm2_135m before=/tmp/before after=bazel-bin/tools/bench/decode_bench_smollm2_135m_x12
-  tools/peer/modes_ab.py --model smollm2_135m on=BIN off=BIN:DK_CPU_TEAM=0 --rounds 16
+  tools/peer/modes_ab.py --model smollm2_135m on=BIN off=BIN:team_runs=false --rounds 16
 
-Each candidate is NAME=BINARY[:VAR=VALUE,...] (a decode_bench binary, environment
-variables for its runs). A round runs every candidate once, in order: decode_bench
+Each candidate is NAME=BINARY[:FLAG=VALUE,...] (a decode_bench binary, and runtime
+flags such as team_runs=false or gemv_prefetch=on passed to its runs as --FLAG=VALUE). A round runs every candidate once, in order: decode_bench
 --paired_floor on --threads threads, --warmup untimed then --tokens timed tokens, each
 timed token bracketed by plain reads of as many bytes as it streams (decode_bench.cc). The
 host's read bandwidth is bimodal (about 33 or 58 GB/s) and switches every few minutes: a
@@ -31,23 +31,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def parse_candidate(text):
     name, sep, rest = text.partition("=")
     if not sep or not name or not rest:
-        raise SystemExit(f"candidate '{text}': expected NAME=BINARY[:VAR=VALUE,...]")
-    binary, _, env_text = rest.partition(":")
-    env = dict(os.environ)
-    for kv in filter(None, env_text.split(",")):
+        raise SystemExit(f"candidate '{text}': expected NAME=BINARY[:FLAG=VALUE,...]")
+    binary, _, flags_text = rest.partition(":")
+    flags = []
+    for kv in filter(None, flags_text.split(",")):
         k, sep, v = kv.partition("=")
         if not sep or not k:
-            raise SystemExit(f"candidate '{text}': '{kv}' is not VAR=VALUE")
-        env[k] = v
+            raise SystemExit(f"candidate '{text}': '{kv}' is not FLAG=VALUE")
+        flags.append(f"--{k}={v}")
     binary = os.path.abspath(binary)
     if not os.access(binary, os.X_OK):
         raise SystemExit(f"candidate '{name}': {binary} is not an executable file")
-    return name, binary, env
+    return name, binary, flags
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("candidates", nargs="+", help="NAME=BINARY[:VAR=VALUE,...]")
+    p.add_argument("candidates", nargs="+", help="NAME=BINARY[:FLAG=VALUE,...]")
     p.add_argument("--model", default="smollm2_135m", choices=("smollm2_135m", "llama32_1b"))
     p.add_argument("--stage", default="x12", help="decode_bench_<model>_<stage> (the runfiles used)")
     p.add_argument("--threads", type=int, default=2)
@@ -69,12 +69,12 @@ def main():
         raise SystemExit("candidate names must differ")
     res = {name: {"fast": [], "slow": [], "mixed": 0} for name, _, _ in cands}
     for r in range(a.rounds):
-        for name, binary, env in cands:
+        for name, binary, flags in cands:
             out = subprocess.run(
                 [binary, f"--elf={elf}", f"--weights={weights}", f"--benchmark_filter=BM_Decode/threads:{a.threads}/",
                  f"--tokens={tokens}", f"--warmup={a.warmup}", f"--context={a.warmup + tokens}",
-                 f"--bandwidth_every={tokens}", "--paired_floor", "--benchmark_format=json"],
-                cwd=runfiles, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 f"--bandwidth_every={tokens}", "--paired_floor", "--benchmark_format=json"] + flags,
+                cwd=runfiles, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             if out.returncode != 0:
                 raise SystemExit(f"{name} failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
             b = json.loads(out.stdout)["benchmarks"][0]

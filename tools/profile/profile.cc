@@ -39,6 +39,7 @@
 #include "tools/profile/io.h"
 #include "tools/profile/record.h"
 #include "tools/profile/render.h"
+#include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
@@ -92,6 +93,7 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 // Everything one profile run holds, filled step by step.
 struct Profile {
   profile::ProfileRecord record;
+  dk::tools::RuntimeOptions runtime;  // from the runtime flags
   std::vector<std::string> elfs;  // per stage, as the manifest names them
   std::vector<dk::elf::Program> programs;
   std::shared_ptr<const dk::weights::Weights> weights;
@@ -216,6 +218,7 @@ absl::Status LoadGate(Profile& p) {
   p.gate.goldens_name = p.record.goldens;
   p.gate.prompts = p.record.gate_prompts;
   p.gate.validate = true;
+  p.gate.cpu = p.runtime.cpu;
   const dk::tokenizer::Tokenizer* tok = p.tokenizer.get();
   p.gate.decode = [tok](const std::vector<uint32_t>& v) {
     auto text = tok->Decode(std::vector<int32_t>(v.begin(), v.end()));
@@ -291,6 +294,7 @@ absl::Status Measure(Profile& p, size_t i, int tokens, int round, profile::Break
   profile::StageRecord& s = p.record.stages[i];
   dk::runtime::SessionOptions options;
   options.validate = false;
+  options.cpu = p.runtime.cpu;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
   p.record.device = session->device().description();
   dk::runtime::Decoder& decoder = session->decoder();
@@ -473,8 +477,10 @@ absl::Status MeasureContexts(Profile& p) {
     if (s.passed() || (p.record.gate_prompts <= 0 && s.error.empty())) final_stage = static_cast<int>(i);
   }
   if (final_stage < 0) return absl::FailedPreconditionError("no stage to time at longer contexts");
+  dk::runtime::SessionOptions options;
+  options.cpu = p.runtime.cpu;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[final_stage], p.elfs[final_stage],
-                                                                  p.weights, dk::runtime::SessionOptions{}));
+                                                                  p.weights, options));
   DK_RETURN_IF_ERROR(dk::runtime::FeedPrompt(session->decoder(), p.prompt));
   for (int c : p.contexts) {
     DK_ASSIGN_OR_RETURN(profile::ContextPoint point, MeasureContext(p, session->decoder(), final_stage, c));
@@ -539,6 +545,10 @@ int main(int argc, char** argv) {
   const auto t_start = Clock::now();
   Profile p;
   if (absl::Status s = CheckFlags(p); !s.ok()) return Fail(s, dk::kExitUsage);
+  absl::StatusOr<dk::tools::RuntimeOptions> runtime = dk::tools::ApplyRuntimeFlags();
+  if (!runtime.ok()) return Fail(runtime.status(), dk::kExitUsage);
+  p.runtime = *runtime;
+  p.record.runtime_options = runtime->Describe();
   for (auto step : {LoadChain, LoadWeights, LoadPrompt, LoadGate}) {
     if (absl::Status s = step(p); !s.ok()) return Fail(s);
   }

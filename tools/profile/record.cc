@@ -454,7 +454,8 @@ std::string ToJson(const ProfileRecord& r) {
   j["rounds"] = r.rounds;
   j["gate"] = {{"prompts", r.gate_prompts}, {"tokens", r.gate_tokens}, {"goldens", r.goldens}};
   j["weights"] = {{"source", r.weights_source}, {"digest", r.weights_digest}};
-  j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"read_bandwidth_gbps", r.bandwidth_gbps},
+  j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"runtime_options", r.runtime_options},
+                  {"read_bandwidth_gbps", r.bandwidth_gbps},
                   {"reference_gbps", r.ref_gbps}, {"mode_split_gbps", r.mode_split_gbps}};
   json stages = json::array();
   for (const StageRecord& s : r.stages) {

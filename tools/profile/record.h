@@ -227,6 +227,7 @@ struct ProfileRecord {
   std::string weights_digest;
   std::string device;
   int threads = 0;
+  std::string runtime_options;  // the runtime flags in force (RuntimeOptions::Describe)
   double bandwidth_gbps = 0;  // read bandwidth measured at the start of the run
   // The median bandwidth paired with every measured token of every stage: the common
   // bandwidth the stages' normalized times are scaled to (0: none was paired, the

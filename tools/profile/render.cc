@@ -229,9 +229,9 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
       "; ms/token is the median over the measured tokens, drift = (median of the last quarter - median of "
       "the first quarter) / median.\n",
       "- Weights: ", r.weights_source, " (", r.weights_digest, "), loaded once and shared by every stage.\n",
-      absl::StrFormat("- Machine: %s, %d threads; memory read bandwidth %.2f GB/s measured at the "
-                      "start of this run. %s\n",
-                      r.device, r.threads, r.bandwidth_gbps,
+      absl::StrFormat("- Machine: %s, %d threads (runtime options: %s); memory read bandwidth %.2f GB/s "
+                      "measured at the start of this run. %s\n",
+                      r.device, r.threads, r.runtime_options, r.bandwidth_gbps,
                       r.ref_gbps > 0 ? "Each measured token is bracketed by a streaming read pass just before and "
                                        "just after it; the floor is the token's weight bytes read at that pair's "
                                        "bandwidth, and x floor the median of token time / floor."

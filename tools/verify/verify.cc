@@ -22,6 +22,7 @@
 #include "elf/elf.h"
 #include "runtime/cpu/session.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
@@ -57,6 +58,7 @@ struct Inputs {
   dk::verify::Goldens goldens;
   std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;  // null without --tokenizer
   dk::verify::GateSetup setup;
+  dk::tools::RuntimeOptions runtime;  // from the runtime flags
 };
 
 // Ids as "[1 2 3]", or as text through the tokenizer when there is one.
@@ -104,9 +106,9 @@ absl::Status Load(Inputs& in) {
 absl::Status Verify(const Inputs& in, bool* passed) {
   const std::string elf = absl::GetFlag(FLAGS_elf);
   const std::string parent_elf = absl::GetFlag(FLAGS_parent_elf);
-  std::printf("verify: %s (%s) against %s, %d prompts, weights %s\n", elf.c_str(),
+  std::printf("verify: %s (%s) against %s, %d prompts, weights %s\nverify: runtime %s\n", elf.c_str(),
               in.program.model().name().c_str(), in.setup.goldens_name.c_str(), in.setup.prompts,
-              in.setup.weights->source().c_str());
+              in.setup.weights->source().c_str(), in.runtime.Describe().c_str());
   std::optional<dk::verify::StageGate> parent;
   if (!parent_elf.empty()) {
     if (!in.setup.greedy) return absl::InvalidArgumentError("--parent_elf needs the greedy run (--greedy)");
@@ -156,6 +158,10 @@ int main(int argc, char** argv) {
     if (!s.ok()) return Fail(s);
   }
   Inputs in;
+  absl::StatusOr<dk::tools::RuntimeOptions> runtime = dk::tools::ApplyRuntimeFlags();
+  if (!runtime.ok()) return Fail(runtime.status(), dk::kExitUsage);
+  in.runtime = *runtime;
+  in.setup.cpu = runtime->cpu;
   if (absl::Status s = Load(in); !s.ok()) return Fail(s);
   bool passed = false;
   if (absl::Status s = Verify(in, &passed); !s.ok()) return Fail(s);

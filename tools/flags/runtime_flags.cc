@@ -1,0 +1,80 @@
+#include "tools/flags/runtime_flags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+
+ABSL_FLAG(int, threads, 0, "kernel threads, counting the caller (0: one per hardware thread)");
+ABSL_FLAG(bool, pool_adaptive, true,
+          "let the thread pool run kernels on the caller alone while the host is contended");
+ABSL_FLAG(int, pool_spin, 1 << 14, "iterations a pool worker spins for the next job before it sleeps");
+ABSL_FLAG(int, pool_join_spin, 1 << 10,
+          "iterations the caller spins for other threads' tasks before it sleeps");
+ABSL_FLAG(int, host_spin, -1,
+          "iterations the host spins for a run to finish before it blocks (-1: 20000 when the pool "
+          "leaves a hardware thread free, else 0)");
+ABSL_FLAG(bool, device_thread, false, "run launch groups on a device-side thread (XRT's shape)");
+ABSL_FLAG(bool, team_runs, true, "run a launch group as one team run of the pool where it can");
+ABSL_FLAG(bool, kernel_times, false, "time each kernel symbol's launches (decode_bench prints them)");
+ABSL_FLAG(bool, gemv_bf16dot, true, "bf16 GEMVs use vdpbf16ps where the CPU has AVX512_BF16");
+ABSL_FLAG(bool, gemv_vnni, true, "quantized GEMVs use vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI");
+ABSL_FLAG(std::string, gemv_prefetch, "auto",
+          "software prefetch in the packed bf16 GEMVs: auto (on for Intel CPUs), on or off");
+
+namespace dk::tools {
+namespace {
+
+absl::Status AtLeast(const char* flag, int value, int min) {
+  if (value >= min) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be at least ", min));
+}
+
+}  // namespace
+
+std::string RuntimeOptions::Describe() const { return absl::StrCat(pool.Describe(), " ", cpu.Describe()); }
+
+absl::StatusOr<RuntimeOptions> RuntimeOptionsFromFlags() {
+  RuntimeOptions o;
+  o.pool.num_threads = absl::GetFlag(FLAGS_threads);
+  o.pool.worker_spin = absl::GetFlag(FLAGS_pool_spin);
+  o.pool.join_spin = absl::GetFlag(FLAGS_pool_join_spin);
+  o.pool.contention.enabled = absl::GetFlag(FLAGS_pool_adaptive);
+  o.cpu.host_spin = absl::GetFlag(FLAGS_host_spin);
+  o.cpu.device_thread = absl::GetFlag(FLAGS_device_thread);
+  o.cpu.team_runs = absl::GetFlag(FLAGS_team_runs);
+  o.cpu.kernel_times = absl::GetFlag(FLAGS_kernel_times);
+  o.cpu.gemv_bf16dot = absl::GetFlag(FLAGS_gemv_bf16dot);
+  o.cpu.gemv_vnni = absl::GetFlag(FLAGS_gemv_vnni);
+  const std::string prefetch = absl::GetFlag(FLAGS_gemv_prefetch);
+  if (absl::Status s = AtLeast("threads", o.pool.num_threads, 0); !s.ok()) return s;
+  if (o.pool.num_threads > 1024) return absl::InvalidArgumentError("--threads: at most 1024");
+  if (absl::Status s = AtLeast("pool_spin", o.pool.worker_spin, 0); !s.ok()) return s;
+  if (absl::Status s = AtLeast("pool_join_spin", o.pool.join_spin, 0); !s.ok()) return s;
+  if (absl::Status s = AtLeast("host_spin", o.cpu.host_spin, -1); !s.ok()) return s;
+  using Prefetch = runtime::CpuDeviceOptions::Prefetch;
+  if (prefetch == "auto") {
+    o.cpu.gemv_prefetch = Prefetch::kAuto;
+  } else if (prefetch == "on" || prefetch == "off") {
+    o.cpu.gemv_prefetch = prefetch == "on" ? Prefetch::kOn : Prefetch::kOff;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--gemv_prefetch=", prefetch, ": expected auto, on or off"));
+  }
+  return o;
+}
+
+absl::Status ApplyRuntimeOptions(const RuntimeOptions& options) {
+  if (!ConfigureSharedThreadPool(options.pool)) {
+    return absl::FailedPreconditionError(absl::StrCat("the shared thread pool already runs with ",
+                                                      SharedThreadPool().options().Describe(), ", not ",
+                                                      options.pool.Describe()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RuntimeOptions> ApplyRuntimeFlags() {
+  absl::StatusOr<RuntimeOptions> options = RuntimeOptionsFromFlags();
+  if (!options.ok()) return options.status();
+  if (absl::Status s = ApplyRuntimeOptions(*options); !s.ok()) return s;
+  return options;
+}
+
+}  // namespace dk::tools
