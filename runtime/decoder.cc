@@ -39,7 +39,7 @@ struct Decoder::StepPlan {
   int group = -1;  // device group number, or -1 for a host step
   std::vector<Copy> writes, reads;
   const elf::HostStep* host = nullptr;
-  std::vector<std::pair<std::string, HostOps::Value>> host_values;
+  int host_handle = -1;  // HostOps::BindHostStep's
 };
 
 Decoder::~Decoder() = default;
@@ -78,7 +78,7 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   for (const elf::Step& step : program_.steps()) {
     StepPlan plan;
     if (step.has_host()) {
-      PlanHostStep(step.host(), &plan);
+      DK_RETURN_IF_ERROR(PlanHostStep(step.host(), static_cast<int>(plan_.size()), &plan));
     } else {
       plan.group = group++;
       DK_RETURN_IF_ERROR(PlanGroup(step.group(), weight_src, &plan));
@@ -225,12 +225,20 @@ absl::StatusOr<uint8_t*> Decoder::HostBytes(const elf::BufferObject& b) {
   return values_[vi].data() + offset;
 }
 
-void Decoder::PlanHostStep(const elf::HostStep& step, StepPlan* plan) {
+absl::Status Decoder::PlanHostStep(const elf::HostStep& step, int index, StepPlan* plan) {
   plan->host = &step;
+  std::vector<std::pair<std::string, HostOps::Value>> values;
   for (const auto& b : step.bindings()) {
     const int vi = value_index_.at(b.value());
-    plan->host_values.push_back({b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi)}});
+    values.push_back({b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi)}});
   }
+  absl::StatusOr<int> handle = host_->BindHostStep(step, values);
+  if (!handle.ok()) {
+    return absl::Status(handle.status().code(), absl::StrCat("ELF '", elf_name_, "', step ", index, " (host step '",
+                                                             step.kind(), "'): ", handle.status().message()));
+  }
+  plan->host_handle = *handle;
+  return absl::OkStatus();
 }
 
 absl::Status Decoder::PlanGroup(const elf::LaunchGroup& group, const std::vector<uint8_t*>& weight_src,
@@ -283,7 +291,7 @@ absl::Status Decoder::Advance(uint32_t token) {
     t = StepTiming{};
     if (plan.host != nullptr) {
       const int64_t t0 = NowNs();
-      absl::Status st = host_->RunHostStep(*plan.host, token, position_, plan.host_values);
+      absl::Status st = host_->RunHostStep(plan.host_handle, token, position_);
       t.run_ns = NowNs() - t0;
       if (!st.ok()) {
         // Where it happened: a host step's own message (top-k over NaN logits, say)

@@ -107,7 +107,8 @@ class Decoder {
   absl::StatusOr<uint8_t*> PlaceWeight(int i, const weights::Weights& weights);
   // Where BO `b` mirrors its host value.
   absl::StatusOr<uint8_t*> HostBytes(const elf::BufferObject& b);
-  void PlanHostStep(const elf::HostStep& step, StepPlan* plan);
+  // Binds host step `index` of the program (HostOps::BindHostStep).
+  absl::Status PlanHostStep(const elf::HostStep& step, int index, StepPlan* plan);
   absl::Status PlanGroup(const elf::LaunchGroup& group, const std::vector<uint8_t*>& weight_src,
                          StepPlan* plan);
 

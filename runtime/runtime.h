@@ -87,14 +87,19 @@ class Device {
 class HostOps {
  public:
   virtual ~HostOps() = default;
-  // Runs `step` for the token at `position`. `values` maps the step's bound host
-  // values (by parameter name) to their memory.
+  // The memory of one value a step binds (by parameter name).
   struct Value {
     void* data = nullptr;
     const elf::HostValue* info = nullptr;
   };
-  virtual absl::Status RunHostStep(const elf::HostStep& step, uint32_t token, int position,
-                                   const std::vector<std::pair<std::string, Value>>& values) = 0;
+  // Binds `step` once, before decoding: its kind resolved and its bound values (by
+  // parameter name) found. Returns the handle RunHostStep takes; InvalidArgument for
+  // a missing binding or a bad layer, Unimplemented for a kind the host lacks.
+  // `step` and the values' memory must outlive the host ops.
+  virtual absl::StatusOr<int> BindHostStep(const elf::HostStep& step,
+                                           const std::vector<std::pair<std::string, Value>>& values) = 0;
+  // Runs bound step `handle` for the token at `position`.
+  virtual absl::Status RunHostStep(int handle, uint32_t token, int position) = 0;
   // Forget the KV cache (a new sequence).
   virtual void Reset() = 0;
   // The top-k of the last "topk" step: ids best first (ties to the smaller id).

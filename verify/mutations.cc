@@ -54,10 +54,19 @@ class MutatedHostOps final : public runtime::HostOps {
       : inner_(std::move(inner)), m_(m), hooks_(std::move(hooks)),
         cos_(m.head_dim() / 2), sin_(m.head_dim() / 2) {}
 
-  absl::Status RunHostStep(const elf::HostStep& step, uint32_t token, int position,
-                           const std::vector<std::pair<std::string, Value>>& values) override {
+  absl::StatusOr<int> BindHostStep(const elf::HostStep& step,
+                                   const std::vector<std::pair<std::string, Value>>& values) override {
+    absl::StatusOr<int> handle = inner_->BindHostStep(step, values);
+    if (handle.ok()) bound_[*handle] = {&step, values};
+    return handle;
+  }
+
+  absl::Status RunHostStep(int handle, uint32_t token, int position) override {
+    const auto found = bound_.find(handle);
+    if (found == bound_.end()) return absl::InvalidArgumentError("mutation: unbound host step");
+    const elf::HostStep& step = *found->second.step;
     auto get = [&](const char* param) -> void* {
-      for (const auto& [name, v] : values) {
+      for (const auto& [name, v] : found->second.values) {
         if (name == param) return v.data;
       }
       return nullptr;
@@ -77,9 +86,9 @@ class MutatedHostOps final : public runtime::HostOps {
       }
     }
     if (step.kind() == "attention" && hooks_.attention_off_by_one && position > 0) {
-      return inner_->RunHostStep(step, token, position - 1, values);
+      return inner_->RunHostStep(handle, token, position - 1);
     }
-    DK_RETURN_IF_ERROR(inner_->RunHostStep(step, token, position, values));
+    DK_RETURN_IF_ERROR(inner_->RunHostStep(handle, token, position));
     if (step.kind() == "rope_lookup") {
       bf16* c = static_cast<bf16*>(get("cos"));
       bf16* s = static_cast<bf16*>(get("sin"));
@@ -100,9 +109,14 @@ class MutatedHostOps final : public runtime::HostOps {
   const std::vector<float>& topk_values() const override { return inner_->topk_values(); }
 
  private:
+  struct BoundStep {
+    const elf::HostStep* step;
+    std::vector<std::pair<std::string, Value>> values;
+  };
   std::unique_ptr<runtime::HostOps> inner_;
   const elf::ModelShape m_;
   Hooks hooks_;
+  std::map<int, BoundStep> bound_;  // by the inner host ops' handle
   std::vector<float> cos_, sin_;  // this position's tables (for un-rotating K)
 };
 

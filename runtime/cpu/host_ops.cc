@@ -41,113 +41,78 @@ class CpuHostOps final : public HostOps {
 
   bool ok() const { return k_cache_.size() == kv_stride_ * m_.n_layers() && v_cache_.size() == k_cache_.size(); }
 
-  absl::Status RunHostStep(const elf::HostStep& step, uint32_t token, int position,
-                           const std::vector<std::pair<std::string, Value>>& values) override {
-    auto get = [&](const char* param) -> void* {
+  absl::StatusOr<int> BindHostStep(const elf::HostStep& step,
+                                   const std::vector<std::pair<std::string, Value>>& values) override {
+    Bound b;
+    b.step = &step;
+    auto need = [&](const char* param, void** out) -> absl::Status {
       for (const auto& [name, v] : values) {
-        if (name == param) return v.data;
+        if (name == param) {
+          *out = v.data;
+          return absl::OkStatus();
+        }
       }
-      return nullptr;
+      return absl::InvalidArgumentError(
+          absl::StrCat("host step '", step.kind(), "' (layer ", step.layer(), ") has no '", param, "' binding"));
     };
-    auto need = [&](const char* param) -> absl::StatusOr<void*> {
-      void* p = get(param);
-      if (p == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("host step '", step.kind(), "' (layer ",
-                                                       step.layer(), ") has no '", param, "' binding"));
+    const std::string& kind = step.kind();
+    if (kind == "embedding") {
+      b.kind = Kind::kEmbedding;
+      DK_RETURN_IF_ERROR(need("out", &b.out));
+    } else if (kind == "rope_lookup") {
+      b.kind = Kind::kRopeLookup;
+      DK_RETURN_IF_ERROR(need("cos", &b.in));
+      DK_RETURN_IF_ERROR(need("sin", &b.in2));
+      // "local": the sliding layers' table (rope_local_theta).
+      const auto local = step.params().find("local");
+      b.local = local != step.params().end() && local->second != 0;
+      if (b.local && !rope_local_) {
+        return absl::InvalidArgumentError("rope_lookup local: the model has no rope_local_theta");
       }
-      return p;
-    };
+    } else if (kind == "kv_write" || kind == "attention") {
+      if (step.layer() < 0 || step.layer() >= m_.n_layers()) {
+        return absl::InvalidArgumentError(absl::StrCat("host step '", kind, "' has invalid layer ", step.layer()));
+      }
+      if (kind == "kv_write") {
+        b.kind = Kind::kKvWrite;
+        DK_RETURN_IF_ERROR(need("k", &b.in));
+        DK_RETURN_IF_ERROR(need("v", &b.in2));
+      } else {
+        b.kind = Kind::kAttention;
+        DK_RETURN_IF_ERROR(need("q", &b.in));
+        DK_RETURN_IF_ERROR(need("out", &b.out));
+        b.sliding = step.layer() < m_.layer_types_size() && m_.layer_types(step.layer()) == "sliding_attention";
+      }
+    } else if (kind == "topk") {
+      b.kind = Kind::kTopK;
+      DK_RETURN_IF_ERROR(need("logits", &b.in));
+      auto it = step.params().find("k");
+      b.k = it == step.params().end() ? 5 : static_cast<size_t>(it->second);
+    } else {
+      return absl::UnimplementedError(absl::StrCat("the cpu host has no host step '", kind, "'"));
+    }
+    bound_.push_back(b);
+    return static_cast<int>(bound_.size()) - 1;
+  }
+
+  absl::Status RunHostStep(int handle, uint32_t token, int position) override {
+    if (handle < 0 || handle >= static_cast<int>(bound_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("no bound host step ", handle));
+    }
     if (position < 0 || position >= max_context_) {
       return absl::OutOfRangeError(absl::StrCat("position ", position, " exceeds the KV cache of ",
                                                 max_context_, " positions; raise max_context or "
                                                 "shorten the prompt / generation"));
     }
-    const std::string& kind = step.kind();
-    const size_t hd = m_.head_dim();
-    if (kind == "embedding") {
-      auto out = need("out");
-      if (!out.ok()) return out.status();
-      DK_RETURN_IF_ERROR(embedding_->Read(token, static_cast<bf16*>(*out)));
-      if (embedding_scale_ != 0) {
-        bf16* h = static_cast<bf16*>(*out);
-        for (int i = 0; i < m_.hidden(); ++i) h[i] = F32ToBf16(Bf16ToF32(h[i]) * embedding_scale_);
-      }
-      return absl::OkStatus();
+    const Bound& b = bound_[handle];
+    switch (b.kind) {
+      case Kind::kEmbedding: return Embed(b, token);
+      case Kind::kRopeLookup: return RopeLookup(b, position);
+      case Kind::kKvWrite: return KvWrite(b, position);
+      case Kind::kAttention: return Attention(b, position);
+      case Kind::kTopK: return TopK(b);
     }
-    if (kind == "rope_lookup") {
-      auto c = need("cos"), s = need("sin");
-      if (!c.ok()) return c.status();
-      if (!s.ok()) return s.status();
-      // "local": the sliding layers' table (rope_local_theta).
-      const auto local = step.params().find("local");
-      const bool use_local = local != step.params().end() && local->second != 0;
-      if (use_local && !rope_local_) {
-        return absl::InvalidArgumentError("rope_lookup local: the model has no rope_local_theta");
-      }
-      const kernels::RopeTable& table = use_local ? *rope_local_ : rope_;
-      std::memcpy(*c, table.cos(position), hd / 2 * sizeof(bf16));
-      std::memcpy(*s, table.sin(position), hd / 2 * sizeof(bf16));
-      return absl::OkStatus();
-    }
-    if (step.layer() < 0 || step.layer() >= m_.n_layers()) {
-      if (kind == "kv_write" || kind == "attention") {
-        return absl::InvalidArgumentError(absl::StrCat("host step '", kind, "' has invalid layer ", step.layer()));
-      }
-    }
-    if (kind == "kv_write") {
-      auto k = need("k"), v = need("v");
-      if (!k.ok()) return k.status();
-      if (!v.ok()) return v.status();
-      bf16* kc = k_cache_.data() + step.layer() * kv_stride_;
-      bf16* vc = v_cache_.data() + step.layer() * kv_stride_;
-      for (int h = 0; h < m_.n_kv_heads(); ++h) {
-        const size_t at = (size_t{static_cast<size_t>(h)} * max_context_ + position) * hd;
-        std::memcpy(kc + at, static_cast<const bf16*>(*k) + h * hd, hd * sizeof(bf16));
-        std::memcpy(vc + at, static_cast<const bf16*>(*v) + h * hd, hd * sizeof(bf16));
-      }
-      return absl::OkStatus();
-    }
-    if (kind == "attention") {
-      auto q = need("q"), out = need("out");
-      if (!q.ok()) return q.status();
-      if (!out.ok()) return out.status();
-      kernels::AttentionDims dims;
-      dims.n_heads = m_.n_heads();
-      dims.n_kv_heads = m_.n_kv_heads();
-      dims.head_dim = hd;
-      dims.max_ctx = max_context_;
-      // A sliding layer attends to positions (position - window, position] only: the
-      // caches from `first` on, read as a cache that starts there (the kv-head stride
-      // stays max_context).
-      const bool sliding = step.layer() < m_.layer_types_size() &&
-                           m_.layer_types(step.layer()) == "sliding_attention";
-      const size_t first =
-          sliding && position >= m_.sliding_window() ? position - m_.sliding_window() + 1 : 0;
-      const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(hd);
-      return kernels::DecodeAttention(dims, static_cast<const bf16*>(*q),
-                                      k_cache_.data() + step.layer() * kv_stride_ + first * hd,
-                                      v_cache_.data() + step.layer() * kv_stride_ + first * hd, position - first,
-                                      static_cast<bf16*>(*out), pool_, 1.0f / std::sqrt(scalar));
-    }
-    if (kind == "topk") {
-      auto logits = need("logits");
-      if (!logits.ok()) return logits.status();
-      auto it = step.params().find("k");
-      const size_t k = it == step.params().end() ? 5 : static_cast<size_t>(it->second);
-      ids_.resize(k);
-      vals_.resize(k);
-      const size_t n = kernels::TopK(static_cast<const float*>(*logits), m_.vocab(), k, ids_.data(), vals_.data());
-      ids_.resize(n);
-      vals_.resize(n);
-      if (n == 0) {
-        return absl::DataLossError(absl::StrCat(
-            "top-k found no finite logit among the ", m_.vocab(),
-            " of value 'logits' (all NaN): the LM head produced NaN; a weight tensor holds NaN or inf, "
-            "or values that overflow (check the weights with tools/diagnose)"));
-      }
-      return absl::OkStatus();
-    }
-    return absl::UnimplementedError(absl::StrCat("the cpu host has no host step '", kind, "'"));
+    return absl::InternalError("unknown host step kind");
   }
 
   void Reset() override {
@@ -158,6 +123,77 @@ class CpuHostOps final : public HostOps {
   const std::vector<float>& topk_values() const override { return vals_; }
 
  private:
+  // A step bound once (BindHostStep): its kind and the memory of its values.
+  enum class Kind { kEmbedding, kRopeLookup, kKvWrite, kAttention, kTopK };
+  struct Bound {
+    const elf::HostStep* step = nullptr;
+    Kind kind = Kind::kEmbedding;
+    void* in = nullptr;   // cos, k, q or logits
+    void* in2 = nullptr;  // sin or v
+    void* out = nullptr;  // embedding or attention output
+    bool local = false;   // rope_lookup: the sliding layers' table
+    bool sliding = false;  // attention: a sliding-window layer
+    size_t k = 0;         // topk
+  };
+
+  absl::Status Embed(const Bound& b, uint32_t token) {
+    bf16* h = static_cast<bf16*>(b.out);
+    DK_RETURN_IF_ERROR(embedding_->Read(token, h));
+    if (embedding_scale_ != 0) {
+      for (int i = 0; i < m_.hidden(); ++i) h[i] = F32ToBf16(Bf16ToF32(h[i]) * embedding_scale_);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status RopeLookup(const Bound& b, int position) {
+    const kernels::RopeTable& table = b.local ? *rope_local_ : rope_;
+    const size_t half = m_.head_dim() / 2;
+    std::memcpy(b.in, table.cos(position), half * sizeof(bf16));
+    std::memcpy(b.in2, table.sin(position), half * sizeof(bf16));
+    return absl::OkStatus();
+  }
+  absl::Status KvWrite(const Bound& b, int position) {
+    const size_t hd = m_.head_dim();
+    bf16* kc = k_cache_.data() + b.step->layer() * kv_stride_;
+    bf16* vc = v_cache_.data() + b.step->layer() * kv_stride_;
+    for (int h = 0; h < m_.n_kv_heads(); ++h) {
+      const size_t at = (size_t{static_cast<size_t>(h)} * max_context_ + position) * hd;
+      std::memcpy(kc + at, static_cast<const bf16*>(b.in) + h * hd, hd * sizeof(bf16));
+      std::memcpy(vc + at, static_cast<const bf16*>(b.in2) + h * hd, hd * sizeof(bf16));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Attention(const Bound& b, int position) {
+    const size_t hd = m_.head_dim();
+    kernels::AttentionDims dims;
+    dims.n_heads = m_.n_heads();
+    dims.n_kv_heads = m_.n_kv_heads();
+    dims.head_dim = hd;
+    dims.max_ctx = max_context_;
+    // A sliding layer attends to positions (position - window, position] only: the
+    // caches from `first` on, read as a cache that starts there (the kv-head stride
+    // stays max_context).
+    const size_t first = b.sliding && position >= m_.sliding_window() ? position - m_.sliding_window() + 1 : 0;
+    const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(hd);
+    const size_t layer = b.step->layer() * kv_stride_;
+    return kernels::DecodeAttention(dims, static_cast<const bf16*>(b.in), k_cache_.data() + layer + first * hd,
+                                    v_cache_.data() + layer + first * hd, position - first,
+                                    static_cast<bf16*>(b.out), pool_, 1.0f / std::sqrt(scalar));
+  }
+  absl::Status TopK(const Bound& b) {
+    ids_.resize(b.k);
+    vals_.resize(b.k);
+    const size_t n = kernels::TopK(static_cast<const float*>(b.in), m_.vocab(), b.k, ids_.data(), vals_.data());
+    ids_.resize(n);
+    vals_.resize(n);
+    if (n == 0) {
+      return absl::DataLossError(absl::StrCat(
+          "top-k found no finite logit among the ", m_.vocab(),
+          " of value 'logits' (all NaN): the LM head produced NaN; a weight tensor holds NaN or inf, "
+          "or values that overflow (check the weights with tools/diagnose)"));
+    }
+    return absl::OkStatus();
+  }
+
   const elf::ModelShape m_;
   const EmbeddingRows* embedding_;
   const int max_context_;
@@ -169,6 +205,7 @@ class CpuHostOps final : public HostOps {
   AlignedBuffer<bf16> k_cache_, v_cache_;
   std::vector<uint32_t> ids_;
   std::vector<float> vals_;
+  std::vector<Bound> bound_;  // by handle
 };
 
 }  // namespace
