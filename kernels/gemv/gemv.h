@@ -84,12 +84,10 @@ void SetGemvBf16DotEnabled(bool enabled);
 bool GemvUsesBf16Dot();
 
 // Whether the packed and x12 bf16 kernels (vdpbf16ps paths) issue software prefetches
-// for their weight stream. Measured per CPU (tools/peer/README.md): on the Intel
-// machines of this project's kind, prefetching every x12 line 8 blocks ahead took
-// llama32_1b decode on 1 thread from 80 to 62 ms/token; on an AMD EPYC (Zen 4) one the
-// same prefetches held both kernels to 0.70-0.77 of a plain stream at 2 threads, and
-// without them they read 0.84-1.0 of it. So it is on for Intel CPUs and off for the
-// others; DK_GEMV_PREFETCH=1 or 0 forces it. The outputs are the same bits either way.
+// for their weight stream. The prefetches sped decode up on the Intel CPUs they were
+// tuned on and slowed both kernels below a plain stream on an AMD EPYC (Zen 4), so it
+// is on for Intel CPUs and off for the others (docs/gemv-kernels.md has the figures);
+// DK_GEMV_PREFETCH=1 or 0 forces it. The outputs are the same bits either way.
 // SetGemvSoftwarePrefetch overrides it (tests cover both). Not thread-safe against
 // concurrent GEMVs.
 bool GemvSoftwarePrefetch();
