@@ -1,6 +1,6 @@
 // The runtime's device model, mirroring XRT so that an NPU backend fits: a device,
 // buffer objects (allocate, write, sync to/from the device, read), a loaded ELF,
-// and runs (start an entry point with its bound BOs, wait). DESIGN.md s.4.
+// and runs (start an entry point with its bound BOs, wait). docs/architecture.md s.4.
 //
 // A BufferObject has a host-side copy and a device-side copy, as an XRT BO does:
 // Write/Read touch the host side, SyncToDevice/SyncFromDevice move the bytes. A

@@ -21,12 +21,11 @@
 // then runs every task on the caller alone ("solo") for a while, then runs in
 // parallel again for one window as a probe. A contended probe makes the solo time
 // four times longer (up to `max_solo_ns`); it starts over from `min_solo_ns` after
-// `calm_ns` without contention. Single events are not enough: on this project's
-// 2-core VMs an idle host shows up to 7 of them in a 100 ms window while decoding
-// (the hypervisor takes vCPUs away, and a worker woken on the caller's core preempts
-// it), two CPU-bound compile loops mostly 11-75. Measured there under that load
-// (tools/peer/README.md): decoding alone on the caller is much faster than 2 threads
-// that keep waiting for each other.
+// `calm_ns` without contention. Single events are not enough: a shared VM shows a
+// few of them on an idle host too (the hypervisor takes vCPUs away, and a worker
+// woken on the caller's core preempts it), far fewer than under a competing load, and
+// under such a load decoding alone on the caller beats threads that keep waiting for
+// each other (docs/threading.md has the counts and times).
 //
 // Thread-safety: Run may be called by one thread at a time (the pool's owner);
 // Run must not be called from inside a task.
@@ -392,10 +391,9 @@ void TeamRanges(TeamMember& m, size_t units, const F& f) {
 // half of what is left of the fullest share another thread has started, and walks
 // that the same way.
 // Every task of Run starts a new stream, and the hardware prefetchers need about a
-// microsecond to get a new one up to speed: with 4 tasks per thread, a plain read of
-// SmolLM2's layer weights in its 120 GEMV launches per token ran at 41 GB/s where one
-// long stream read 59, with one range per thread at 49 (tools/peer/README.md, fast
-// bandwidth mode). Stealing keeps what the 4 tasks were for: a thread slowed by a
+// microsecond to get a new one up to speed, so several tasks per thread read a
+// model's weights measurably slower than one stream per thread (docs/threading.md).
+// Stealing keeps what the 4 tasks were for: a thread slowed by a
 // neighbour, or one that never shows up (Run does not wait for it), holds nothing
 // up. A share is stolen from only once its owner has started it, so a pool that
 // runs every task on the caller (one thread, or contention) walks [0, units) in

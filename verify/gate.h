@@ -1,4 +1,4 @@
-// The verify gate (DESIGN.md s.6): a candidate's greedy decode against the reference's,
+// The verify gate (docs/architecture.md s.6): a candidate's greedy decode against the reference's,
 // as vLLM's `check_logprobs_close` with k = 5 over 32 tokens.
 //
 // For each prompt, walk both sequences in lockstep; at the first step where the chosen

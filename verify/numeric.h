@@ -25,7 +25,7 @@
 //   scale (|z_top1|: the top logits are the dot products where the LM-head row aligns
 //   with the hidden state). The factor 2 is both sides' roundings.
 // The margin this leaves on the correct stages is measured and stated in the docs
-// (verify/README or DESIGN); FormatNumericReport prints the worst |diff| / tol.
+// (verify/README.md); FormatNumericReport prints the worst |diff| / tol.
 //
 // Thread-safety: free functions over caller-owned data.
 #ifndef DK_VERIFY_NUMERIC_H_

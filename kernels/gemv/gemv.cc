@@ -108,8 +108,8 @@ void PackedPanels(const bf16* HWY_RESTRICT packed, size_t rows, size_t chunks,
     size_t c = 0;
     for (; c + 2 <= chunks; c += 2) {
       const bf16* block = panel + c * kPanel;
-      // Software prefetch 4 KiB ahead of the stream: single-thread GEMV went from
-      // 72-91% to 82-95% of the streaming bandwidth with it (gemv_bench, 1 thread).
+      // Software prefetch 4 KiB ahead of the stream: with the hardware prefetcher
+      // alone, one thread read well below the streaming bandwidth (docs/gemv-kernels.md).
       hwy::Prefetch(block + 8 * kPanel);
       hwy::Prefetch(block + 9 * kPanel);
 #pragma GCC unroll 8
@@ -222,7 +222,7 @@ namespace {
 // vdpbf16ps applies when enabled, the CPU has it, and the target Highway chose is
 // an AVX-512 one (respects hwy::SetSupportedTargetsForTest, so per-target tests
 // stay per-target). Asked through the dispatch table, which caches the choice:
-// hwy::SupportedTargets() runs CPUID, about 19 us per call in this VM.
+// hwy::SupportedTargets() runs CPUID, far too slow to ask per GEMV.
 bool UseBf16Dot() {
   return g_bf16dot_enabled.load(std::memory_order_relaxed) && internal::CpuHasAvx512Bf16() &&
          HWY_DYNAMIC_DISPATCH(IsAvx512Target)();

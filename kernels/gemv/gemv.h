@@ -84,11 +84,12 @@ void SetGemvBf16DotEnabled(bool enabled);
 bool GemvUsesBf16Dot();
 
 // Whether the packed and x12 bf16 kernels (vdpbf16ps paths) issue software prefetches
-// for their weight stream. Prefetching helps Intel CPUs of this project's kind and
-// slows AMD EPYC ones (docs/measurements.md has the figures), so it is on for Intel
-// CPUs and off for the others; tools force it with --gemv_prefetch. The outputs are
-// the same bits either way. SetGemvSoftwarePrefetch overrides it (tests cover both).
-// Not thread-safe against concurrent GEMVs.
+// for their weight stream. The prefetches sped decode up on the Intel CPUs they were
+// tuned on and slowed both kernels below a plain stream on an AMD EPYC (Zen 4), so it
+// is on for Intel CPUs and off for the others (docs/gemv-kernels.md has the figures);
+// tools force it with --gemv_prefetch. The outputs are the same bits either way.
+// SetGemvSoftwarePrefetch overrides it (tests cover both). Not thread-safe against
+// concurrent GEMVs.
 bool GemvSoftwarePrefetch();
 void SetGemvSoftwarePrefetch(bool enabled);
 // What GemvSoftwarePrefetch is until set: whether this CPU is an Intel one.

@@ -131,7 +131,7 @@ BENCHMARK(BM_Layer)
 //           seven matrices back to back, one stream per thread across the calls).
 // against one long stream (bw_GB/s, MeasureReadBandwidth before the loop): what the
 // per-launch stream starts and hand-offs cost on their own, with no GEMV arithmetic
-// (tools/peer/README.md).
+// (docs/peer-comparison.md).
 void BM_LayerStream(benchmark::State& state) {
   const int model = static_cast<int>(state.range(0));
   const int mode = static_cast<int>(state.range(1));

@@ -14,26 +14,11 @@
 //    in registers (d * q, d * (q - 8), d * q + m) and FMA'd.
 // x must be finite.
 //
-// Measured (gemv_quant_bench, 2 x 2.1 GHz AVX512-VNNI VM, 2026-12-01, medians of 3;
-// the VM's two cores were shared with another session's build, load average 4-6,
-// so the 2-thread figures mostly measure how much CPU the pool got):
-//   GB/s of weight bytes at 2 threads, int8-x / float-x (bandwidth, same run, GB/s)
-//   shape        Q8_0          Q4_0          Q4_1          bf16 Gemv
-//   2048x2048    2.59 / 1.81   1.85 / 1.50   1.98 / 1.71   2.8-4.7    (7-14)
-//   8192x2048    4.46 / 4.49   3.32 / 3.03   3.31 / 3.65   4.4-4.8    (13-15)
-//   2048x8192    3.71 / 2.72   2.42 / 1.82   2.75 / 2.34   4.4-5.1    (8-13)
-//   49152x576    3.61 / 4.43   2.83 / 2.32   2.92 / 2.21   4.8-4.9    (8-11)
-//   compute ceiling, 1 thread, 512x2048 in cache (BM_QuantGemvHot), GB/s:
-//                24.4 / 12.2   10.5 / 5.7    10.1 / 5.5    31.9
-// Since 2026-12-02 the AVX512-VNNI kernels prefetch 4 KiB ahead in software
-// (gemv_quant_vnni.cc), on a quiet host at 2 threads (bandwidth 43-72 GB/s):
-// int8-x Q8_0 / Q4_0 / Q4_1 2048x2048 36.8 / 32.2 / 31.8 GB/s, 49152x576
-// 56.7 / 33.6 / 35.4 (from 19-21 and 29-31 without it).
-// kInt8 (vpdpbusd) is the faster strategy for all three formats: about 2x the
-// kFloat ceiling, and ahead in 9 of the 12 contended 2-thread cases. One thread
-// computes 10 GB/s of Q4 weights (kInt8), so two (20 GB/s) could be memory-bound
-// at this VM's ~14 GB/s on idle cores; kFloat (5.5-5.7 per thread) cannot. On the
-// contended cores above neither strategy got near the bandwidth.
+// kInt8 is the faster strategy for all three formats: an exact int8 dot product
+// (vpdpbusd) computes about twice the weights per cycle that dequantizing to f32
+// does, enough for two threads to keep up with memory where kFloat cannot. The
+// AVX512-VNNI kernels prefetch in software (gemv_quant_vnni.cc). The benchmark
+// figures behind both choices, dated: docs/gemv-kernels.md.
 //
 // All entry points are parallel over rows on `pool` (nullptr: the caller alone),
 // dispatch to the best Highway target at run time, accept any pointer alignment,

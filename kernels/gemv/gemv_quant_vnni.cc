@@ -173,10 +173,9 @@ DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
 // Software prefetch distance of the chunked kernels: each row prefetches the cache
 // lines of its chunk this many bytes ahead (into the next rows once past its end;
 // prefetches past the weights are harmless) before it gathers the chunk's scales.
-// The hardware prefetcher alone left the gathers waiting on DRAM: measured
-// (gemv_quant_bench, 2026-12-02, 2 threads) Q8_0 49152x576 19 -> 35-44 GB/s, Q4_1
-// 2048x2048 11.5 -> 25-33 GB/s (1088-10240 bytes tried; 4-5 KB is near the best for
-// both), and smollm2_135m decode_gguf 7.5 -> 4.3 ms/token (decode_bench, 6 pairs).
+// The hardware prefetcher alone left the gathers waiting on DRAM; of the distances
+// tried, 4-5 KB was near the best for Q8_0 and Q4_1 alike (the runs, dated:
+// docs/gemv-kernels.md).
 constexpr size_t kPrefetchAhead = 4096;
 
 template <size_t kBytes>

@@ -7,18 +7,11 @@
 // [-127, 127]. Each block's dot product is exact; blocks go in pairs on 512-bit
 // vectors and accumulate as acc += float(idot) * (dw * dx) in f32 (an odd last
 // block on 256 bits), reduced at the end. Q8_0 rows take their scales 16 blocks at a
-// time (one gather, convert and multiply, then one permute per block pair); measured
-// against the per-pair scales it replaced (gemv_quant_bench, interleaved, 2026-12-01):
-// 8192x2048 at 2 threads 11.2-11.3 -> 13.7-17.3 GB/s, 2048x8192 16.5 -> 15.6-19.7.
-// Q4_0 / Q4_1 rows take theirs the same way and put four blocks on one 512-bit
-// vector (activations pre-arranged per four blocks); against the per-pair loop it
-// replaced (gemv_quant_bench, 3 interleaved rounds, 2026-12-01, int8 x, GB/s):
-//   1 thread, in cache (BM_QuantGemvHot 512x2048): Q4_0 6.9-8.9 -> 11.5-16.6,
-//     Q4_1 6.4-8.0 -> 12.0-16.7;
-//   2 threads (shapes 2048x2048, 8192x2048, 2048x8192, 49152x576): Q4_0 8.2-8.7,
-//     7.6-8.7, 10.1-10.4, 9.8-10.0 -> 9.6-10.0, 9.6-10.6, 11.0-15.0, 10.6-11.9;
-//     Q4_1 7.3-7.9, 7.3-7.7, 9.6-11.5, 8.2-9.6 -> 9.7-10.1, 9.5-10.9, 10.5-13.2, 9.8-11.7
-//     (40-68% of the read bandwidth measured in the same run).
+// time (one gather, convert and multiply, then one permute per block pair), which
+// beat converting the scales per block pair. Q4_0 / Q4_1 rows take theirs the same
+// way and put four blocks on one 512-bit vector (activations pre-arranged per four
+// blocks), which beat the per-pair loop in and out of cache. The benchmark runs that
+// decided both, dated: docs/gemv-kernels.md.
 #ifndef DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
 #define DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
 

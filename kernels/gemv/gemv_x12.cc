@@ -28,13 +28,10 @@ constexpr size_t kHeaderBytes = 64;
 constexpr char kMagic[8] = "DKX12v1";
 constexpr uint32_t kModeBlocks = 0, kModePlain = 1;
 // Software prefetch distance of the kernel, in blocks (6 KiB), for all 12 lines of a
-// block, non-temporal, where GemvSoftwarePrefetch() (gemv.h) says to prefetch at all. Measured on this project's 2-core AVX-512 VMs, weights from
-// memory (tools/peer/README.md): prefetching two lines per block (T0) left the rest
-// to the hardware prefetcher, and one core read its x12 stream at 0.88-0.95 of a
-// plain streaming sum; every line (NTA) at 8 blocks read 0.92-0.98, and llama32_1b
-// decode on 1 thread went from 80 to 62 ms/token (median of 6 interleaved runs).
-// Distances of 4-6 blocks were as good on 2 threads in the slow bandwidth mode and
-// worse on 1 thread and in the fast mode, where each core must stream the most.
+// block, non-temporal, where GemvSoftwarePrefetch() (gemv.h) says to prefetch at all.
+// Prefetching only two lines per block left the rest to the hardware prefetcher, which
+// fell behind one core's x12 stream; shorter distances hurt most on 1 thread and in the
+// fast bandwidth mode, where each core must stream the most (docs/gemv-kernels.md).
 constexpr size_t kPrefetchBlocks = 8;
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }

@@ -2,7 +2,7 @@
 // weight and layer, shared by every launch that reads it); a value produced and
 // consumed on the device gets one INTERMEDIATE BO (never synced, never read back);
 // only what the host produces is written per run (WRITE) and only what a host step
-// needs is read back (OUTPUT). DESIGN.md s.5.
+// needs is read back (OUTPUT). docs/architecture.md s.5.
 #ifndef DK_OPTIMIZATIONS_BUFFER_OBJECT_REUSE_BUFFER_OBJECT_REUSE_H_
 #define DK_OPTIMIZATIONS_BUFFER_OBJECT_REUSE_BUFFER_OBJECT_REUSE_H_
 

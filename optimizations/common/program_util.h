@@ -1,6 +1,6 @@
 // Helpers shared by the optimization passes: who produces and who consumes each
 // BO and host value of a decode program, lineage records, BO bookkeeping.
-// Passes see only the ELF schema and the kernel registry (DESIGN.md s.2).
+// Passes see only the ELF schema and the kernel registry (docs/architecture.md s.2).
 #ifndef DK_OPTIMIZATIONS_COMMON_PROGRAM_UTIL_H_
 #define DK_OPTIMIZATIONS_COMMON_PROGRAM_UTIL_H_
 

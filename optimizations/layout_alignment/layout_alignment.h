@@ -3,7 +3,7 @@
 // chunks, one sequential stream per thread), and the launches switch to that
 // variant; the LM head is split into vocab partitions of at most
 // `lm_head_partition_rows` rows (a multiple of the 8-row panel, so partitions need
-// no padding but the last). No per-call host conversion remains. DESIGN.md s.5.
+// no padding but the last). No per-call host conversion remains. docs/architecture.md s.5.
 #ifndef DK_OPTIMIZATIONS_LAYOUT_ALIGNMENT_LAYOUT_ALIGNMENT_H_
 #define DK_OPTIMIZATIONS_LAYOUT_ALIGNMENT_LAYOUT_ALIGNMENT_H_
 

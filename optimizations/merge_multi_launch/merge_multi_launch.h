@@ -10,7 +10,7 @@
 // GEMV (gemv_ksplit, K in chunks of 512) where K allows, and O + FFN merges only
 // through K-split O and down GEMVs, as the reference deploys it (Llama-3.2-1B,
 // Qwen3-0.6B: 2 runs per layer); where their K forbids (Qwen2.5-0.5B: K 896, 4864)
-// it becomes one group per GEMV (5 runs per layer). DESIGN.md s.5.
+// it becomes one group per GEMV (5 runs per layer). docs/architecture.md s.5.
 #ifndef DK_OPTIMIZATIONS_MERGE_MULTI_LAUNCH_MERGE_MULTI_LAUNCH_H_
 #define DK_OPTIMIZATIONS_MERGE_MULTI_LAUNCH_MERGE_MULTI_LAUNCH_H_
 

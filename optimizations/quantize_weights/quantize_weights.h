@@ -12,7 +12,7 @@
 // the LM head for q8_0 / q4_0, nothing for gguf. The embedding table (which the
 // host reads) and every norm weight (which no GEMV reads) are never quantized.
 // Unlike the other passes this one changes the arithmetic: its stage is gated
-// against the HF bf16 goldens, not against its parent's tokens (DESIGN.md s.5).
+// against the HF bf16 goldens, not against its parent's tokens (docs/architecture.md s.5).
 #ifndef DK_OPTIMIZATIONS_QUANTIZE_WEIGHTS_QUANTIZE_WEIGHTS_H_
 #define DK_OPTIMIZATIONS_QUANTIZE_WEIGHTS_QUANTIZE_WEIGHTS_H_
 

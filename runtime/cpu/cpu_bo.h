@@ -32,7 +32,7 @@ inline constexpr size_t kHugePageMin = size_t{4} << 20;
 // Where the device sides of STATIC BOs under kHugePageMin go: huge-page slabs, each BO
 // right after the one allocated before it. On their own such BOs would sit on 4 KiB
 // pages (a huge page each would waste most of it), and a small model's weights would
-// cost a TLB miss every 4 KiB of the stream (docs/measurements.md has the effect).
+// cost a TLB miss every 4 KiB of the stream (docs/cpu-backend.md has the effect).
 // Slabs are reserved, not touched: only what BOs use becomes resident. Space is not
 // reused (STATIC BOs are allocated once per load). Shared by the device and its BOs,
 // so a BO may outlive the device. Thread-safety: Allocate from the device's host thread.

@@ -32,7 +32,7 @@ using elf::BoCategory;
 // the next run) spin before they block. Spinning hands over in well under a
 // microsecond, blocking costs a futex wake-up per run, but a spinning thread must
 // not take a core the kernels need: by default they spin only when the device's
-// pool leaves a hardware thread free (docs/measurements.md has the trade-off).
+// pool leaves a hardware thread free (docs/cpu-backend.md has the figures).
 int SpinIterations(const CpuDeviceOptions& options, const ThreadPool& pool) {
   if (options.host_spin >= 0) return options.host_spin;
   const unsigned hw = std::thread::hardware_concurrency();

@@ -1,4 +1,4 @@
-"""Analysis tests of decode_elf and the optimization rules (DESIGN.md s.9).
+"""Analysis tests of decode_elf and the optimization rules (docs/architecture.md s.9).
 
 Each test looks at one target of tests/analysis/BUILD as Bazel analyzed it: its
 DecodeElfInfo (lineage, model, config), and its one action (mnemonic, argv).

@@ -7,7 +7,7 @@ when one of them reaches a package its layer may not use. `visibility` states th
 same arrows for direct dependencies; this test also catches indirect ones.
 """
 
-# Layer -> the layers it may use directly (README "Layout"; DESIGN.md s.2). A
+# Layer -> the layers it may use directly (README "Layout"; docs/architecture.md s.2). A
 # package belongs to the layer with the longest matching prefix; `tools/`,
 # `tests/` and `models/` are leaves that no layer may use.
 LAYERS = {

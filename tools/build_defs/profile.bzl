@@ -1,4 +1,4 @@
-"""decode_profile: `bazel run` the phase-5 profile of a decode chain (DESIGN.md s.7)."""
+"""decode_profile: `bazel run` the phase-5 profile of a decode chain (docs/architecture.md s.7)."""
 
 load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
 load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_runfile_flag")

@@ -1,4 +1,4 @@
-// Diagnosis aid, never a gate (DESIGN.md s.6): how close each layer's output of a
+// Diagnosis aid, never a gate (docs/architecture.md s.6): how close each layer's output of a
 // decode ELF is to HuggingFace's, for one prompt. Feeds the prompt ids through the ELF
 // on the CPU backend and, after the last one, compares every layer's output (host value
 // "L<i>.h_out", bf16) with HF's at the same (last) position: cosine, max |a-b| and

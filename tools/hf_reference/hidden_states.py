@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Records HuggingFace transformers' per-layer hidden states for one prompt (bf16).
 
-A diagnosis aid, never a gate (DESIGN.md s.6): //tools/diagnose compares the decode
+A diagnosis aid, never a gate (docs/architecture.md s.6): //tools/diagnose compares the decode
 ELF's per-layer outputs ("L<i>.h_out") against this file and prints cosine / max-abs /
 relative-L2 per layer.
 

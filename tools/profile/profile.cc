@@ -1,4 +1,4 @@
-// The phase-5 profile of a decode chain (DESIGN.md s.7), run by
+// The phase-5 profile of a decode chain (docs/architecture.md s.7), run by
 //   ./bazelw run //models/llama32_1b:profile [-- --new_tokens 32 --json]
 // For every stage, on the same prompt and the same weights (loaded once): ms/token
 // over steady-state decode tokens, the per-step split, runs and BO bytes per token,

@@ -1,5 +1,5 @@
 // The profile record: what `bazel run //models/<m>:profile` measured for every stage
-// of a decode chain (DESIGN.md s.7), the pure functions that derive its figures
+// of a decode chain (docs/architecture.md s.7), the pure functions that derive its figures
 // (medians, drift, the per-step breakdown, deltas, statuses), its JSON form, and the
 // BUILD edit that removes a reverted stage from the chain.
 //
@@ -66,8 +66,8 @@ class BreakdownAccumulator {
   int tokens_ = 0;
 };
 
-// The host's read bandwidth jumps between modes from minute to minute (about 33 and
-// 57 GB/s on one machine of this project's kind, about 45 and 80 on another). The
+// The host's read bandwidth jumps between modes from minute to minute (the modes seen
+// on this project's machines: docs/measurements.md, "The machines"). The
 // record labels each round "fast" or "slow" against a split taken from the run
 // itself: the geometric mean of the 10th and 90th percentiles of the bandwidth paired
 // with the tokens, when those differ by kTwoModesRatio or more (else one mode). Only

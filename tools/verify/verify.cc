@@ -1,6 +1,6 @@
 // The verify gate on the CPU backend: runs a decode ELF over golden prompts and
 // checks it against HF transformers bf16 goldens: the top-5 gate (agreement at the
-// first divergence, DESIGN.md s.6) and the numeric check (teacher-forced logits at
+// first divergence, docs/architecture.md s.6) and the numeric check (teacher-forced logits at
 // HF's top-5 ids within a bf16 tolerance, verify/numeric.h); with --parent_elf, also
 // checks that the stage generates exactly the tokens its parent stage generates
 // (verify/stage_gate.h). All of them must hold.
