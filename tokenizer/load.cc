@@ -1,4 +1,5 @@
-// Tokenizer loaders: GGUF `tokenizer.ggml.*` metadata and HF tokenizer.json.
+// Tokenizer loaders: HF tokenizer.json, and Load, which tells it from a GGUF file
+// (whose tokenizer.ggml.* metadata load_gguf.cc reads).
 #include <sys/stat.h>
 
 #include <fstream>
@@ -11,8 +12,6 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
-#include "util/printable.h"
 #include "util/read_file.h"
 
 namespace dk::tokenizer {
@@ -307,160 +306,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ReadRegularFile(path, "tokenizer file");
 }
 
-}  // namespace
-
-absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromGguf(const weights::GgufFile& gguf) {
-  const std::string where = absl::StrCat("GGUF ", gguf.name(), ": ");
-  absl::StatusOr<std::string> model = gguf.GetString("tokenizer.ggml.model");
-  if (!model.ok()) return model.status();
-  if (*model != "gpt2") {
-    return absl::UnimplementedError(absl::StrCat(
-        where, "tokenizer.ggml.model is '", *model,
-        "'; only byte-level BPE ('gpt2') is supported"));
-  }
-  TokenizerSpec spec;
-  absl::StatusOr<std::vector<std::string>> tokens = gguf.GetStringArray("tokenizer.ggml.tokens");
-  if (!tokens.ok()) return tokens.status();
-  spec.tokens = *std::move(tokens);
-  if (spec.tokens.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, "tokenizer.ggml.tokens is empty"));
-  }
-  absl::StatusOr<std::vector<std::string>> merges = gguf.GetStringArray("tokenizer.ggml.merges");
-  if (!merges.ok()) return merges.status();
-  spec.merges.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const std::string& m = (*merges)[i];
-    const size_t space = m.find(' ', 1);
-    if (space == std::string::npos || space + 1 >= m.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "tokenizer.ggml.merges[", i, "] = '", Printable(m),
-          "' is not two tokens separated by a space"));
-    }
-    spec.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
-  }
-
-  // A corrupt tokens array would otherwise surface as a merge naming a token the
-  // vocabulary lacks: say which token is broken.
-  std::vector<int64_t> token_types;
-  for (size_t id = 0; id < spec.tokens.size(); ++id) {
-    if (!ValidateUtf8(spec.tokens[id]).ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "tokenizer.ggml.tokens[", id, "] = '",
-                                                     Printable(spec.tokens[id]),
-                                                     "' is not valid UTF-8 (the tokens array is corrupt)"));
-    }
-  }
-  if (gguf.Find("tokenizer.ggml.token_type") != nullptr) {
-    absl::StatusOr<std::vector<int64_t>> types = gguf.GetIntArray("tokenizer.ggml.token_type");
-    if (!types.ok()) return types.status();
-    if (types->size() != spec.tokens.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "tokenizer.ggml.token_type has ", types->size(), " entries but there are ",
-          spec.tokens.size(), " tokens"));
-    }
-    for (size_t id = 0; id < types->size(); ++id) {
-      const int64_t t = (*types)[id];
-      // llama.cpp's token types: 0 undefined, 1 normal, 2 unknown, 3 control,
-      // 4 user-defined, 5 unused, 6 byte.
-      if (t < 0 || t > 6) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, "tokenizer.ggml.token_type[", id, "] = ", t,
-            " is not a token type (0 undefined .. 6 byte)"));
-      }
-      // A NORMAL token of byte-level BPE is text in the byte-level alphabet.
-      if (t == 1) {
-        const std::string& token = spec.tokens[id];
-        for (size_t at = 0; at < token.size();) {
-          size_t len = 0;
-          const uint32_t cp = DecodeUtf8(absl::string_view(token).substr(at), &len);
-          if (len == 0 || UnicodeToByte(cp) < 0) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                where, "tokenizer.ggml.tokens[", id, "] = '", Printable(token),
-                "' (a normal token) is not byte-level BPE text (the tokens array is corrupt)"));
-          }
-          at += len;
-        }
-      }
-      if (t == 3 || t == 4) {  // CONTROL (special) / USER_DEFINED (plain added token)
-        spec.added_tokens.push_back(
-            TokenizerSpec::AddedToken{static_cast<int32_t>(id), spec.tokens[id], t == 3});
-      }
-    }
-  }
-
-  std::string pre = "gpt2";
-  if (gguf.Find("tokenizer.ggml.pre") != nullptr) {
-    absl::StatusOr<std::string> p = gguf.GetString("tokenizer.ggml.pre");
-    if (!p.ok()) return p.status();
-    pre = *p;
-  }
-  if (pre == "smollm") {
-    spec.pre_tokenizer_patterns = {std::string(kDigitsIndividualPattern),
-                                   std::string(kGpt2Pattern)};
-  } else if (pre == "gpt2") {
-    spec.pre_tokenizer_patterns = {std::string(kGpt2Pattern)};
-  } else if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
-    spec.pre_tokenizer_patterns = {std::string(kLlama3Pattern)};
-    spec.ignore_merges = true;
-  } else {
-    return absl::UnimplementedError(absl::StrCat(
-        where, "pre-tokenizer tokenizer.ggml.pre = '", pre,
-        "' is not supported (supported: smollm, gpt2, llama-bpe, llama3, llama-v3)"));
-  }
-
-  auto optional_id = [&](const char* key, std::optional<int32_t>* out) -> absl::Status {
-    if (gguf.Find(key) == nullptr) return absl::OkStatus();
-    absl::StatusOr<int64_t> v = gguf.GetInt(key);
-    if (!v.ok()) return v.status();
-    if (*v < 0 || *v >= static_cast<int64_t>(spec.tokens.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(where, key, " = ", *v,
-                                                     " is out of range [0, ",
-                                                     spec.tokens.size(), ")"));
-    }
-    *out = static_cast<int32_t>(*v);
-    return absl::OkStatus();
-  };
-  if (absl::Status s = optional_id("tokenizer.ggml.bos_token_id", &spec.bos_id); !s.ok()) return s;
-  if (absl::Status s = optional_id("tokenizer.ggml.eos_token_id", &spec.eos_id); !s.ok()) return s;
-  if (absl::Status s = optional_id("tokenizer.ggml.unknown_token_id", &spec.unk_id); !s.ok()) {
-    return s;
-  }
-  auto optional_bool = [&](const char* key, bool* out) -> absl::Status {
-    if (gguf.Find(key) == nullptr) return absl::OkStatus();
-    absl::StatusOr<bool> v = gguf.GetBool(key);
-    if (!v.ok()) return v.status();
-    *out = *v;
-    return absl::OkStatus();
-  };
-  bool add_bos = false, add_eos = false;
-  if (absl::Status s = optional_bool("tokenizer.ggml.add_bos_token", &add_bos); !s.ok()) return s;
-  if (absl::Status s = optional_bool("tokenizer.ggml.add_eos_token", &add_eos); !s.ok()) return s;
-  if (absl::Status s = optional_bool("tokenizer.ggml.add_space_prefix", &spec.add_prefix_space);
-      !s.ok()) {
-    return s;
-  }
-  if (add_bos) {
-    if (!spec.bos_id) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "add_bos_token is true but tokenizer.ggml.bos_token_id is missing"));
-    }
-    spec.prefix_ids.push_back(*spec.bos_id);
-  }
-  if (add_eos) {
-    if (!spec.eos_id) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "add_eos_token is true but tokenizer.ggml.eos_token_id is missing"));
-    }
-    spec.suffix_ids.push_back(*spec.eos_id);
-  }
-  return spec;
-}
-
-absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view json_text) {
-  Json root = Json::parse(json_text.begin(), json_text.end(), /*cb=*/nullptr,
-                          /*allow_exceptions=*/false);
-  if (root.is_discarded()) return JsonError("not valid JSON");
-  if (!root.is_object()) return JsonError("top level is not an object");
-
+// The BPE `model` object: its type and the options it may not set (dropout, subword
+// affixes); the flags it may set go into `spec`.
+absl::StatusOr<const Json*> BpeModel(const Json& root, TokenizerSpec& spec) {
   const Json* model = Field(root, "model");
   if (model == nullptr || !model->is_object()) return JsonError("missing 'model' object");
   if (const Json* type = Field(*model, "type"); type != nullptr) {
@@ -478,8 +326,6 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
   if (vocab == nullptr || !vocab->is_object()) return JsonError("missing 'model.vocab' object");
   const Json* merges = Field(*model, "merges");
   if (merges == nullptr || !merges->is_array()) return JsonError("missing 'model.merges' array");
-
-  TokenizerSpec spec;
   spec.ignore_merges = BoolField(*model, "ignore_merges", false);
   spec.byte_fallback = BoolField(*model, "byte_fallback", false);
   spec.fuse_unk = BoolField(*model, "fuse_unk", false);
@@ -488,39 +334,55 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
       return JsonUnsupported("model.dropout is not supported (BPE dropout is random)");
     }
   }
-  std::vector<bool> filled;
-  // Ids must be 0..n-1 without gaps (checked below), n at most the entries of
-  // model.vocab and added_tokens: bound each id by that before sizing by it (one
-  // id of 2^24 - 1 allocated 16M token strings before failing).
-  const Json* added_list = Field(root, "added_tokens");
-  const size_t max_tokens =
-      vocab->size() + (added_list != nullptr && added_list->is_array() ? added_list->size() : 0);
-  auto place = [&](int32_t id, const std::string& token, absl::string_view what) -> absl::Status {
-    if (static_cast<size_t>(id) >= max_tokens) {
+  return model;
+}
+
+// Collects the tokens of model.vocab and added_tokens by id. Ids must be 0..n-1
+// without gaps, n at most the entries of model.vocab and added_tokens: each id is
+// bounded by that before anything is sized by it (one id of 2^24 - 1 allocated 16M
+// token strings before failing).
+class TokenTable {
+ public:
+  TokenTable(size_t max_tokens, std::vector<std::string>& tokens)
+      : max_tokens_(max_tokens), tokens_(tokens) {}
+
+  absl::Status Place(int32_t id, const std::string& token, absl::string_view what) {
+    if (static_cast<size_t>(id) >= max_tokens_) {
       return JsonError(absl::StrCat(what, " '", token, "' has id ", id, ", but there are only ",
-                                    max_tokens, " tokens (ids must be 0..", max_tokens - 1,
+                                    max_tokens_, " tokens (ids must be 0..", max_tokens_ - 1,
                                     " without gaps)"));
     }
-    if (static_cast<size_t>(id) >= spec.tokens.size()) {
-      spec.tokens.resize(id + 1);
-      filled.resize(id + 1, false);
+    if (static_cast<size_t>(id) >= tokens_.size()) {
+      tokens_.resize(id + 1);
+      filled_.resize(id + 1, false);
     }
-    if (filled[id] && spec.tokens[id] != token) {
+    if (filled_[id] && tokens_[id] != token) {
       return JsonError(absl::StrCat(what, " '", token, "' has id ", id, ", already used by '",
-                                    spec.tokens[id], "'"));
+                                    tokens_[id], "'"));
     }
-    spec.tokens[id] = token;
-    filled[id] = true;
+    tokens_[id] = token;
+    filled_[id] = true;
     return absl::OkStatus();
-  };
-  for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    absl::StatusOr<int32_t> id = IdValue(it.value(), absl::StrCat("model.vocab['", it.key(), "']"));
-    if (!id.ok()) return id.status();
-    if (absl::Status s = place(*id, it.key(), "vocabulary token"); !s.ok()) return s;
   }
-  spec.merges.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const Json& m = (*merges)[i];
+
+  absl::Status CheckNoGaps() const {
+    for (size_t id = 0; id < filled_.size(); ++id) {
+      if (!filled_[id]) return JsonError(absl::StrCat("no token has id ", id));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const size_t max_tokens_;
+  std::vector<std::string>& tokens_;
+  std::vector<bool> filled_;
+};
+
+// model.merges: "a b" strings or ["a", "b"] pairs.
+absl::Status AddJsonMerges(const Json& merges, TokenizerSpec& spec) {
+  spec.merges.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const Json& m = merges[i];
     if (m.is_string()) {
       const std::string s = m.get<std::string>();
       const size_t space = s.find(' ', 1);
@@ -535,39 +397,34 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
       return JsonError(absl::StrCat("model.merges[", i, "] is neither \"a b\" nor [\"a\", \"b\"]"));
     }
   }
+  return absl::OkStatus();
+}
 
-  if (const Json* added = Field(root, "added_tokens"); added != nullptr && !added->is_null()) {
-    if (!added->is_array()) return JsonError("'added_tokens' is not an array");
-    for (const Json& a : *added) {
-      absl::StatusOr<std::string> content = StringField(a, "content", "added_tokens[]");
-      if (!content.ok()) return content.status();
-      const Json* idv = Field(a, "id");
-      if (idv == nullptr) return JsonError(absl::StrCat("added token '", *content, "' has no id"));
-      absl::StatusOr<int32_t> id = IdValue(*idv, absl::StrCat("added token '", *content, "' id"));
-      if (!id.ok()) return id.status();
-      if (BoolField(a, "lstrip", false) || BoolField(a, "rstrip", false) ||
-          BoolField(a, "single_word", false)) {
-        return JsonUnsupported(absl::StrCat("added token '", *content,
-                                            "': lstrip/rstrip/single_word are not supported"));
-      }
-      if (absl::Status s = place(*id, *content, "added token"); !s.ok()) return s;
-      const bool special = BoolField(a, "special", false);
-      // HF's AddedToken defaults `normalized` to !special.
-      spec.added_tokens.push_back(TokenizerSpec::AddedToken{
-          *id, *content, special, BoolField(a, "normalized", !special)});
+absl::Status AddJsonAddedTokens(const Json& added, TokenTable& table, TokenizerSpec& spec) {
+  if (!added.is_array()) return JsonError("'added_tokens' is not an array");
+  for (const Json& a : added) {
+    absl::StatusOr<std::string> content = StringField(a, "content", "added_tokens[]");
+    if (!content.ok()) return content.status();
+    const Json* idv = Field(a, "id");
+    if (idv == nullptr) return JsonError(absl::StrCat("added token '", *content, "' has no id"));
+    absl::StatusOr<int32_t> id = IdValue(*idv, absl::StrCat("added token '", *content, "' id"));
+    if (!id.ok()) return id.status();
+    if (BoolField(a, "lstrip", false) || BoolField(a, "rstrip", false) ||
+        BoolField(a, "single_word", false)) {
+      return JsonUnsupported(absl::StrCat("added token '", *content,
+                                          "': lstrip/rstrip/single_word are not supported"));
     }
+    if (absl::Status s = table.Place(*id, *content, "added token"); !s.ok()) return s;
+    const bool special = BoolField(a, "special", false);
+    // HF's AddedToken defaults `normalized` to !special.
+    spec.added_tokens.push_back(TokenizerSpec::AddedToken{
+        *id, *content, special, BoolField(a, "normalized", !special)});
   }
-  for (size_t id = 0; id < filled.size(); ++id) {
-    if (!filled[id]) return JsonError(absl::StrCat("no token has id ", id));
-  }
-  if (spec.tokens.empty()) return JsonError("empty vocabulary");
+  return absl::OkStatus();
+}
 
-  if (const Json* unk = Field(*model, "unk_token"); unk != nullptr && unk->is_string()) {
-    for (size_t id = 0; id < spec.tokens.size(); ++id) {
-      if (spec.tokens[id] == unk->get<std::string>()) spec.unk_id = static_cast<int32_t>(id);
-    }
-  }
-
+// The stages around the model: normalizer, pre-tokenizer, decoder, post-processor.
+absl::Status AddJsonPipeline(const Json& root, TokenizerSpec& spec) {
   if (const Json* norm = Field(root, "normalizer"); norm != nullptr) {
     if (absl::Status s = AddNormalizer(*norm, &spec); !s.ok()) return s;
   }
@@ -583,6 +440,43 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
   if (const Json* pp = Field(root, "post_processor"); pp != nullptr) {
     if (absl::Status s = AddPostProcessor(*pp, &spec); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view json_text) {
+  Json root = Json::parse(json_text.begin(), json_text.end(), /*cb=*/nullptr,
+                          /*allow_exceptions=*/false);
+  if (root.is_discarded()) return JsonError("not valid JSON");
+  if (!root.is_object()) return JsonError("top level is not an object");
+
+  TokenizerSpec spec;
+  absl::StatusOr<const Json*> model = BpeModel(root, spec);
+  if (!model.ok()) return model.status();
+  const Json& vocab = *Field(**model, "vocab");
+  const Json* added_list = Field(root, "added_tokens");
+  TokenTable table(
+      vocab.size() + (added_list != nullptr && added_list->is_array() ? added_list->size() : 0),
+      spec.tokens);
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    absl::StatusOr<int32_t> id = IdValue(it.value(), absl::StrCat("model.vocab['", it.key(), "']"));
+    if (!id.ok()) return id.status();
+    if (absl::Status s = table.Place(*id, it.key(), "vocabulary token"); !s.ok()) return s;
+  }
+  if (absl::Status s = AddJsonMerges(*Field(**model, "merges"), spec); !s.ok()) return s;
+  if (added_list != nullptr && !added_list->is_null()) {
+    if (absl::Status s = AddJsonAddedTokens(*added_list, table, spec); !s.ok()) return s;
+  }
+  if (absl::Status s = table.CheckNoGaps(); !s.ok()) return s;
+  if (spec.tokens.empty()) return JsonError("empty vocabulary");
+
+  if (const Json* unk = Field(**model, "unk_token"); unk != nullptr && unk->is_string()) {
+    for (size_t id = 0; id < spec.tokens.size(); ++id) {
+      if (spec.tokens[id] == unk->get<std::string>()) spec.unk_id = static_cast<int32_t>(id);
+    }
+  }
+  if (absl::Status s = AddJsonPipeline(root, spec); !s.ok()) return s;
   if (!spec.prefix_ids.empty()) spec.bos_id = spec.prefix_ids.front();
   return spec;
 }

@@ -26,6 +26,43 @@ size_t CharLength(absl::string_view s, size_t i) {
   return std::min(n, s.size() - i);
 }
 
+// The escape at p[i] ('\\'), translated into `out`; `i` left on its last character.
+absl::Status TranslateEscape(const std::string& p, size_t& i, bool in_class,
+                             absl::string_view pattern, std::string& out) {
+  if (i + 1 >= p.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("regex ends with a backslash: ", pattern));
+  }
+  const char n = p[++i];
+  if (n == 's') {
+    if (in_class) {
+      absl::StrAppend(&out, kWhitespaceItems);
+    } else {
+      absl::StrAppend(&out, "[", kWhitespaceItems, "]");
+    }
+  } else if (n == 'S') {
+    if (in_class) {
+      return absl::UnimplementedError(
+          absl::StrCat("\\S inside a character class is not supported: ", pattern));
+    }
+    absl::StrAppend(&out, "[^", kWhitespaceItems, "]");
+  } else if (n >= '1' && n <= '9' && !in_class) {
+    return absl::UnimplementedError(
+        absl::StrCat("backreferences are not supported by RE2: ", pattern));
+  } else if ((n == 'p' || n == 'P') && i + 1 < p.size() && p[i + 1] == '{') {
+    const size_t close = p.find('}', i + 1);
+    if (close == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("unterminated \\p{ in regex: ", pattern));
+    }
+    out.push_back('\\');
+    out.append(p, i, close + 1 - i);
+    i = close;
+  } else {
+    out.push_back('\\');
+    out.push_back(n);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TranslatedRegex> TranslateRegex(absl::string_view pattern) {
@@ -52,37 +89,7 @@ absl::StatusOr<TranslatedRegex> TranslateRegex(absl::string_view pattern) {
       continue;
     }
     if (c == '\\') {
-      if (i + 1 >= p.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("regex ends with a backslash: ", pattern));
-      }
-      const char n = p[++i];
-      if (n == 's') {
-        if (in_class) {
-          absl::StrAppend(&out, kWhitespaceItems);
-        } else {
-          absl::StrAppend(&out, "[", kWhitespaceItems, "]");
-        }
-      } else if (n == 'S') {
-        if (in_class) {
-          return absl::UnimplementedError(
-              absl::StrCat("\\S inside a character class is not supported: ", pattern));
-        }
-        absl::StrAppend(&out, "[^", kWhitespaceItems, "]");
-      } else if (n >= '1' && n <= '9' && !in_class) {
-        return absl::UnimplementedError(
-            absl::StrCat("backreferences are not supported by RE2: ", pattern));
-      } else if ((n == 'p' || n == 'P') && i + 1 < p.size() && p[i + 1] == '{') {
-        const size_t close = p.find('}', i + 1);
-        if (close == std::string::npos) {
-          return absl::InvalidArgumentError(absl::StrCat("unterminated \\p{ in regex: ", pattern));
-        }
-        out.push_back('\\');
-        out.append(p, i, close + 1 - i);
-        i = close;
-      } else {
-        out.push_back('\\');
-        out.push_back(n);
-      }
+      if (absl::Status st = TranslateEscape(p, i, in_class, pattern, out); !st.ok()) return st;
       continue;
     }
     if (in_class) {

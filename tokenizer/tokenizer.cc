@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <optional>
 #include <queue>
 #include <utility>
 
@@ -70,6 +71,51 @@ std::string StepsTokenBytes(absl::Span<const DecoderStep> steps, absl::string_vi
   return out;
 }
 
+// An id of `what` (when set) inside the vocabulary of `n` tokens.
+absl::Status CheckId(int64_t n, std::optional<int32_t> id, absl::string_view what) {
+  if (id.has_value() && (*id < 0 || *id >= n)) {
+    return absl::InvalidArgumentError(absl::StrCat("tokenizer: ", what, " id ", *id,
+                                                   " is out of range [0, ", n, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// The decoder's steps and the normalizer's, as the token-by-token decoder and
+// Normalize need them.
+absl::Status CheckSteps(const TokenizerSpec& spec) {
+  if (spec.byte_level && !spec.decoder.empty()) {
+    return absl::InvalidArgumentError(
+        "tokenizer: a byte-level tokenizer decodes byte-level; it takes no decoder steps");
+  }
+  if (!spec.byte_level && spec.decoder.empty()) {
+    return absl::InvalidArgumentError(
+        "tokenizer: a tokenizer that is not byte-level needs decoder steps");
+  }
+  for (size_t i = 0; i < spec.decoder.size(); ++i) {
+    const DecoderStep& step = spec.decoder[i];
+    if (step.kind == DecoderStep::Kind::kReplace && step.pattern.empty()) {
+      return absl::InvalidArgumentError("tokenizer: a Replace decoder has an empty pattern");
+    }
+    // Token by token is exact only for Replace steps, then ByteFallback, then Fuse.
+    if (i > 0 && static_cast<int>(step.kind) <= static_cast<int>(spec.decoder[i - 1].kind) &&
+        step.kind != DecoderStep::Kind::kReplace) {
+      return absl::InvalidArgumentError(
+          "tokenizer: decoder steps must be Replace..., then ByteFallback, then Fuse");
+    }
+    if (i > 0 && step.kind == DecoderStep::Kind::kReplace &&
+        spec.decoder[i - 1].kind != DecoderStep::Kind::kReplace) {
+      return absl::InvalidArgumentError(
+          "tokenizer: decoder steps must be Replace..., then ByteFallback, then Fuse");
+    }
+  }
+  for (const NormalizerStep& step : spec.normalizer) {
+    if (step.kind == NormalizerStep::Kind::kReplace && step.pattern.empty()) {
+      return absl::InvalidArgumentError("tokenizer: a Replace normalizer has an empty pattern");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
@@ -83,54 +129,30 @@ absl::Status Tokenizer::Init() {
   const int64_t n = static_cast<int64_t>(spec_.tokens.size());
   if (n == 0) return absl::InvalidArgumentError("tokenizer: empty vocabulary");
   if (n > (int64_t{1} << 30)) return absl::InvalidArgumentError("tokenizer: vocabulary too large");
-  auto check_id = [n](std::optional<int32_t> id, absl::string_view what) -> absl::Status {
-    if (id.has_value() && (*id < 0 || *id >= n)) {
-      return absl::InvalidArgumentError(absl::StrCat("tokenizer: ", what, " id ", *id,
-                                                     " is out of range [0, ", n, ")"));
-    }
-    return absl::OkStatus();
-  };
-  if (absl::Status s = check_id(spec_.bos_id, "BOS"); !s.ok()) return s;
-  if (absl::Status s = check_id(spec_.eos_id, "EOS"); !s.ok()) return s;
-  if (absl::Status s = check_id(spec_.unk_id, "unknown-token"); !s.ok()) return s;
+  if (absl::Status s = CheckId(n, spec_.bos_id, "BOS"); !s.ok()) return s;
+  if (absl::Status s = CheckId(n, spec_.eos_id, "EOS"); !s.ok()) return s;
+  if (absl::Status s = CheckId(n, spec_.unk_id, "unknown-token"); !s.ok()) return s;
   for (int32_t id : spec_.prefix_ids) {
-    if (absl::Status s = check_id(id, "post-processor"); !s.ok()) return s;
+    if (absl::Status s = CheckId(n, id, "post-processor"); !s.ok()) return s;
   }
   for (int32_t id : spec_.suffix_ids) {
-    if (absl::Status s = check_id(id, "post-processor"); !s.ok()) return s;
+    if (absl::Status s = CheckId(n, id, "post-processor"); !s.ok()) return s;
   }
+  if (absl::Status s = CheckSteps(spec_); !s.ok()) return s;
 
-  if (spec_.byte_level && !spec_.decoder.empty()) {
-    return absl::InvalidArgumentError(
-        "tokenizer: a byte-level tokenizer decodes byte-level; it takes no decoder steps");
-  }
-  if (!spec_.byte_level && spec_.decoder.empty()) {
-    return absl::InvalidArgumentError(
-        "tokenizer: a tokenizer that is not byte-level needs decoder steps");
-  }
-  for (size_t i = 0; i < spec_.decoder.size(); ++i) {
-    const DecoderStep& step = spec_.decoder[i];
-    if (step.kind == DecoderStep::Kind::kReplace && step.pattern.empty()) {
-      return absl::InvalidArgumentError("tokenizer: a Replace decoder has an empty pattern");
-    }
-    // Token by token is exact only for Replace steps, then ByteFallback, then Fuse.
-    if (i > 0 && static_cast<int>(step.kind) <= static_cast<int>(spec_.decoder[i - 1].kind) &&
-        step.kind != DecoderStep::Kind::kReplace) {
-      return absl::InvalidArgumentError(
-          "tokenizer: decoder steps must be Replace..., then ByteFallback, then Fuse");
-    }
-    if (i > 0 && step.kind == DecoderStep::Kind::kReplace &&
-        spec_.decoder[i - 1].kind != DecoderStep::Kind::kReplace) {
-      return absl::InvalidArgumentError(
-          "tokenizer: decoder steps must be Replace..., then ByteFallback, then Fuse");
-    }
-  }
-  for (const NormalizerStep& step : spec_.normalizer) {
-    if (step.kind == NormalizerStep::Kind::kReplace && step.pattern.empty()) {
-      return absl::InvalidArgumentError("tokenizer: a Replace normalizer has an empty pattern");
-    }
-  }
+  BuildTokenTables();
+  if (absl::Status s = BuildMerges(); !s.ok()) return s;
+  if (absl::Status s = BuildAddedTables(); !s.ok()) return s;
 
+  absl::StatusOr<std::unique_ptr<PreTokenizer>> pt =
+      PreTokenizer::Create(spec_.pre_tokenizer_patterns, spec_.pre_tokenizer_behaviors);
+  if (!pt.ok()) return pt.status();
+  pre_tokenizer_ = *std::move(pt);
+  return absl::OkStatus();
+}
+
+void Tokenizer::BuildTokenTables() {
+  const int32_t n = static_cast<int32_t>(spec_.tokens.size());
   token_to_id_.reserve(n);
   token_bytes_.reserve(n);
   is_byte_fallback_token_.assign(n, false);
@@ -154,7 +176,9 @@ absl::Status Tokenizer::Init() {
     it = token_to_id_.find(absl::StrFormat("<0x%02X>", b));
     byte_fallback_token_[b] = it == token_to_id_.end() ? -1 : it->second;
   }
+}
 
+absl::Status Tokenizer::BuildMerges() {
   merges_.reserve(spec_.merges.size());
   for (size_t rank = 0; rank < spec_.merges.size(); ++rank) {
     const auto& [left, right] = spec_.merges[rank];
@@ -168,11 +192,15 @@ absl::Status Tokenizer::Init() {
     }
     merges_.insert_or_assign(PairKey(a, b), Merge{static_cast<int32_t>(rank), merged});
   }
+  return absl::OkStatus();
+}
 
+absl::Status Tokenizer::BuildAddedTables() {
+  const int64_t n = static_cast<int64_t>(spec_.tokens.size());
   raw_added_.assign(256, {});
   normalized_added_.assign(256, {});
   for (const TokenizerSpec::AddedToken& added : spec_.added_tokens) {
-    if (absl::Status s = check_id(added.id, absl::StrCat("added token '", added.content, "'"));
+    if (absl::Status s = CheckId(n, added.id, absl::StrCat("added token '", added.content, "'"));
         !s.ok()) {
       return s;
     }
@@ -205,11 +233,6 @@ absl::Status Tokenizer::Init() {
       });
     }
   }
-
-  absl::StatusOr<std::unique_ptr<PreTokenizer>> pt =
-      PreTokenizer::Create(spec_.pre_tokenizer_patterns, spec_.pre_tokenizer_behaviors);
-  if (!pt.ok()) return pt.status();
-  pre_tokenizer_ = *std::move(pt);
   return absl::OkStatus();
 }
 

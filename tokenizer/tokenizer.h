@@ -155,6 +155,11 @@ class Tokenizer {
 
   Tokenizer() = default;
   absl::Status Init();
+  // Init's parts, run after the spec is validated: the vocabulary's lookup tables,
+  // the merge ranks, the added-token tables.
+  void BuildTokenTables();
+  absl::Status BuildMerges();
+  absl::Status BuildAddedTables();
   static uint64_t PairKey(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }

@@ -166,134 +166,156 @@ absl::StatusOr<GgufValue> ReadValue(Reader& r, GgufType type, absl::string_view 
   return r.Error(absl::StrCat("unknown value type ", static_cast<uint32_t>(type), " in ", what));
 }
 
-}  // namespace
 
-std::string GgufTypeName(GgufType type) {
-  switch (type) {
-    case GgufType::kUint8: return "uint8";
-    case GgufType::kInt8: return "int8";
-    case GgufType::kUint16: return "uint16";
-    case GgufType::kInt16: return "int16";
-    case GgufType::kUint32: return "uint32";
-    case GgufType::kInt32: return "int32";
-    case GgufType::kFloat32: return "float32";
-    case GgufType::kBool: return "bool";
-    case GgufType::kString: return "string";
-    case GgufType::kArray: return "array";
-    case GgufType::kUint64: return "uint64";
-    case GgufType::kInt64: return "int64";
-    case GgufType::kFloat64: return "float64";
+// Magic, version and the two counts, each count bounded by what the rest of the
+// file could hold.
+absl::Status ReadPreamble(Reader& r, const std::string& name, uint32_t& version,
+                          uint64_t& n_tensors, uint64_t& n_kv) {
+  uint32_t magic = 0;
+  if (absl::Status s = r.Read(&magic, "magic"); !s.ok()) return s;
+  if (magic != kGgufMagic) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GGUF %s: bad magic 0x%08x (expected \"GGUF\"); not a GGUF file", name, magic));
   }
-  return absl::StrCat("unknown(", static_cast<uint32_t>(type), ")");
-}
-
-absl::StatusOr<GgmlTypeTraits> GetGgmlTypeTraits(GgmlType type) {
-  switch (static_cast<uint32_t>(type)) {
-    case 0: return GgmlTypeTraits{"F32", 1, 4};
-    case 1: return GgmlTypeTraits{"F16", 1, 2};
-    case 2: return GgmlTypeTraits{"Q4_0", 32, 18};
-    case 3: return GgmlTypeTraits{"Q4_1", 32, 20};
-    case 6: return GgmlTypeTraits{"Q5_0", 32, 22};
-    case 7: return GgmlTypeTraits{"Q5_1", 32, 24};
-    case 8: return GgmlTypeTraits{"Q8_0", 32, 34};
-    case 9: return GgmlTypeTraits{"Q8_1", 32, 40};
-    case 10: return GgmlTypeTraits{"Q2_K", 256, 84};
-    case 11: return GgmlTypeTraits{"Q3_K", 256, 110};
-    case 12: return GgmlTypeTraits{"Q4_K", 256, 144};
-    case 13: return GgmlTypeTraits{"Q5_K", 256, 176};
-    case 14: return GgmlTypeTraits{"Q6_K", 256, 210};
-    case 15: return GgmlTypeTraits{"Q8_K", 256, 292};
-    case 16: return GgmlTypeTraits{"IQ2_XXS", 256, 66};
-    case 17: return GgmlTypeTraits{"IQ2_XS", 256, 74};
-    case 18: return GgmlTypeTraits{"IQ3_XXS", 256, 98};
-    case 19: return GgmlTypeTraits{"IQ1_S", 256, 50};
-    case 20: return GgmlTypeTraits{"IQ4_NL", 32, 18};
-    case 21: return GgmlTypeTraits{"IQ3_S", 256, 110};
-    case 22: return GgmlTypeTraits{"IQ2_S", 256, 82};
-    case 23: return GgmlTypeTraits{"IQ4_XS", 256, 136};
-    case 24: return GgmlTypeTraits{"I8", 1, 1};
-    case 25: return GgmlTypeTraits{"I16", 1, 2};
-    case 26: return GgmlTypeTraits{"I32", 1, 4};
-    case 27: return GgmlTypeTraits{"I64", 1, 8};
-    case 28: return GgmlTypeTraits{"F64", 1, 8};
-    case 29: return GgmlTypeTraits{"IQ1_M", 256, 56};
-    case 30: return GgmlTypeTraits{"BF16", 1, 2};
-    case 34: return GgmlTypeTraits{"TQ1_0", 256, 54};
-    case 35: return GgmlTypeTraits{"TQ2_0", 256, 66};
-    case 39: return GgmlTypeTraits{"MXFP4", 32, 17};
-    default:
-      return absl::NotFoundError(
-          absl::StrCat("unknown ggml tensor type ", static_cast<uint32_t>(type)));
-  }
-}
-
-// --- GgufValue ------------------------------------------------------------------------
-
-bool GgufValue::is_integer() const {
-  switch (type_) {
-    case GgufType::kUint8:
-    case GgufType::kInt8:
-    case GgufType::kUint16:
-    case GgufType::kInt16:
-    case GgufType::kUint32:
-    case GgufType::kInt32:
-    case GgufType::kUint64:
-    case GgufType::kInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-
-absl::StatusOr<int64_t> GgufValue::AsInt() const {
-  if (!is_integer()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected an integer, got ", GgufTypeName(type_)));
-  }
-  if (const uint64_t* u = std::get_if<uint64_t>(&storage_)) {
-    if (*u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return absl::OutOfRangeError(absl::StrCat("uint64 value ", *u, " exceeds int64"));
+  if (absl::Status s = r.Read(&version, "version"); !s.ok()) return s;
+  if (version != 2 && version != 3) {
+    if ((version & 0xFFFF) == 0 && version != 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "GGUF ", name, ": version field ", version, " looks big-endian; not supported"));
     }
-    return static_cast<int64_t>(*u);
+    return absl::UnimplementedError(absl::StrCat(
+        "GGUF ", name, ": unsupported version ", version, " (supported: 2, 3)"));
   }
-  return std::visit(
-      [](const auto& v) -> int64_t {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          return static_cast<int64_t>(v);
-        } else {
-          return 0;
-        }
-      },
-      storage_);
-}
-
-absl::StatusOr<double> GgufValue::AsDouble() const {
-  if (const float* f = std::get_if<float>(&storage_)) return *f;
-  if (const double* d = std::get_if<double>(&storage_)) return *d;
-  if (is_integer()) {
-    if (const uint64_t* u = std::get_if<uint64_t>(&storage_)) return static_cast<double>(*u);
-    absl::StatusOr<int64_t> i = AsInt();
-    if (!i.ok()) return i.status();
-    return static_cast<double>(*i);
+  if (absl::Status s = r.Read(&n_tensors, "tensor count"); !s.ok()) return s;
+  if (absl::Status s = r.Read(&n_kv, "metadata count"); !s.ok()) return s;
+  // Each KV takes at least 12 bytes (key length + type), each tensor info at least 24.
+  if (n_kv > r.remaining() / 12) {
+    return r.Error(absl::StrCat("metadata count ", n_kv, " is larger than the file can hold (truncated or corrupt)"));
   }
-  return absl::InvalidArgumentError(absl::StrCat("expected a number, got ", GgufTypeName(type_)));
+  if (n_tensors > r.remaining() / 24) {
+    return r.Error(absl::StrCat("tensor count ", n_tensors,
+                                " is larger than the file can hold (truncated or corrupt)"));
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<bool> GgufValue::AsBool() const {
-  if (const bool* b = std::get_if<bool>(&storage_)) return *b;
-  return absl::InvalidArgumentError(absl::StrCat("expected a bool, got ", GgufTypeName(type_)));
+absl::Status ReadMetadata(Reader& r, uint64_t n_kv, std::vector<std::string>& keys,
+                          absl::flat_hash_map<std::string, GgufValue>& kv) {
+  keys.reserve(n_kv);
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    std::string key;
+    if (absl::Status s = r.ReadString(&key, absl::StrCat("key of metadata entry ", i));
+        !s.ok()) {
+      return s;
+    }
+    uint32_t type = 0;
+    if (absl::Status s = r.Read(&type, absl::StrCat("type of metadata '", Printable(key), "'")); !s.ok()) {
+      return s;
+    }
+    if (!IsKnownType(type)) {
+      return r.Error(absl::StrCat("unknown value type ", type, " for metadata '", Printable(key), "'"));
+    }
+    absl::StatusOr<GgufValue> value =
+        ReadValue(r, static_cast<GgufType>(type), absl::StrCat("metadata '", Printable(key), "'"), 0);
+    if (!value.ok()) return value.status();
+    if (kv.contains(key)) return r.Error(absl::StrCat("duplicate metadata key '", Printable(key), "'"));
+    keys.push_back(key);
+    kv.emplace(std::move(key), *std::move(value));
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<absl::string_view> GgufValue::AsString() const {
-  if (const std::string* s = std::get_if<std::string>(&storage_)) return absl::string_view(*s);
-  return absl::InvalidArgumentError(absl::StrCat("expected a string, got ", GgufTypeName(type_)));
+// The dims of tensor `t` (its name read), with their product.
+absl::Status ReadTensorDims(Reader& r, GgufTensorInfo& t) {
+  uint32_t n_dims = 0;
+  if (absl::Status s = r.Read(&n_dims, absl::StrCat("dims of tensor '", Printable(t.name), "'"));
+      !s.ok()) {
+    return s;
+  }
+  if (n_dims == 0 || n_dims > kMaxDims) {
+    return r.Error(absl::StrCat("tensor '", Printable(t.name), "' has ", n_dims,
+                                " dimensions (expected 1..", kMaxDims, ")"));
+  }
+  t.num_elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    uint64_t dim = 0;
+    if (absl::Status s = r.Read(&dim, absl::StrCat("dim ", d, " of tensor '", Printable(t.name), "'"));
+        !s.ok()) {
+      return s;
+    }
+    if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+        static_cast<uint64_t>(t.num_elements) >
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / dim) {
+      return r.Error(absl::StrCat("tensor '", Printable(t.name), "' has invalid dim ", d, " = ", dim));
+    }
+    t.dims.push_back(static_cast<int64_t>(dim));
+    t.num_elements *= static_cast<int64_t>(dim);
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<const GgufArray*> GgufValue::AsArray() const {
-  if (const GgufArray* a = std::get_if<GgufArray>(&storage_)) return a;
-  return absl::InvalidArgumentError(absl::StrCat("expected an array, got ", GgufTypeName(type_)));
+// Tensor info `i`: name, dims, ggml type (its size in bytes follows) and offset.
+absl::StatusOr<GgufTensorInfo> ReadTensorInfo(Reader& r, uint64_t i, uint64_t alignment) {
+  GgufTensorInfo t;
+  if (absl::Status s = r.ReadString(&t.name, absl::StrCat("name of tensor ", i)); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadTensorDims(r, t); !s.ok()) return s;
+  uint32_t type = 0;
+  if (absl::Status s = r.Read(&type, absl::StrCat("type of tensor '", Printable(t.name), "'")); !s.ok()) {
+    return s;
+  }
+  t.type = static_cast<GgmlType>(type);
+  absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(t.type);
+  if (!traits.ok()) {
+    return r.Error(absl::StrCat("tensor '", Printable(t.name), "': ", traits.status().message()));
+  }
+  if (t.dims[0] % traits->block_size != 0) {
+    return r.Error(absl::StrCat("tensor '", Printable(t.name), "': row length ", t.dims[0],
+                                " is not a multiple of the ", traits->name, " block size ",
+                                traits->block_size));
+  }
+  t.size_bytes = static_cast<uint64_t>(t.num_elements / traits->block_size) *
+                 static_cast<uint64_t>(traits->type_size);
+  if (absl::Status s = r.Read(&t.offset, absl::StrCat("offset of tensor '", Printable(t.name), "'"));
+      !s.ok()) {
+    return s;
+  }
+  if (t.offset % alignment != 0) {
+    return r.Error(absl::StrCat("tensor '", Printable(t.name), "' offset ", t.offset,
+                                " is not a multiple of the alignment ", alignment));
+  }
+  return t;
 }
+
+// Every tensor's bytes inside the file's data section, and no two sharing bytes
+// (llama.cpp's reader requires each tensor at the next aligned offset; safetensors
+// files are refused for overlaps too).
+absl::Status CheckTensorData(const std::string& name, uint64_t size, uint64_t data_offset,
+                             const std::vector<GgufTensorInfo>& tensors) {
+  for (const GgufTensorInfo& t : tensors) {
+    const uint64_t avail = size - data_offset;
+    if (t.offset > avail || t.size_bytes > avail - t.offset) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GGUF ", name, ": truncated file: tensor '", Printable(t.name), "' needs bytes [",
+          data_offset + t.offset, ", ", data_offset + t.offset + t.size_bytes,
+          ") but the file has ", size));
+    }
+  }
+  std::vector<ByteRange> ranges;
+  for (const GgufTensorInfo& t : tensors) ranges.push_back({t.offset, t.offset + t.size_bytes, &t.name});
+  if (const auto pair = FirstOverlap(ranges)) {
+    const GgufTensorInfo& a = tensors[pair->first];
+    const GgufTensorInfo& b = tensors[pair->second];
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GGUF ", name, ": tensors '", Printable(a.name), "' (data bytes [", a.offset, ", ",
+        a.offset + a.size_bytes, ")) and '", Printable(b.name), "' ([", b.offset, ", ",
+        b.offset + b.size_bytes, ")) overlap in the data section"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 // --- GgufFile -------------------------------------------------------------------------
 
@@ -354,54 +376,9 @@ void GgufFile::ReleaseResidentPages() const {
 
 absl::Status GgufFile::Parse() {
   Reader r(data_, size_, name_);
-  uint32_t magic = 0;
-  if (absl::Status s = r.Read(&magic, "magic"); !s.ok()) return s;
-  if (magic != kGgufMagic) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "GGUF %s: bad magic 0x%08x (expected \"GGUF\"); not a GGUF file", name_, magic));
-  }
-  if (absl::Status s = r.Read(&version_, "version"); !s.ok()) return s;
-  if (version_ != 2 && version_ != 3) {
-    if ((version_ & 0xFFFF) == 0 && version_ != 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          "GGUF ", name_, ": version field ", version_, " looks big-endian; not supported"));
-    }
-    return absl::UnimplementedError(absl::StrCat(
-        "GGUF ", name_, ": unsupported version ", version_, " (supported: 2, 3)"));
-  }
   uint64_t n_tensors = 0, n_kv = 0;
-  if (absl::Status s = r.Read(&n_tensors, "tensor count"); !s.ok()) return s;
-  if (absl::Status s = r.Read(&n_kv, "metadata count"); !s.ok()) return s;
-  // Each KV takes at least 12 bytes (key length + type), each tensor info at least 24.
-  if (n_kv > r.remaining() / 12) {
-    return r.Error(absl::StrCat("metadata count ", n_kv, " is larger than the file can hold (truncated or corrupt)"));
-  }
-  if (n_tensors > r.remaining() / 24) {
-    return r.Error(absl::StrCat("tensor count ", n_tensors,
-                                " is larger than the file can hold (truncated or corrupt)"));
-  }
-
-  keys_.reserve(n_kv);
-  for (uint64_t i = 0; i < n_kv; ++i) {
-    std::string key;
-    if (absl::Status s = r.ReadString(&key, absl::StrCat("key of metadata entry ", i));
-        !s.ok()) {
-      return s;
-    }
-    uint32_t type = 0;
-    if (absl::Status s = r.Read(&type, absl::StrCat("type of metadata '", Printable(key), "'")); !s.ok()) {
-      return s;
-    }
-    if (!IsKnownType(type)) {
-      return r.Error(absl::StrCat("unknown value type ", type, " for metadata '", Printable(key), "'"));
-    }
-    absl::StatusOr<GgufValue> value =
-        ReadValue(r, static_cast<GgufType>(type), absl::StrCat("metadata '", Printable(key), "'"), 0);
-    if (!value.ok()) return value.status();
-    if (kv_.contains(key)) return r.Error(absl::StrCat("duplicate metadata key '", Printable(key), "'"));
-    keys_.push_back(key);
-    kv_.emplace(std::move(key), *std::move(value));
-  }
+  if (absl::Status s = ReadPreamble(r, name_, version_, n_tensors, n_kv); !s.ok()) return s;
+  if (absl::Status s = ReadMetadata(r, n_kv, keys_, kv_); !s.ok()) return s;
 
   if (const GgufValue* a = Find("general.alignment")) {
     absl::StatusOr<int64_t> v = a->AsInt();
@@ -414,63 +391,13 @@ absl::Status GgufFile::Parse() {
 
   tensors_.reserve(n_tensors);
   for (uint64_t i = 0; i < n_tensors; ++i) {
-    GgufTensorInfo t;
-    if (absl::Status s = r.ReadString(&t.name, absl::StrCat("name of tensor ", i)); !s.ok()) {
-      return s;
+    absl::StatusOr<GgufTensorInfo> t = ReadTensorInfo(r, i, alignment_);
+    if (!t.ok()) return t.status();
+    if (tensor_index_.contains(t->name)) {
+      return r.Error(absl::StrCat("duplicate tensor name '", Printable(t->name), "'"));
     }
-    uint32_t n_dims = 0;
-    if (absl::Status s = r.Read(&n_dims, absl::StrCat("dims of tensor '", Printable(t.name), "'"));
-        !s.ok()) {
-      return s;
-    }
-    if (n_dims == 0 || n_dims > kMaxDims) {
-      return r.Error(absl::StrCat("tensor '", Printable(t.name), "' has ", n_dims,
-                                  " dimensions (expected 1..", kMaxDims, ")"));
-    }
-    t.num_elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      uint64_t dim = 0;
-      if (absl::Status s = r.Read(&dim, absl::StrCat("dim ", d, " of tensor '", Printable(t.name), "'"));
-          !s.ok()) {
-        return s;
-      }
-      if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-          static_cast<uint64_t>(t.num_elements) >
-              static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / dim) {
-        return r.Error(absl::StrCat("tensor '", Printable(t.name), "' has invalid dim ", d, " = ", dim));
-      }
-      t.dims.push_back(static_cast<int64_t>(dim));
-      t.num_elements *= static_cast<int64_t>(dim);
-    }
-    uint32_t type = 0;
-    if (absl::Status s = r.Read(&type, absl::StrCat("type of tensor '", Printable(t.name), "'")); !s.ok()) {
-      return s;
-    }
-    t.type = static_cast<GgmlType>(type);
-    absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(t.type);
-    if (!traits.ok()) {
-      return r.Error(absl::StrCat("tensor '", Printable(t.name), "': ", traits.status().message()));
-    }
-    if (t.dims[0] % traits->block_size != 0) {
-      return r.Error(absl::StrCat("tensor '", Printable(t.name), "': row length ", t.dims[0],
-                                  " is not a multiple of the ", traits->name, " block size ",
-                                  traits->block_size));
-    }
-    t.size_bytes = static_cast<uint64_t>(t.num_elements / traits->block_size) *
-                   static_cast<uint64_t>(traits->type_size);
-    if (absl::Status s = r.Read(&t.offset, absl::StrCat("offset of tensor '", Printable(t.name), "'"));
-        !s.ok()) {
-      return s;
-    }
-    if (t.offset % alignment_ != 0) {
-      return r.Error(absl::StrCat("tensor '", Printable(t.name), "' offset ", t.offset,
-                                  " is not a multiple of the alignment ", alignment_));
-    }
-    if (tensor_index_.contains(t.name)) {
-      return r.Error(absl::StrCat("duplicate tensor name '", Printable(t.name), "'"));
-    }
-    tensor_index_.emplace(t.name, tensors_.size());
-    tensors_.push_back(std::move(t));
+    tensor_index_.emplace(t->name, tensors_.size());
+    tensors_.push_back(*std::move(t));
   }
 
   data_offset_ = (r.pos() + alignment_ - 1) / alignment_ * alignment_;
@@ -479,28 +406,7 @@ absl::Status GgufFile::Parse() {
         "GGUF ", name_, ": truncated file: data section starts at ", data_offset_,
         " but the file has ", size_, " bytes"));
   }
-  for (const GgufTensorInfo& t : tensors_) {
-    const uint64_t avail = size_ - data_offset_;
-    if (t.offset > avail || t.size_bytes > avail - t.offset) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GGUF ", name_, ": truncated file: tensor '", Printable(t.name), "' needs bytes [",
-          data_offset_ + t.offset, ", ", data_offset_ + t.offset + t.size_bytes,
-          ") but the file has ", size_));
-    }
-  }
-  // Tensors must not share bytes (llama.cpp's reader requires each tensor at the
-  // next aligned offset; safetensors files are refused for overlaps too).
-  std::vector<ByteRange> ranges;
-  for (const GgufTensorInfo& t : tensors_) ranges.push_back({t.offset, t.offset + t.size_bytes, &t.name});
-  if (const auto pair = FirstOverlap(ranges)) {
-    const GgufTensorInfo& a = tensors_[pair->first];
-    const GgufTensorInfo& b = tensors_[pair->second];
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GGUF ", name_, ": tensors '", Printable(a.name), "' (data bytes [", a.offset, ", ",
-        a.offset + a.size_bytes, ")) and '", Printable(b.name), "' ([", b.offset, ", ",
-        b.offset + b.size_bytes, ")) overlap in the data section"));
-  }
-  return absl::OkStatus();
+  return CheckTensorData(name_, size_, data_offset_, tensors_);
 }
 
 const GgufValue* GgufFile::Find(absl::string_view key) const {

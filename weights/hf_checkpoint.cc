@@ -112,15 +112,9 @@ absl::Status ParseRopeScaling(const json& rs, const std::string& file,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
-                                                  const std::string& name,
-                                                  const std::string& file) {
-  json cfg = json::parse(json_text.begin(), json_text.end(), nullptr,
-                         /*allow_exceptions=*/false);
-  if (cfg.is_discarded()) return absl::InvalidArgumentError(file + ": not valid JSON");
-  if (!cfg.is_object()) return absl::InvalidArgumentError(file + ": not a JSON object");
+// The model family a config.json names, after refusing the features of that family
+// the graph does not have (each refusal names the key).
+absl::StatusOr<std::string> HfFamily(const json& cfg, const std::string& file) {
   std::string family = "llama";
   if (const auto model_type = cfg.find("model_type"); model_type != cfg.end() && model_type->is_string()) {
     family = model_type->get<std::string>();
@@ -130,7 +124,6 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
     return absl::UnimplementedError(absl::StrCat(
         file, ": model_type \"", family, "\" is not supported (llama, qwen2, qwen3, gemma3_text)"));
   }
-  const bool gemma3 = family == "gemma3";
   // Features a family may switch on in its config.json that the graph does not have.
   for (const char* key : {"attention_bias", "mlp_bias", "use_sliding_window"}) {
     const auto it = cfg.find(key);
@@ -139,7 +132,7 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
     }
   }
   // Gemma 3 names it hidden_activation; its FFN is GELU-tanh, every other family's SiLU.
-  const char* want_act = gemma3 ? "gelu_pytorch_tanh" : "silu";
+  const char* want_act = family == "gemma3" ? "gelu_pytorch_tanh" : "silu";
   for (const char* key : {"hidden_act", "hidden_activation"}) {
     const auto act = cfg.find(key);
     if (act != cfg.end() && act->is_string() && act->get<std::string>() != want_act) {
@@ -153,19 +146,11 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
       return absl::UnimplementedError(absl::StrCat(file, ": \"", key, "\" is not supported (null)"));
     }
   }
-  elf::ModelShape s;
-  s.set_name(name);
-  if (family != "llama") s.set_family(family);
-  s.set_attention_bias(family == "qwen2");           // Qwen2Attention: q/k/v with bias, o without
-  s.set_qk_norm(family == "qwen3" || gemma3);        // q_norm, k_norm per head
-  if (gemma3) {
-    s.set_ffn_activation("gelu_tanh");
-    s.set_norm_plus_one(true);
-    s.set_sandwich_norms(true);
-    s.set_embedding_scale(true);
-    DK_ASSIGN_OR_RETURN(double scalar, JsonNumber(cfg, "query_pre_attn_scalar", file, 0));
-    s.set_query_pre_attn_scalar(static_cast<float>(scalar));
-  }
+  return family;
+}
+
+// The sizes config.json gives, each bounded by elf/elf.h's limits.
+absl::Status ParseHfSizes(const json& cfg, const std::string& file, elf::ModelShape& s) {
   DK_ASSIGN_OR_RETURN(int32_t hidden,
                       JsonPositiveInt(cfg, "hidden_size", file, 0, elf::kMaxDimension));
   DK_ASSIGN_OR_RETURN(int32_t ffn,
@@ -182,12 +167,23 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
                       JsonPositiveInt(cfg, "vocab_size", file, 0, elf::kMaxDimension));
   DK_ASSIGN_OR_RETURN(int32_t max_pos, JsonPositiveInt(cfg, "max_position_embeddings", file,
                                                        2048, elf::kMaxDimension));
-  DK_ASSIGN_OR_RETURN(double eps, JsonNumber(cfg, "rms_norm_eps", file, 1e-6));
+  s.set_n_layers(layers);
+  s.set_hidden(hidden);
+  s.set_n_heads(heads);
+  s.set_n_kv_heads(kv_heads);
+  s.set_head_dim(head_dim);
+  s.set_ffn(ffn);
+  s.set_vocab(vocab);
+  s.set_max_context(max_pos);
+  return absl::OkStatus();
+}
+
+// rope_theta, rope_local_base_freq and the scaling, from the top level or (transformers
+// >= 5) from rope_parameters; Gemma 3 writes one object per layer type there.
+absl::Status ParseHfRope(const json& cfg, const std::string& file, elf::ModelShape& s) {
   double theta = 10000.0, local_theta = 10000.0;
   DK_ASSIGN_OR_RETURN(theta, JsonNumber(cfg, "rope_theta", file, theta));
   DK_ASSIGN_OR_RETURN(local_theta, JsonNumber(cfg, "rope_local_base_freq", file, local_theta));
-  // transformers >= 5 writes rope_theta and the scaling inside rope_parameters (Gemma 3:
-  // one object per layer type).
   const auto params = cfg.find("rope_parameters");
   if (params != cfg.end() && params->is_object()) {
     const auto full = params->find("full_attention"), local = params->find("sliding_attention");
@@ -204,6 +200,63 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
   }
   const auto scaling = cfg.find("rope_scaling");
   if (scaling != cfg.end()) DK_RETURN_IF_ERROR(ParseRopeScaling(*scaling, file, s));
+  s.set_rope_theta(static_cast<float>(theta));
+  if (s.family() == "gemma3") s.set_rope_local_theta(static_cast<float>(local_theta));
+  return absl::OkStatus();
+}
+
+// Gemma 3's sliding layers: layer_types, or (older configs) every
+// sliding_window_pattern-th layer full.
+absl::Status ParseGemma3Layers(const json& cfg, const std::string& file, elf::ModelShape& s) {
+  if (const auto lt = cfg.find("layer_types"); lt != cfg.end() && lt->is_array()) {
+    for (const auto& t : *lt) {
+      if (!t.is_string()) return absl::InvalidArgumentError(absl::StrCat(file, ": layer_types holds a non-string"));
+      s.add_layer_types(t.get<std::string>());
+    }
+  } else {
+    int64_t pattern = 6;
+    for (const char* key : {"sliding_window_pattern", "_sliding_window_pattern"}) {
+      DK_ASSIGN_OR_RETURN(double v, JsonNumber(cfg, key, file, static_cast<double>(pattern)));
+      pattern = static_cast<int64_t>(v);
+    }
+    if (pattern <= 0) return absl::InvalidArgumentError(absl::StrCat(file, ": sliding_window_pattern must be positive"));
+    for (int i = 0; i < s.n_layers(); ++i) {
+      s.add_layer_types((i + 1) % pattern == 0 ? "full_attention" : "sliding_attention");
+    }
+  }
+  DK_ASSIGN_OR_RETURN(int32_t window, JsonPositiveInt(cfg, "sliding_window", file, 4096, elf::kMaxDimension));
+  s.set_sliding_window(window);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
+                                                  const std::string& name,
+                                                  const std::string& file) {
+  json cfg = json::parse(json_text.begin(), json_text.end(), nullptr,
+                         /*allow_exceptions=*/false);
+  if (cfg.is_discarded()) return absl::InvalidArgumentError(file + ": not valid JSON");
+  if (!cfg.is_object()) return absl::InvalidArgumentError(file + ": not a JSON object");
+  DK_ASSIGN_OR_RETURN(const std::string family, HfFamily(cfg, file));
+  const bool gemma3 = family == "gemma3";
+  elf::ModelShape s;
+  s.set_name(name);
+  if (family != "llama") s.set_family(family);
+  s.set_attention_bias(family == "qwen2");           // Qwen2Attention: q/k/v with bias, o without
+  s.set_qk_norm(family == "qwen3" || gemma3);        // q_norm, k_norm per head
+  if (gemma3) {
+    s.set_ffn_activation("gelu_tanh");
+    s.set_norm_plus_one(true);
+    s.set_sandwich_norms(true);
+    s.set_embedding_scale(true);
+    DK_ASSIGN_OR_RETURN(double scalar, JsonNumber(cfg, "query_pre_attn_scalar", file, 0));
+    s.set_query_pre_attn_scalar(static_cast<float>(scalar));
+  }
+  DK_RETURN_IF_ERROR(ParseHfSizes(cfg, file, s));
+  DK_ASSIGN_OR_RETURN(double eps, JsonNumber(cfg, "rms_norm_eps", file, 1e-6));
+  s.set_rms_eps(static_cast<float>(eps));
+  DK_RETURN_IF_ERROR(ParseHfRope(cfg, file, s));
   bool tied = gemma3;  // Gemma3TextConfig's default
   const auto tie = cfg.find("tie_word_embeddings");
   if (tie != cfg.end() && !tie->is_null()) {
@@ -213,39 +266,8 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
     }
     tied = tie->get<bool>();
   }
-  s.set_n_layers(layers);
-  s.set_hidden(hidden);
-  s.set_n_heads(heads);
-  s.set_n_kv_heads(kv_heads);
-  s.set_head_dim(head_dim);
-  s.set_ffn(ffn);
-  s.set_vocab(vocab);
-  s.set_rms_eps(static_cast<float>(eps));
-  s.set_rope_theta(static_cast<float>(theta));
   s.set_tied_embeddings(tied);
-  s.set_max_context(max_pos);
-  if (gemma3) {
-    // layer_types, or (older configs) every sliding_window_pattern-th layer full.
-    if (const auto lt = cfg.find("layer_types"); lt != cfg.end() && lt->is_array()) {
-      for (const auto& t : *lt) {
-        if (!t.is_string()) return absl::InvalidArgumentError(absl::StrCat(file, ": layer_types holds a non-string"));
-        s.add_layer_types(t.get<std::string>());
-      }
-    } else {
-      int64_t pattern = 6;
-      for (const char* key : {"sliding_window_pattern", "_sliding_window_pattern"}) {
-        DK_ASSIGN_OR_RETURN(double v, JsonNumber(cfg, key, file, static_cast<double>(pattern)));
-        pattern = static_cast<int64_t>(v);
-      }
-      if (pattern <= 0) return absl::InvalidArgumentError(absl::StrCat(file, ": sliding_window_pattern must be positive"));
-      for (int i = 0; i < layers; ++i) {
-        s.add_layer_types((i + 1) % pattern == 0 ? "full_attention" : "sliding_attention");
-      }
-    }
-    DK_ASSIGN_OR_RETURN(int32_t window, JsonPositiveInt(cfg, "sliding_window", file, 4096, elf::kMaxDimension));
-    s.set_sliding_window(window);
-    s.set_rope_local_theta(static_cast<float>(local_theta));
-  }
+  if (gemma3) DK_RETURN_IF_ERROR(ParseGemma3Layers(cfg, file, s));
   // What the sizes imply together (heads dividing, the KV cache's size, ...).
   if (absl::Status st = elf::ValidateModelShape(s); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", st.message()));

@@ -52,6 +52,68 @@ absl::StatusOr<uint64_t> NonNegInt(const json& j, const std::string& what) {
       absl::StrCat(what, " must be a non-negative integer, got ", j.dump()));
 }
 
+// One tensor's header entry: dtype, shape and data_offsets, checked against each other
+// and against the data section's `data_size` bytes. Errors name the tensor; the caller
+// prefixes the file.
+absl::StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const std::string& name, const json& v,
+                                                       uint64_t data_size) {
+  auto Err = [](absl::string_view msg) { return absl::InvalidArgumentError(msg); };
+  const std::string where = absl::StrCat("tensor \"", name, "\"");
+  if (!v.is_object()) return Err(absl::StrCat(where, ": entry is not an object"));
+  const auto dtype = v.find("dtype");
+  const auto shape = v.find("shape");
+  const auto offsets = v.find("data_offsets");
+  if (dtype == v.end() || !dtype->is_string()) {
+    return Err(absl::StrCat(where, ": missing or non-string \"dtype\""));
+  }
+  if (shape == v.end() || !shape->is_array()) {
+    return Err(absl::StrCat(where, ": missing or non-array \"shape\""));
+  }
+  if (offsets == v.end() || !offsets->is_array() || offsets->size() != 2) {
+    return Err(absl::StrCat(where, ": \"data_offsets\" must be [begin, end]"));
+  }
+  SafetensorsTensorInfo info;
+  info.name = name;
+  info.dtype = dtype->get<std::string>();
+  uint64_t numel = 1;
+  bool overflow = false;
+  for (const json& d : *shape) {
+    absl::StatusOr<uint64_t> dim = NonNegInt(d, absl::StrCat(where, ": shape entry"));
+    if (!dim.ok()) return Err(dim.status().message());
+    if (*dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Err(absl::StrCat(where, ": dimension too large"));
+    }
+    info.shape.push_back(static_cast<int64_t>(*dim));
+    if (*dim != 0 && numel > std::numeric_limits<uint64_t>::max() / 8 / *dim) {
+      overflow = true;
+    }
+    numel *= *dim;
+  }
+  if (overflow) return Err(absl::StrCat(where, ": shape too large"));
+  absl::StatusOr<uint64_t> begin = NonNegInt((*offsets)[0], where + ": begin offset");
+  if (!begin.ok()) return Err(begin.status().message());
+  absl::StatusOr<uint64_t> end = NonNegInt((*offsets)[1], where + ": end offset");
+  if (!end.ok()) return Err(end.status().message());
+  if (*begin > *end) {
+    return Err(absl::StrCat(where, ": data_offsets [", *begin, ", ", *end,
+                            "] end before begin"));
+  }
+  if (*end > data_size) {
+    return Err(absl::StrCat(where, ": data_offsets [", *begin, ", ", *end,
+                            "] past the end of the file (truncated? data section has ",
+                            data_size, " bytes)"));
+  }
+  info.begin = *begin;
+  info.end = *end;
+  const int esize = DtypeSize(info.dtype);
+  if (esize > 0 && numel * esize != *end - *begin) {
+    return Err(absl::StrCat(where, ": ", info.dtype, " ", ShapeStr(info.shape),
+                            " needs ", numel * esize, " bytes but data_offsets span ",
+                            *end - *begin));
+  }
+  return info;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(
@@ -125,60 +187,9 @@ absl::Status SafetensorsFile::ParseHeader() {
       }
       continue;
     }
-    const std::string where = absl::StrCat("tensor \"", name, "\"");
-    if (!v.is_object()) return bad(absl::StrCat(where, ": entry is not an object"));
-    const auto dtype = v.find("dtype");
-    const auto shape = v.find("shape");
-    const auto offsets = v.find("data_offsets");
-    if (dtype == v.end() || !dtype->is_string()) {
-      return bad(absl::StrCat(where, ": missing or non-string \"dtype\""));
-    }
-    if (shape == v.end() || !shape->is_array()) {
-      return bad(absl::StrCat(where, ": missing or non-array \"shape\""));
-    }
-    if (offsets == v.end() || !offsets->is_array() || offsets->size() != 2) {
-      return bad(absl::StrCat(where, ": \"data_offsets\" must be [begin, end]"));
-    }
-    SafetensorsTensorInfo info;
-    info.name = name;
-    info.dtype = dtype->get<std::string>();
-    uint64_t numel = 1;
-    bool overflow = false;
-    for (const json& d : *shape) {
-      absl::StatusOr<uint64_t> dim = NonNegInt(d, absl::StrCat(where, ": shape entry"));
-      if (!dim.ok()) return bad(dim.status().message());
-      if (*dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return bad(absl::StrCat(where, ": dimension too large"));
-      }
-      info.shape.push_back(static_cast<int64_t>(*dim));
-      if (*dim != 0 && numel > std::numeric_limits<uint64_t>::max() / 8 / *dim) {
-        overflow = true;
-      }
-      numel *= *dim;
-    }
-    if (overflow) return bad(absl::StrCat(where, ": shape too large"));
-    absl::StatusOr<uint64_t> begin = NonNegInt((*offsets)[0], where + ": begin offset");
-    if (!begin.ok()) return bad(begin.status().message());
-    absl::StatusOr<uint64_t> end = NonNegInt((*offsets)[1], where + ": end offset");
-    if (!end.ok()) return bad(end.status().message());
-    if (*begin > *end) {
-      return bad(absl::StrCat(where, ": data_offsets [", *begin, ", ", *end,
-                              "] end before begin"));
-    }
-    if (*end > data_size) {
-      return bad(absl::StrCat(where, ": data_offsets [", *begin, ", ", *end,
-                              "] past the end of the file (truncated? data section has ",
-                              data_size, " bytes)"));
-    }
-    info.begin = *begin;
-    info.end = *end;
-    const int esize = DtypeSize(info.dtype);
-    if (esize > 0 && numel * esize != *end - *begin) {
-      return bad(absl::StrCat(where, ": ", info.dtype, " ", ShapeStr(info.shape),
-                              " needs ", numel * esize, " bytes but data_offsets span ",
-                              *end - *begin));
-    }
-    tensors_.push_back(std::move(info));
+    absl::StatusOr<SafetensorsTensorInfo> info = ParseTensorEntry(name, v, data_size);
+    if (!info.ok()) return bad(info.status().message());
+    tensors_.push_back(*std::move(info));
   }
   // Tensors must not share bytes (the reference library refuses overlaps too).
   std::vector<ByteRange> ranges;

@@ -1,5 +1,6 @@
-// End to end on a tiny model: the baseline decode ELF on the CPU backend (with BO
-// validation) against an independent scalar reference forward pass.
+// End to end on a tiny model: the baseline decode ELF on the CPU backend, its errors
+// and the greedy loop (reference_decoder_test compares its logits with a scalar
+// reference forward pass).
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -9,98 +10,17 @@
 #include "gtest/gtest.h"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
-#include "tests/e2e/reference_llama.h"
+#include "optimizations/testing/tiny.h"
+#include "tests/e2e/tiny_weights.h"
 #include "graph/baseline.h"
 
 namespace dk {
 namespace {
 
-elf::ModelShape Tiny(bool llama3_rope) {
-  elf::ModelShape m;
-  m.set_name("tiny");
-  m.set_n_layers(2);
-  m.set_hidden(64);
-  m.set_n_heads(4);
-  m.set_n_kv_heads(2);
-  m.set_head_dim(16);
-  m.set_ffn(96);
-  m.set_vocab(300);
-  m.set_rms_eps(1e-5f);
-  m.set_rope_theta(10000);
-  m.set_tied_embeddings(true);
-  m.set_max_context(16);
-  if (llama3_rope) {
-    auto* s = m.mutable_rope_scaling();
-    s->set_type("llama3");
-    s->set_factor(8);
-    s->set_low_freq_factor(1);
-    s->set_high_freq_factor(4);
-    s->set_original_max_position(64);
-  }
-  return m;
-}
-
-// Synthetic weights scaled up so that logits spread out (std 0.02 weights give
-// near-uniform logits, where any rounding flips the argmax).
-std::shared_ptr<const weights::Weights> Scaled(const elf::ModelShape& m, float scale) {
-  weights::Weights w = weights::MakeSyntheticWeights(m, 7).value();
-  weights::Weights out;
-  out.set_source("synthetic(seed=7) x" + std::to_string(scale));
-  out.set_shape(m);
-  for (const std::string& name : w.Names()) {
-    const weights::Tensor* t = w.Find(name);
-    weights::Tensor copy;
-    copy.shape = t->shape;
-    copy.data = AlignedBuffer<bf16>(t->numel());
-    const bool norm = t->shape.size() == 1;
-    for (int64_t i = 0; i < t->numel(); ++i) {
-      copy.data[i] = norm ? t->data[i] : F32ToBf16(Bf16ToF32(t->data[i]) * scale);
-    }
-    out.Add(name, std::move(copy));
-  }
-  return std::make_shared<const weights::Weights>(std::move(out));
-}
-
-void CheckAgainstReference(bool llama3_rope) {
-  const elf::ModelShape m = Tiny(llama3_rope);
-  auto program = graph::BuildBaseline(m);
-  ASSERT_TRUE(program.ok()) << program.status();
-  auto w = Scaled(m, 25.0f);
-  runtime::SessionOptions options;
-  options.validate = true;
-  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w, options);
-  ASSERT_TRUE(session.ok()) << session.status();
-  testing::ReferenceLlama ref(m, *w);
-  uint32_t token = 17;
-  for (int step = 0; step < 12; ++step) {
-    auto got = (*session)->decoder().Step(token);
-    ASSERT_TRUE(got.ok()) << got.status();
-    const std::vector<double> want = ref.Step(token);
-    double scale = 0;
-    for (double v : want) scale = std::max(scale, std::fabs(v));
-    ASSERT_GT(scale, 0.5) << "logits should be spread out";
-    const float* logits = (*session)->decoder().logits();
-    for (int i = 0; i < m.vocab(); ++i) {
-      ASSERT_NEAR(logits[i], want[i], 0.03 * scale + 1e-3) << "step " << step << " logit " << i;
-    }
-    // Our choice is among the reference's best three (exact ties aside).
-    std::vector<int> order(m.vocab());
-    for (int i = 0; i < m.vocab(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return want[a] > want[b]; });
-    EXPECT_TRUE(got->token == static_cast<uint32_t>(order[0]) || got->token == static_cast<uint32_t>(order[1]) ||
-                got->token == static_cast<uint32_t>(order[2]))
-        << "step " << step;
-    ASSERT_EQ(got->top_ids.size(), 5u);
-    EXPECT_EQ(got->top_ids[0], got->token);
-    token = got->token;
-  }
-}
-
-TEST(Decoder, BaselineMatchesScalarReference) { CheckAgainstReference(false); }
-TEST(Decoder, BaselineMatchesScalarReferenceWithLlama3Rope) { CheckAgainstReference(true); }
+elf::ModelShape Tiny() { return opt::testing::TinyShape(2); }
 
 TEST(Decoder, KvCacheOverflowIsAClearError) {
-  const elf::ModelShape m = Tiny(false);
+  const elf::ModelShape m = Tiny();
   auto program = graph::BuildBaseline(m);
   auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1).value());
   runtime::SessionOptions options;
@@ -117,7 +37,7 @@ TEST(Decoder, KvCacheOverflowIsAClearError) {
 }
 
 TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
-  const elf::ModelShape m = Tiny(false);
+  const elf::ModelShape m = Tiny();
   auto program = graph::BuildBaseline(m);
   auto w = std::make_shared<const weights::Weights>(weights::MakeSyntheticWeights(m, 1).value());
   auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
@@ -136,9 +56,9 @@ TEST(Decoder, BadTokenAndMismatchedWeightsAreClearErrors) {
 // NaN weights make NaN logits: the error says which ELF, step and position, not
 // only what top-k saw.
 TEST(Decoder, NanLogitsNameTheElfStepAndPosition) {
-  const elf::ModelShape m = Tiny(false);
+  const elf::ModelShape m = Tiny();
   auto program = graph::BuildBaseline(m);
-  auto session = runtime::CpuSession::Open(*program, "tiny.elf", Scaled(m, NAN));
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", testing::ScaledWeights(m, NAN));
   ASSERT_TRUE(session.ok()) << session.status();
   auto step = (*session)->decoder().Step(5);
   ASSERT_FALSE(step.ok());
@@ -152,7 +72,7 @@ TEST(Decoder, NanLogitsNameTheElfStepAndPosition) {
 // weights ended in a DK_CHECK abort; a host value that failed to allocate was a
 // null buffer the host steps wrote to.
 TEST(Decoder, SizesThatDoNotFitInMemoryAreErrors) {
-  elf::ModelShape huge = Tiny(false);
+  elf::ModelShape huge = Tiny();
   huge.set_vocab(1 << 24);
   huge.set_hidden(1 << 24);  // the embedding alone: 2^48 elements
   auto synthetic = weights::MakeSyntheticWeights(huge, 1);
@@ -164,7 +84,7 @@ TEST(Decoder, SizesThatDoNotFitInMemoryAreErrors) {
   int mode = -1;
   overcommit >> mode;
   if (mode == 1) GTEST_SKIP() << "vm.overcommit_memory=1: a 1 TiB allocation would succeed";
-  const elf::ModelShape m = Tiny(false);
+  const elf::ModelShape m = Tiny();
   auto program = graph::BuildBaseline(m);
   ASSERT_TRUE(program.ok());
   elf::HostValue* v = program->add_values();
@@ -180,7 +100,7 @@ TEST(Decoder, SizesThatDoNotFitInMemoryAreErrors) {
 }
 
 TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
-  const elf::ModelShape m = Tiny(false);
+  const elf::ModelShape m = Tiny();
   auto program = graph::BuildBaseline(m);
   ASSERT_TRUE(program.ok());
   bool found = false;
@@ -208,10 +128,10 @@ TEST(Decoder, ActivationMarkedStaticIsNamedOnTheSecondToken) {
 // runtime::GenerateGreedy is the hand-written loop: the prompt one token at a time,
 // then token i chosen after feeding token i - 1; N tokens take N - 1 decode steps.
 TEST(Greedy, GeneratesWhatStepByStepDecodingDoes) {
-  const elf::ModelShape m = Tiny(false);
+  const elf::ModelShape m = Tiny();
   auto program = graph::BuildBaseline(m);
   ASSERT_TRUE(program.ok());
-  auto w = Scaled(m, 25.0f);
+  auto w = testing::ScaledWeights(m, 25.0f);
   auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
   ASSERT_TRUE(session.ok()) << session.status();
   runtime::Decoder& decoder = (*session)->decoder();

@@ -81,20 +81,21 @@ void PrintKernelTimes(const std::vector<dk::runtime::KernelTime>& times, size_t 
                "all launches", "", total_ns * 1e-6 / tokens);
 }
 
-void BM_Decode(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  Setup s;
+// The session for one benchmark over `threads` threads, taking over the weights main
+// loaded (or loading them again); null after SkipWithError.
+std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
+  auto s = std::make_unique<Setup>();
   dk::ThreadPoolOptions pool = g_runtime.pool;
   pool.num_threads = threads;
-  s.pool = std::make_unique<dk::ThreadPool>(pool);
+  s->pool = std::make_unique<dk::ThreadPool>(pool);
   dk::runtime::SessionOptions options;
-  options.pool = s.pool.get();
+  options.pool = s->pool.get();
   options.cpu = g_runtime.cpu;
   if (!g_weights) {
     auto again = dk::runtime::ReadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
     if (!again.ok()) {
       state.SkipWithError(std::string(again.status().message()).c_str());
-      return;
+      return nullptr;
     }
     g_weights = *std::move(again);
   }
@@ -102,66 +103,21 @@ void BM_Decode(benchmark::State& state) {
   g_weights.reset();
   if (!session.ok()) {
     state.SkipWithError(std::string(session.status().message()).c_str());
-    return;
+    return nullptr;
   }
-  s.session = *std::move(session);
-  dk::runtime::Decoder& decoder = s.session->decoder();
-  const int context = absl::GetFlag(FLAGS_context);
-  // Warm up: caches, page faults, the first positions.
-  uint32_t token = 1;
-  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
-    if (!decoder.Advance(token).ok()) break;
-    token = decoder.last().token;
-  }
+  s->session = *std::move(session);
+  return s;
+}
 
-  // Bandwidth swings from minute to minute on a shared host: sample it between
-  // the timed tokens (one pass over 256 MiB, 8x the L3, every --bandwidth_every
-  // tokens) and use the median sample.
-  dk::kernels::BandwidthOptions bw;
-  bw.page_mode = dk::PageMode::kHugePages;
-  bw.bytes = size_t{256} << 20;
-  bw.passes = 1;
-  dk::kernels::MeasureReadBandwidth(s.pool.get(), bw);  // allocate and touch
-  std::vector<double> bw_samples;
-  const int64_t weight_bytes = dk::elf::WeightBytesPerToken(g_program);
+// What the timed tokens record: each token's time, the bandwidth samples (one before
+// every --bandwidth_every tokens), the paired floors' read times (--paired_floor: the
+// read of the token's weight bytes before token i, the last entry after the last
+// token), and the decoder's step times summed over tokens.
+struct TokenLog {
+  std::vector<double> ms, bw_samples, stream_ms;
+  double run_ms = 0, host_ms = 0, io_ms = 0;
 
-  const size_t every = absl::GetFlag(FLAGS_bandwidth_every);
-  // --paired_floor: the read time of weight_bytes before token i is stream_ms[i];
-  // the last entry follows the last token.
-  const bool paired = absl::GetFlag(FLAGS_paired_floor);
-  dk::kernels::BandwidthOptions pair_bw = bw;
-  pair_bw.bytes = (static_cast<size_t>(weight_bytes) + (size_t{1} << 20) - 1) >> 20 << 20;
-  std::vector<double> stream_ms;
-  auto stream = [&] {
-    const double gbs = dk::kernels::MeasureReadBandwidth(s.pool.get(), pair_bw);
-    stream_ms.push_back(gbs > 0 ? weight_bytes / (gbs * 1e9) * 1e3 : 0.0);
-  };
-  if (paired) dk::kernels::MeasureReadBandwidth(s.pool.get(), pair_bw);  // allocate and touch
-  const dk::ThreadPool::Stats pool_before = s.pool->stats();
-  dk::runtime::ResetCpuKernelTimes(s.session->device());  // the timed tokens only
-  std::vector<double> ms;
-  double run_ms = 0, host_ms = 0, io_ms = 0;  // summed over tokens
-  for (auto _ : state) {
-    if (ms.size() % every == 0) {
-      state.PauseTiming();
-      bw_samples.push_back(dk::kernels::MeasureReadBandwidth(s.pool.get(), bw));
-      state.ResumeTiming();
-    }
-    if (paired) {
-      state.PauseTiming();
-      stream();
-      state.ResumeTiming();
-    }
-    if (decoder.position() >= context) decoder.Reset();
-    const auto t0 = std::chrono::steady_clock::now();
-    const absl::Status r = decoder.Advance(token);
-    const auto t1 = std::chrono::steady_clock::now();
-    if (!r.ok()) {
-      state.SkipWithError(std::string(r.message()).c_str());
-      return;
-    }
-    token = decoder.last().token;
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  void AddStepTimes(const dk::runtime::Decoder& decoder) {
     const auto& steps = decoder.program().steps();
     for (size_t i = 0; i < decoder.timings().size(); ++i) {
       const auto& t = decoder.timings()[i];
@@ -173,41 +129,48 @@ void BM_Decode(benchmark::State& state) {
       }
     }
   }
-  PrintKernelTimes(dk::runtime::CpuKernelTimes(s.session->device()), ms.size());
-  if (paired && !ms.empty()) {
-    stream();  // after the last token
-    // Per token: its time over the mean read time of its bytes just before and just
-    // after it; "fast" where that read ran at >= 45 GB/s (tools/peer/ab.py's split).
-    std::vector<double> all, fast, slow, pair_gbs;
-    for (size_t i = 0; i < ms.size(); ++i) {
-      const double floor = (stream_ms[i] + stream_ms[i + 1]) / 2;
-      if (floor <= 0) continue;
-      const double gbs = weight_bytes / (floor * 1e-3) * 1e-9;
-      pair_gbs.push_back(gbs);
-      all.push_back(ms[i] / floor);
-      (gbs >= 45 ? fast : slow).push_back(ms[i] / floor);
-    }
-    auto median = [](std::vector<double> v) {
-      if (v.empty()) return 0.0;
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    state.counters["x_floor_paired"] = median(all);
-    state.counters["paired_bw_GB/s"] = median(pair_gbs);
-    state.counters["x_floor_paired_fast"] = median(fast);  // 0 when no token was fast
-    state.counters["x_floor_paired_slow"] = median(slow);
-    state.counters["paired_fast_tokens"] = static_cast<double>(fast.size());
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// --paired_floor's counters. Per token: its time over the mean read time of its bytes
+// just before and just after it; "fast" where that read ran at >= 45 GB/s
+// (tools/peer/ab.py's split).
+void ReportPairedFloor(benchmark::State& state, const TokenLog& log, int64_t weight_bytes) {
+  std::vector<double> all, fast, slow, pair_gbs;
+  for (size_t i = 0; i < log.ms.size(); ++i) {
+    const double floor = (log.stream_ms[i] + log.stream_ms[i + 1]) / 2;
+    if (floor <= 0) continue;
+    const double gbs = weight_bytes / (floor * 1e-3) * 1e-9;
+    pair_gbs.push_back(gbs);
+    all.push_back(log.ms[i] / floor);
+    (gbs >= 45 ? fast : slow).push_back(log.ms[i] / floor);
   }
+  state.counters["x_floor_paired"] = Median(all);
+  state.counters["paired_bw_GB/s"] = Median(pair_gbs);
+  state.counters["x_floor_paired_fast"] = Median(fast);  // 0 when no token was fast
+  state.counters["x_floor_paired_slow"] = Median(slow);
+  state.counters["paired_fast_tokens"] = static_cast<double>(fast.size());
+}
+
+// The token times against the sampled floor, and their drift over the run.
+void ReportFloor(benchmark::State& state, const TokenLog& log, int64_t weight_bytes, size_t every) {
+  const std::vector<double>& ms = log.ms;
   // Each token against the bandwidth sample taken just before its block of `every`:
   // the ratio then follows the host's swings instead of averaging over them.
   std::vector<double> ratios;
   for (size_t i = 0; i < ms.size(); ++i) {
-    ratios.push_back(ms[i] / (weight_bytes / (bw_samples[i / every] * 1e9) * 1e3));
+    ratios.push_back(ms[i] / (weight_bytes / (log.bw_samples[i / every] * 1e9) * 1e3));
   }
   std::sort(ratios.begin(), ratios.end());
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
+  std::vector<double> bw_samples = log.bw_samples;
   std::sort(bw_samples.begin(), bw_samples.end());
   const double gbs = bw_samples[bw_samples.size() / 2];
   const double floor_ms = weight_bytes / (gbs * 1e9) * 1e3;
@@ -231,23 +194,89 @@ void BM_Decode(benchmark::State& state) {
   auto quarter_ratio = [&](size_t begin) {
     std::vector<double> q;
     for (size_t i = begin; i < begin + ms.size() / 4; ++i) {
-      q.push_back(ms[i] / (weight_bytes / (bw_samples[i / every] * 1e9) * 1e3));
+      q.push_back(ms[i] / (weight_bytes / (log.bw_samples[i / every] * 1e9) * 1e3));
     }
     std::sort(q.begin(), q.end());
     return q.empty() ? 0.0 : q[q.size() / 2];
   };
   const double r_first = quarter_ratio(0), r_last = quarter_ratio(ms.size() - ms.size() / 4);
   state.counters["x_floor_drift_pct"] = r_first > 0 ? 100.0 * (r_last - r_first) / r_first : 0.0;
-  state.counters["device_runs_ms"] = run_ms / ms.size();
-  state.counters["host_steps_ms"] = host_ms / ms.size();
-  state.counters["bo_io_ms"] = io_ms / ms.size();
+}
+
+void BM_Decode(benchmark::State& state) {
+  std::unique_ptr<Setup> s = OpenSetup(state, static_cast<int>(state.range(0)));
+  if (s == nullptr) return;
+  dk::runtime::Decoder& decoder = s->session->decoder();
+  const int context = absl::GetFlag(FLAGS_context);
+  // Warm up: caches, page faults, the first positions.
+  uint32_t token = 1;
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
+    if (!decoder.Advance(token).ok()) break;
+    token = decoder.last().token;
+  }
+
+  // Bandwidth swings from minute to minute on a shared host: sample it between
+  // the timed tokens (one pass over 256 MiB, 8x the L3, every --bandwidth_every
+  // tokens) and use the median sample.
+  dk::kernels::BandwidthOptions bw;
+  bw.page_mode = dk::PageMode::kHugePages;
+  bw.bytes = size_t{256} << 20;
+  bw.passes = 1;
+  dk::kernels::MeasureReadBandwidth(s->pool.get(), bw);  // allocate and touch
+  TokenLog log;
+  const int64_t weight_bytes = dk::elf::WeightBytesPerToken(g_program);
+
+  const size_t every = absl::GetFlag(FLAGS_bandwidth_every);
+  const bool paired = absl::GetFlag(FLAGS_paired_floor);
+  dk::kernels::BandwidthOptions pair_bw = bw;
+  pair_bw.bytes = (static_cast<size_t>(weight_bytes) + (size_t{1} << 20) - 1) >> 20 << 20;
+  auto stream = [&] {
+    const double gbs = dk::kernels::MeasureReadBandwidth(s->pool.get(), pair_bw);
+    log.stream_ms.push_back(gbs > 0 ? weight_bytes / (gbs * 1e9) * 1e3 : 0.0);
+  };
+  if (paired) dk::kernels::MeasureReadBandwidth(s->pool.get(), pair_bw);  // allocate and touch
+  const dk::ThreadPool::Stats pool_before = s->pool->stats();
+  dk::runtime::ResetCpuKernelTimes(s->session->device());  // the timed tokens only
+  for (auto _ : state) {
+    if (log.ms.size() % every == 0) {
+      state.PauseTiming();
+      log.bw_samples.push_back(dk::kernels::MeasureReadBandwidth(s->pool.get(), bw));
+      state.ResumeTiming();
+    }
+    if (paired) {
+      state.PauseTiming();
+      stream();
+      state.ResumeTiming();
+    }
+    if (decoder.position() >= context) decoder.Reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    const absl::Status r = decoder.Advance(token);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.message()).c_str());
+      return;
+    }
+    token = decoder.last().token;
+    log.ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    log.AddStepTimes(decoder);
+  }
+  PrintKernelTimes(dk::runtime::CpuKernelTimes(s->session->device()), log.ms.size());
+  if (paired && !log.ms.empty()) {
+    stream();  // after the last token
+    ReportPairedFloor(state, log, weight_bytes);
+  }
+  ReportFloor(state, log, weight_bytes, every);
+  const double tokens = static_cast<double>(log.ms.size());
+  state.counters["device_runs_ms"] = log.run_ms / tokens;
+  state.counters["host_steps_ms"] = log.host_ms / tokens;
+  state.counters["bo_io_ms"] = log.io_ms / tokens;
   // The pool under contention (util/thread_pool.h): the share of its multi-task Runs
   // kept on the caller, and stalled Runs per token (both include the bandwidth samples).
-  const dk::ThreadPool::Stats& pool_after = s.pool->stats();
+  const dk::ThreadPool::Stats& pool_after = s->pool->stats();
   const double parallel = pool_after.parallel_runs - pool_before.parallel_runs;
   const double solo = pool_after.solo_runs - pool_before.solo_runs;
   state.counters["pool_solo_pct"] = parallel + solo > 0 ? 100.0 * solo / (parallel + solo) : 0.0;
-  state.counters["pool_stalls_per_token"] = (pool_after.stalls - pool_before.stalls) / static_cast<double>(ms.size());
+  state.counters["pool_stalls_per_token"] = (pool_after.stalls - pool_before.stalls) / tokens;
   state.SetLabel(g_program.model().name());
 }
 

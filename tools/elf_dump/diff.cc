@@ -130,45 +130,9 @@ std::vector<std::string> InOrder(const std::set<std::string>& names, const std::
   return out;
 }
 
-}  // namespace
-
-std::string Compact(const std::vector<std::string>& lines, const std::string& indent) {
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<int, std::string>> seen;
-  for (const auto& line : lines) {
-    const std::string p = Pattern(line);
-    auto [it, fresh] = seen.emplace(p, std::make_pair(0, line));
-    if (fresh) order.push_back(p);
-    ++it->second.first;
-  }
-  std::string out;
-  for (const auto& p : order) {
-    const auto& [n, first] = seen.at(p);
-    absl::StrAppend(&out, indent, n > 1 ? absl::StrCat(p, "  (x", n, ")") : first, "\n");
-  }
-  return out;
-}
-
-std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std::string& a_name,
-                         const std::string& b_name) {
-  std::string out;
-  std::string body;
-  auto lineage_of = [](const elf::Program& p) {
-    std::vector<std::string> passes;
-    for (const auto& l : p.lineage()) passes.push_back(l.pass());
-    return absl::StrJoin(passes, " -> ");
-  };
-  absl::StrAppend(&out, "--- ", a_name, " (", lineage_of(a), ")\n+++ ", b_name, " (", lineage_of(b), ")\n");
-
-  if (!google::protobuf::util::MessageDifferencer::Equals(a.model(), b.model())) {
-    absl::StrAppend(&body, "model: ", a.model().name(), " -> ", b.model().name(),
-                    " (different model shapes: the stages are not of one chain)\n");
-  }
-  if (a.weights_digest() != b.weights_digest()) {
-    absl::StrAppend(&body, "weights digest: '", a.weights_digest(), "' -> '", b.weights_digest(), "'\n");
-  }
-
-  // Lineage.
+// The lineages: the passes b adds to a, or where they part.
+void DiffLineage(const elf::Program& a, const elf::Program& b, const std::string& a_name,
+                 const std::string& b_name, std::string& body) {
   int common = 0;
   while (common < a.lineage_size() && common < b.lineage_size() &&
          google::protobuf::util::MessageDifferencer::Equals(a.lineage(common), b.lineage(common))) {
@@ -184,9 +148,11 @@ std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std
     for (int i = common; i < a.lineage_size(); ++i) absl::StrAppend(&body, "  - ", LineageLine(a.lineage(i)), "\n");
     for (int i = common; i < b.lineage_size(); ++i) absl::StrAppend(&body, "  + ", LineageLine(b.lineage(i)), "\n");
   }
+}
 
-  // Runs, launches, host traffic.
-  const std::vector<LaunchRef> la = Launches(a), lb = Launches(b);
+// Runs, launches, host traffic per token.
+void DiffRuns(const elf::Program& a, const elf::Program& b, const std::vector<LaunchRef>& la,
+              const std::vector<LaunchRef>& lb, std::string& body) {
   auto host_steps = [](const elf::Program& p) {
     int n = 0;
     for (const auto& s : p.steps()) n += s.has_host();
@@ -202,10 +168,13 @@ std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std
     absl::StrAppend(&body, "host writes per token: ", elf::HumanBytes(written_a), " -> ",
                     elf::HumanBytes(written_b), "\n");
   }
+}
 
-  // Groups, matched through their launches: by the BO a launch's output binds,
-  // or, for a launch split into partitions ("lm_head.y.part0"), by the BO of the
-  // launch it was split from.
+// Groups, matched through their launches: by the BO a launch's output binds,
+// or, for a launch split into partitions ("lm_head.y.part0"), by the BO of the
+// launch it was split from.
+void DiffGroups(const elf::Program& a, const elf::Program& b, const std::vector<LaunchRef>& la,
+                const std::vector<LaunchRef>& lb, std::string& body) {
   using GroupsOf = std::map<std::string, std::set<std::string>>;  // launch id -> groups
   GroupsOf a_groups_of, a_groups_of_whole, b_groups_of, b_groups_of_whole;
   for (const auto& l : la) {
@@ -255,8 +224,10 @@ std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std
     }
   }
   if (!group_lines.empty()) absl::StrAppend(&body, "groups:\n", Compact(group_lines));
+}
 
-  // BOs.
+// BO counts by category, BOs removed and added, category and layout changes.
+void DiffBos(const elf::Program& a, const elf::Program& b, std::string& body) {
   std::map<std::string, const elf::BufferObject*> bos_a, bos_b;
   for (const auto& bo : a.bos()) bos_a[bo.name()] = &bo;
   for (const auto& bo : b.bos()) bos_b[bo.name()] = &bo;
@@ -295,8 +266,10 @@ std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std
   if (!removed.empty()) absl::StrAppend(&body, "BOs removed (", removed.size(), "): ", CompactInline(removed), "\n");
   if (!added.empty()) absl::StrAppend(&body, "BOs added (", added.size(), "): ", CompactInline(added), "\n");
   if (!layout_lines.empty()) absl::StrAppend(&body, "layouts changed:\n", Compact(layout_lines));
+}
 
-  // Kernel symbols, per launch of b (matched as above) and as the set the ELF links.
+// Kernel symbols, per launch of b (matched as above) and as the set the ELF links.
+void DiffSymbols(const std::vector<LaunchRef>& la, const std::vector<LaunchRef>& lb, std::string& body) {
   std::map<std::string, std::string> symbol_in_a;  // launch id -> symbol
   for (const auto& l : la) symbol_in_a[l.id] = l.symbol;
   std::map<std::string, int> renames;
@@ -323,6 +296,51 @@ std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std
       if (!linked_a.count(s)) absl::StrAppend(&body, "  + ", s, " (newly linked)\n");
     }
   }
+}
+
+}  // namespace
+
+std::string Compact(const std::vector<std::string>& lines, const std::string& indent) {
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<int, std::string>> seen;
+  for (const auto& line : lines) {
+    const std::string p = Pattern(line);
+    auto [it, fresh] = seen.emplace(p, std::make_pair(0, line));
+    if (fresh) order.push_back(p);
+    ++it->second.first;
+  }
+  std::string out;
+  for (const auto& p : order) {
+    const auto& [n, first] = seen.at(p);
+    absl::StrAppend(&out, indent, n > 1 ? absl::StrCat(p, "  (x", n, ")") : first, "\n");
+  }
+  return out;
+}
+
+std::string DiffPrograms(const elf::Program& a, const elf::Program& b, const std::string& a_name,
+                         const std::string& b_name) {
+  std::string out;
+  std::string body;
+  auto lineage_of = [](const elf::Program& p) {
+    std::vector<std::string> passes;
+    for (const auto& l : p.lineage()) passes.push_back(l.pass());
+    return absl::StrJoin(passes, " -> ");
+  };
+  absl::StrAppend(&out, "--- ", a_name, " (", lineage_of(a), ")\n+++ ", b_name, " (", lineage_of(b), ")\n");
+
+  if (!google::protobuf::util::MessageDifferencer::Equals(a.model(), b.model())) {
+    absl::StrAppend(&body, "model: ", a.model().name(), " -> ", b.model().name(),
+                    " (different model shapes: the stages are not of one chain)\n");
+  }
+  if (a.weights_digest() != b.weights_digest()) {
+    absl::StrAppend(&body, "weights digest: '", a.weights_digest(), "' -> '", b.weights_digest(), "'\n");
+  }
+  DiffLineage(a, b, a_name, b_name, body);
+  const std::vector<LaunchRef> la = Launches(a), lb = Launches(b);
+  DiffRuns(a, b, la, lb, body);
+  DiffGroups(a, b, la, lb, body);
+  DiffBos(a, b, body);
+  DiffSymbols(la, lb, body);
   if (body.empty()) body = "no differences\n";
   return out + body;
 }

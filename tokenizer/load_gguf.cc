@@ -1,0 +1,188 @@
+// Tokenizer loader for GGUF `tokenizer.ggml.*` metadata (byte-level BPE).
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+#include "util/printable.h"
+#include "weights/gguf.h"
+
+namespace dk::tokenizer {
+namespace {
+
+// tokenizer.ggml.merges: "left right" strings.
+absl::Status AddGgufMerges(const weights::GgufFile& gguf, const std::string& where,
+                           TokenizerSpec& spec) {
+  absl::StatusOr<std::vector<std::string>> merges = gguf.GetStringArray("tokenizer.ggml.merges");
+  if (!merges.ok()) return merges.status();
+  spec.merges.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const std::string& m = (*merges)[i];
+    const size_t space = m.find(' ', 1);
+    if (space == std::string::npos || space + 1 >= m.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "tokenizer.ggml.merges[", i, "] = '", Printable(m),
+          "' is not two tokens separated by a space"));
+    }
+    spec.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
+  }
+  return absl::OkStatus();
+}
+
+// tokenizer.ggml.token_type (optional): checks the normal tokens' text and collects
+// the control and user-defined tokens as added tokens.
+absl::Status AddGgufTokenTypes(const weights::GgufFile& gguf, const std::string& where,
+                               TokenizerSpec& spec) {
+  if (gguf.Find("tokenizer.ggml.token_type") == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::vector<int64_t>> types = gguf.GetIntArray("tokenizer.ggml.token_type");
+  if (!types.ok()) return types.status();
+  if (types->size() != spec.tokens.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "tokenizer.ggml.token_type has ", types->size(), " entries but there are ",
+        spec.tokens.size(), " tokens"));
+  }
+  for (size_t id = 0; id < types->size(); ++id) {
+    const int64_t t = (*types)[id];
+    // llama.cpp's token types: 0 undefined, 1 normal, 2 unknown, 3 control,
+    // 4 user-defined, 5 unused, 6 byte.
+    if (t < 0 || t > 6) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "tokenizer.ggml.token_type[", id, "] = ", t,
+          " is not a token type (0 undefined .. 6 byte)"));
+    }
+    // A NORMAL token of byte-level BPE is text in the byte-level alphabet.
+    if (t == 1) {
+      const std::string& token = spec.tokens[id];
+      for (size_t at = 0; at < token.size();) {
+        size_t len = 0;
+        const uint32_t cp = DecodeUtf8(absl::string_view(token).substr(at), &len);
+        if (len == 0 || UnicodeToByte(cp) < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, "tokenizer.ggml.tokens[", id, "] = '", Printable(token),
+              "' (a normal token) is not byte-level BPE text (the tokens array is corrupt)"));
+        }
+        at += len;
+      }
+    }
+    if (t == 3 || t == 4) {  // CONTROL (special) / USER_DEFINED (plain added token)
+      spec.added_tokens.push_back(
+          TokenizerSpec::AddedToken{static_cast<int32_t>(id), spec.tokens[id], t == 3});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// tokenizer.ggml.pre names the pre-tokenizer (llama.cpp's names).
+absl::Status AddGgufPreTokenizer(const weights::GgufFile& gguf, const std::string& where,
+                                 TokenizerSpec& spec) {
+  std::string pre = "gpt2";
+  if (gguf.Find("tokenizer.ggml.pre") != nullptr) {
+    absl::StatusOr<std::string> p = gguf.GetString("tokenizer.ggml.pre");
+    if (!p.ok()) return p.status();
+    pre = *p;
+  }
+  if (pre == "smollm") {
+    spec.pre_tokenizer_patterns = {std::string(kDigitsIndividualPattern),
+                                   std::string(kGpt2Pattern)};
+  } else if (pre == "gpt2") {
+    spec.pre_tokenizer_patterns = {std::string(kGpt2Pattern)};
+  } else if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
+    spec.pre_tokenizer_patterns = {std::string(kLlama3Pattern)};
+    spec.ignore_merges = true;
+  } else {
+    return absl::UnimplementedError(absl::StrCat(
+        where, "pre-tokenizer tokenizer.ggml.pre = '", pre,
+        "' is not supported (supported: smollm, gpt2, llama-bpe, llama3, llama-v3)"));
+  }
+  return absl::OkStatus();
+}
+
+// BOS/EOS/unknown ids and the add_bos/add_eos/add_space_prefix flags.
+absl::Status AddGgufSpecialTokens(const weights::GgufFile& gguf, const std::string& where,
+                                  TokenizerSpec& spec) {
+  auto optional_id = [&](const char* key, std::optional<int32_t>* out) -> absl::Status {
+    if (gguf.Find(key) == nullptr) return absl::OkStatus();
+    absl::StatusOr<int64_t> v = gguf.GetInt(key);
+    if (!v.ok()) return v.status();
+    if (*v < 0 || *v >= static_cast<int64_t>(spec.tokens.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(where, key, " = ", *v,
+                                                     " is out of range [0, ",
+                                                     spec.tokens.size(), ")"));
+    }
+    *out = static_cast<int32_t>(*v);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = optional_id("tokenizer.ggml.bos_token_id", &spec.bos_id); !s.ok()) return s;
+  if (absl::Status s = optional_id("tokenizer.ggml.eos_token_id", &spec.eos_id); !s.ok()) return s;
+  if (absl::Status s = optional_id("tokenizer.ggml.unknown_token_id", &spec.unk_id); !s.ok()) {
+    return s;
+  }
+  auto optional_bool = [&](const char* key, bool* out) -> absl::Status {
+    if (gguf.Find(key) == nullptr) return absl::OkStatus();
+    absl::StatusOr<bool> v = gguf.GetBool(key);
+    if (!v.ok()) return v.status();
+    *out = *v;
+    return absl::OkStatus();
+  };
+  bool add_bos = false, add_eos = false;
+  if (absl::Status s = optional_bool("tokenizer.ggml.add_bos_token", &add_bos); !s.ok()) return s;
+  if (absl::Status s = optional_bool("tokenizer.ggml.add_eos_token", &add_eos); !s.ok()) return s;
+  if (absl::Status s = optional_bool("tokenizer.ggml.add_space_prefix", &spec.add_prefix_space);
+      !s.ok()) {
+    return s;
+  }
+  if (add_bos) {
+    if (!spec.bos_id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "add_bos_token is true but tokenizer.ggml.bos_token_id is missing"));
+    }
+    spec.prefix_ids.push_back(*spec.bos_id);
+  }
+  if (add_eos) {
+    if (!spec.eos_id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "add_eos_token is true but tokenizer.ggml.eos_token_id is missing"));
+    }
+    spec.suffix_ids.push_back(*spec.eos_id);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromGguf(const weights::GgufFile& gguf) {
+  const std::string where = absl::StrCat("GGUF ", gguf.name(), ": ");
+  absl::StatusOr<std::string> model = gguf.GetString("tokenizer.ggml.model");
+  if (!model.ok()) return model.status();
+  if (*model != "gpt2") {
+    return absl::UnimplementedError(absl::StrCat(
+        where, "tokenizer.ggml.model is '", *model,
+        "'; only byte-level BPE ('gpt2') is supported"));
+  }
+  TokenizerSpec spec;
+  absl::StatusOr<std::vector<std::string>> tokens = gguf.GetStringArray("tokenizer.ggml.tokens");
+  if (!tokens.ok()) return tokens.status();
+  spec.tokens = *std::move(tokens);
+  if (spec.tokens.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "tokenizer.ggml.tokens is empty"));
+  }
+  if (absl::Status s = AddGgufMerges(gguf, where, spec); !s.ok()) return s;
+  // A corrupt tokens array would otherwise surface as a merge naming a token the
+  // vocabulary lacks: say which token is broken.
+  for (size_t id = 0; id < spec.tokens.size(); ++id) {
+    if (!ValidateUtf8(spec.tokens[id]).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "tokenizer.ggml.tokens[", id, "] = '",
+                                                     Printable(spec.tokens[id]),
+                                                     "' is not valid UTF-8 (the tokens array is corrupt)"));
+    }
+  }
+  if (absl::Status s = AddGgufTokenTypes(gguf, where, spec); !s.ok()) return s;
+  if (absl::Status s = AddGgufPreTokenizer(gguf, where, spec); !s.ok()) return s;
+  if (absl::Status s = AddGgufSpecialTokens(gguf, where, spec); !s.ok()) return s;
+  return spec;
+}
+
+}  // namespace dk::tokenizer
