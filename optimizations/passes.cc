@@ -235,11 +235,29 @@ absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std:
   return options;
 }
 
+absl::StatusOr<elf::LineageEntry> ApplyPass(const Pass& pass, elf::Program& program,
+                                            const registry::TargetConstraints& target,
+                                            const PassOptions& options, NoopPolicy noop) {
+  DK_ASSIGN_OR_RETURN(PassResult result, pass.run(program, target, options));
+  elf::LineageEntry& entry = *program.add_lineage();
+  entry.set_pass(pass.name);
+  entry.set_target(target.name());
+  entry.set_applied(result.changed);
+  entry.set_reason(std::move(result.summary));
+  if (!result.changed && noop == NoopPolicy::kFail) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "changed nothing (", entry.reason(),
+        "). An inert stage must not hide in the chain: remove it from BUILD, or set allow_noop = True"));
+  }
+  return entry;
+}
+
 absl::StatusOr<bool> RunPass(absl::string_view name, elf::Program& program,
                              const registry::TargetConstraints& target, absl::Span<const std::string> args) {
   DK_ASSIGN_OR_RETURN(const Pass* pass, FindPass(name));
   DK_ASSIGN_OR_RETURN(const PassOptions options, ParseOptions(*pass, args));
-  return pass->run(program, target, options);
+  DK_ASSIGN_OR_RETURN(const elf::LineageEntry entry, ApplyPass(*pass, program, target, options, NoopPolicy::kAllow));
+  return entry.applied();
 }
 
 std::string DescribePasses() {

@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt {
@@ -58,10 +59,10 @@ class PassOptions {
   std::map<std::string, std::string> strings_;
 };
 
-// Runs the pass: returns whether the program changed; the pass appends its
-// lineage record either way.
-using PassFn = std::function<absl::StatusOr<bool>(elf::Program&, const registry::TargetConstraints&,
-                                                  const PassOptions&)>;
+// Runs the pass: returns whether the program changed and what (or why not).
+// Passes write no lineage: ApplyPass does.
+using PassFn = std::function<absl::StatusOr<PassResult>(elf::Program&, const registry::TargetConstraints&,
+                                                        const PassOptions&)>;
 
 struct Pass {
   std::string name;  // --pass=<name>, the rule's lineage entry, the folder's name
@@ -80,7 +81,22 @@ absl::StatusOr<const Pass*> FindPass(absl::string_view name);
 // pass's options for an unknown key, naming the option for a bad value.
 absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std::string> args);
 
-// FindPass, ParseOptions, then the pass on `program`.
+// What the pipeline does with a pass that changes nothing.
+enum class NoopPolicy {
+  kAllow,  // the entry says "not applied" and the run succeeds
+  kFail,   // FailedPrecondition: an inert stage must not hide in a chain
+};
+
+// The pipeline's one step: runs `pass` on `program` and appends the pass's
+// lineage entry (its name, the target's name, applied = whether it changed the
+// program, reason = its summary), then applies `noop`. Returns the entry. An
+// error from the pass appends nothing.
+absl::StatusOr<elf::LineageEntry> ApplyPass(const Pass& pass, elf::Program& program,
+                                            const registry::TargetConstraints& target,
+                                            const PassOptions& options, NoopPolicy noop);
+
+// FindPass, ParseOptions, then ApplyPass with NoopPolicy::kAllow; returns whether
+// the program changed.
 absl::StatusOr<bool> RunPass(absl::string_view name, elf::Program& program,
                              const registry::TargetConstraints& target,
                              absl::Span<const std::string> args = {});

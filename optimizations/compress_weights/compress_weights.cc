@@ -25,11 +25,9 @@ struct Reader {
 
 }  // namespace
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target) {
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target) {
   if (!target.supports_x12_layout()) {
-    Record(p, kName, target.name(), false,
-           absl::StrCat(target.name(), " has no ", registry::kPackedPanelX12V1, " weight layout"));
-    return false;
+    return Unchanged(absl::StrCat(target.name(), " has no ", registry::kPackedPanelX12V1, " weight layout"));
   }
   std::map<std::string, elf::BufferObject*> bos;
   for (auto& b : *p.mutable_bos()) bos[b.name()] = &b;
@@ -106,17 +104,15 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
     absl::StrAppend(&kept_note, "; kept ", registry::kPackedPanelV1, " (", why, "): ", absl::StrJoin(kernels, ", "));
   }
   if (weights == 0) {
-    Record(p, kName, target.name(), false,
-           absl::StrCat("nothing to do: no bf16 ", registry::kPackedPanelV1, " GEMV weight to compress", kept_note));
-    return false;
+    return Unchanged(
+        absl::StrCat("nothing to do: no bf16 ", registry::kPackedPanelV1, " GEMV weight to compress", kept_note));
   }
-  Record(p, kName, target.name(), true,
-         absl::StrCat(weights, " GEMV weights (", HumanBytes(bf16_bytes), " bf16) stored in 12 bits each at load (",
-                      registry::kPackedPanelX12V1, ", lossless): ", HumanBytes(x12_bytes),
-                      " streamed per token where every block compresses (a block needing more than 8 exponent "
-                      "pairs stays bf16, decided at load); launches use ",
-                      absl::StrJoin(symbols, ", "), kept_note));
-  return true;
+  return Changed(absl::StrCat(weights, " GEMV weights (", HumanBytes(bf16_bytes),
+                              " bf16) stored in 12 bits each at load (", registry::kPackedPanelX12V1,
+                              ", lossless): ", HumanBytes(x12_bytes),
+                              " streamed per token where every block compresses (a block needing more than 8 exponent "
+                              "pairs stays bf16, decided at load); launches use ",
+                              absl::StrJoin(symbols, ", "), kept_note));
 }
 
 }  // namespace dk::opt::compress_weights

@@ -316,7 +316,7 @@ int Launches(const elf::Program& p) {
 
 }  // namespace
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target, const Options& options) {
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target, const Options& options) {
   const std::vector<std::string> all = Fusions();
   std::set<std::string> fusions = options.fusions;
   for (const std::string& f : fusions) {
@@ -346,24 +346,21 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
     notes = absl::StrCat("; left unfused: ", absl::StrJoin(reasons, "; "));
   }
   if (fused == 0) {
-    Record(p, kName, target.name(), false,
-           absl::StrCat("nothing to do: no RMSNorm shares a launch group with the GEMVs it feeds, nor a GEMV "
-                        "with its residual add, as values that stay in the group (run merge_multi_launch and "
-                        "buffer_object_reuse first)",
-                        notes));
-    return false;
+    return Unchanged(
+        absl::StrCat("nothing to do: no RMSNorm shares a launch group with the GEMVs it feeds, nor a GEMV "
+                     "with its residual add, as values that stay in the group (run merge_multi_launch and "
+                     "buffer_object_reuse first)",
+                     notes));
   }
   const int removed = RemoveUnusedBos(p);
   std::vector<std::string> parts;
   for (const auto& [id, n] : fuser.made) parts.push_back(absl::StrCat(id, " x", n));
-  Record(p, kName, target.name(), true,
-         absl::StrCat(fused, " fused launches (", absl::StrJoin(parts, ", "), "); launches per token ",
-                      launches_before, " -> ", Launches(p), ", GEMV passes ", passes_before, " -> ",
-                      GemvPasses(p), "; ", removed,
-                      " intermediate BOs gone; bit-identical to the parent (rounded where the unfused "
-                      "kernels round)",
-                      notes));
-  return true;
+  return Changed(absl::StrCat(fused, " fused launches (", absl::StrJoin(parts, ", "), "); launches per token ",
+                              launches_before, " -> ", Launches(p), ", GEMV passes ", passes_before, " -> ",
+                              GemvPasses(p), "; ", removed,
+                              " intermediate BOs gone; bit-identical to the parent (rounded where the unfused "
+                              "kernels round)",
+                              notes));
 }
 
 }  // namespace dk::opt::fuse_kernels

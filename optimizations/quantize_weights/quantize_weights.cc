@@ -61,8 +61,8 @@ absl::StatusOr<std::map<std::string, std::string>> ParseStored(const std::vector
 
 }  // namespace
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target,
-                         const Options& options) {
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target,
+                               const Options& options) {
   DK_ASSIGN_OR_RETURN(const elf::BlockFormat scheme_format, FormatOf(options.scheme));
   const bool as_stored = options.scheme == "gguf";
   DK_ASSIGN_OR_RETURN(const auto stored_types, ParseStored(options.stored));
@@ -218,11 +218,9 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   const std::string unfit_note =
       unfit.empty() ? "" : absl::StrCat("; not a multiple of 32 columns: ", absl::StrJoin(unfit, ", "));
   if (quantized.empty()) {
-    Record(p, kName, target.name(), false,
-           absl::StrCat("nothing to do: no bf16 GEMV weight left to quantize to ", options.scheme,
-                        already ? absl::StrCat(" (", already, " already are)") : "", kept_note, stays_note,
-                        unfit_note));
-    return false;
+    return Unchanged(absl::StrCat("nothing to do: no bf16 GEMV weight left to quantize to ", options.scheme,
+                                  already ? absl::StrCat(" (", already, " already are)") : "", kept_note, stays_note,
+                                  unfit_note));
   }
   std::vector<std::string> parts;
   int total = 0;
@@ -236,12 +234,10 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   const int64_t bytes_after = WeightBytesPerToken(p);
   const std::string how = as_stored ? "read as the GGUF stores them, its blocks copied at load"
                                     : absl::StrCat("quantized to ", options.scheme, " at load");
-  Record(p, kName, target.name(), true,
-         absl::StrCat(total, " GEMV weights ", how, " (", absl::StrJoin(parts, ", "), "); launches use ",
-                      absl::StrJoin(symbols, ", "), requantized_note, kept_note, stays_note, unfit_note,
-                      "; weight bytes/token ", HumanBytes(bytes_before), " -> ", HumanBytes(bytes_after), " (",
-                      bytes_before, " -> ", bytes_after, ")"));
-  return true;
+  return Changed(absl::StrCat(total, " GEMV weights ", how, " (", absl::StrJoin(parts, ", "), "); launches use ",
+                              absl::StrJoin(symbols, ", "), requantized_note, kept_note, stays_note, unfit_note,
+                              "; weight bytes/token ", HumanBytes(bytes_before), " -> ", HumanBytes(bytes_after), " (",
+                              bytes_before, " -> ", bytes_after, ")"));
 }
 
 }  // namespace dk::opt::quantize_weights
