@@ -7,7 +7,7 @@ drifting apart; a folder's BUILD is one call.
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library", "cc_test")
-load("//tools/build_defs:layering.bzl", "layering_test")
+load("//rules:layering.bzl", "layering_test")
 
 # What every pass may use: the ELF schema, the kernel registry, the shared helpers.
 _PASS_DEPS = [

@@ -1,5 +1,5 @@
 // elf_opt: runs one optimization pass of the pass table (optimizations/passes.h)
-// over a decode ELF; the tool behind the rules in //optimizations:defs.bzl.
+// over a decode ELF; the tool behind the rules in //rules:defs.bzl.
 //   elf_opt --pass=layout_alignment --target=cpu --in a.elf --out b.elf lm_head_partition_rows=128
 //   elf_opt --pass=merge_multi_launch --in a.elf --out b.elf groups=rms_gemv_rope,lm_head
 //   elf_opt --pass=quantize_weights --weights model.gguf --in a.elf --out b.elf scheme=gguf

@@ -9,6 +9,8 @@ optimization is adding or deleting one rule line in a model's chain (and
 pointing the next rule's `src` past it); what checks and times the chain names
 only its final stage:
 
+    load("//rules:defs.bzl", ...)
+
     decode_elf(name = "decode", config = "config.textproto")
     layout_alignment(name = "decode_aligned", src = ":decode")
     buffer_object_reuse(name = "decode_bo", src = ":decode_aligned")
@@ -29,7 +31,7 @@ stage cannot hide in a chain. `target` selects the constraints the pass respects
 ("cpu", or "npu2" for the reference NPU's limits).
 """
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
+load("//rules:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
 
 _COMMON_ATTRS = {
     "src": attr.label(
