@@ -23,12 +23,9 @@ struct Reader {
   std::string blocker;  // why it cannot switch ("" if it can)
 };
 
-}  // namespace
-
-absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target) {
-  if (!target.supports_x12_layout()) {
-    return Unchanged(absl::StrCat(target.name(), " has no ", registry::kPackedPanelX12V1, " weight layout"));
-  }
+// Every launch that reads GEMV weights, with why it cannot switch to the x12
+// layout on its own account.
+absl::StatusOr<std::vector<Reader>> ReadersOf(elf::Program& p) {
   std::map<std::string, elf::BufferObject*> bos;
   for (auto& b : *p.mutable_bos()) bos[b.name()] = &b;
   std::vector<Reader> readers;
@@ -60,8 +57,12 @@ absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraint
       readers.push_back(std::move(r));
     }
   }
-  // A weight switches only if every launch reading it does; a launch only if all
-  // its weights do.
+  return readers;
+}
+
+// A weight switches only if every launch reading it does; a launch only if all
+// its weights do: blocks each reader of a weight that stays.
+void BlockReadersOfStayingWeights(std::vector<Reader>& readers) {
   std::set<const elf::BufferObject*> stay;
   for (bool changed = true; changed;) {
     changed = false;
@@ -73,6 +74,16 @@ absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraint
       for (const elf::BufferObject* w : r.weights) changed = stay.insert(w).second || changed;
     }
   }
+}
+
+}  // namespace
+
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target) {
+  if (!target.supports_x12_layout()) {
+    return Unchanged(absl::StrCat(target.name(), " has no ", registry::kPackedPanelX12V1, " weight layout"));
+  }
+  DK_ASSIGN_OR_RETURN(std::vector<Reader> readers, ReadersOf(p));
+  BlockReadersOfStayingWeights(readers);
   int weights = 0;
   int64_t bf16_bytes = 0, x12_bytes = 0;
   std::set<std::string> symbols;
