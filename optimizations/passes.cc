@@ -27,88 +27,114 @@ std::vector<std::string> KeepChoices() {
   return choices;
 }
 
+// One entry of the table per pass: name, doc, options, and the run function that
+// turns the parsed options into the pass's own.
+Pass LayoutAlignmentEntry() {
+  return Pass{
+      layout_alignment::kName,
+      "GEMV weights packed once at load (packed_panel_v1), launches on the packed kernel; "
+      "the LM head split into vocab partitions",
+      {{"lm_head_partition_rows", OptionKind::kInt,
+        absl::StrCat(layout_alignment::Options{}.lm_head_partition_rows),
+        "rows per LM-head partition (0: do not split); the target's GEMV row limit caps it"}},
+      [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+        layout_alignment::Options options;
+        options.lm_head_partition_rows = o.Int("lm_head_partition_rows");
+        return layout_alignment::Run(p, target, options);
+      },
+  };
+}
+
+Pass BufferObjectReuseEntry() {
+  return Pass{
+      buffer_object_reuse::kName,
+      "weights STATIC (written once at load), device-only values INTERMEDIATE; only host-made "
+      "values written per run, only what the host reads read back",
+      {},
+      [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions&) {
+        return buffer_object_reuse::Run(p, target);
+      },
+  };
+}
+
+Pass MergeMultiLaunchEntry() {
+  return Pass{
+      merge_multi_launch::kName,
+      "consecutive launches no host step separates become one launch group per layer "
+      "(rms_gemv_rope, o_gemv_ffn) plus one for the LM head",
+      {{"groups", OptionKind::kStringList, "", "the merges to make (empty: all)",
+        {"rms_gemv_rope", "o_gemv_ffn", "lm_head"}}},
+      [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+        merge_multi_launch::Options options;
+        const std::vector<std::string>& groups = o.StringList("groups");
+        options.groups.insert(groups.begin(), groups.end());
+        return merge_multi_launch::Run(p, target, options);
+      },
+  };
+}
+
+Pass FuseKernelsEntry() {
+  return Pass{
+      fuse_kernels::kName,
+      "inside each launch group a GEMV and its neighbours become one fused launch (RMSNorm + "
+      "q/k/v, RMSNorm + gate/up + SiLU*mul, GEMV + residual add); bit-identical to the parent",
+      {{"fusions", OptionKind::kStringList, "", "the fusions to make (empty: all)", fuse_kernels::Fusions()}},
+      [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+        fuse_kernels::Options options;
+        const std::vector<std::string>& fusions = o.StringList("fusions");
+        options.fusions.insert(fusions.begin(), fusions.end());
+        return fuse_kernels::Run(p, target, options);
+      },
+  };
+}
+
+Pass CompressWeightsEntry() {
+  return Pass{
+      compress_weights::kName,
+      "bf16 GEMV weights stored in 12 bits each at load (packed_panel_x12_v1: lossless, rebuilt bit "
+      "for bit while streaming), launches on the x12 kernels; bit-identical to the parent",
+      {},
+      [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions&) {
+        return compress_weights::Run(p, target);
+      },
+  };
+}
+
+Pass QuantizeWeightsEntry() {
+  return Pass{
+      quantize_weights::kName,
+      "GEMV weights in GGUF blocks (quantized at load to Q8_0 or Q4_0, or the GGUF's own "
+      "blocks as stored), launches on the quantized kernel; changes numerics (gated "
+      "against the bf16 goldens)",
+      {{"scheme", OptionKind::kString, quantize_weights::Options{}.scheme,
+        "the block format of the quantized weights, or gguf: each weight as the file stores it",
+        quantize_weights::Schemes()},
+       {"keep", OptionKind::kStringList, quantize_weights::kKeepDefault,
+        "the GEMV weight classes that stay bf16 (empty: none; default: lm_head, or none for gguf)",
+        KeepChoices()},
+       {"stored", OptionKind::kStringList, "",
+        "scheme gguf: tensor=ggml type for every tensor of the file (elf_opt --weights fills it)", {}}},
+      [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+        quantize_weights::Options options;
+        options.scheme = o.String("scheme");
+        const std::vector<std::string>& keep = o.StringList("keep");
+        options.keep = std::set<std::string>(keep.begin(), keep.end());
+        options.stored = o.StringList("stored");
+        return quantize_weights::Run(p, target, options);
+      },
+  };
+}
+
 }  // namespace
 
 const std::vector<Pass>& Passes() {
   static const std::vector<Pass>* const passes = new std::vector<Pass>{
-      {
-          layout_alignment::kName,
-          "GEMV weights packed once at load (packed_panel_v1), launches on the packed kernel; "
-          "the LM head split into vocab partitions",
-          {{"lm_head_partition_rows", OptionKind::kInt,
-            absl::StrCat(layout_alignment::Options{}.lm_head_partition_rows),
-            "rows per LM-head partition (0: do not split); the target's GEMV row limit caps it"}},
-          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
-            layout_alignment::Options options;
-            options.lm_head_partition_rows = o.Int("lm_head_partition_rows");
-            return layout_alignment::Run(p, target, options);
-          },
-      },
-      {
-          buffer_object_reuse::kName,
-          "weights STATIC (written once at load), device-only values INTERMEDIATE; only host-made "
-          "values written per run, only what the host reads read back",
-          {},
-          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions&) {
-            return buffer_object_reuse::Run(p, target);
-          },
-      },
-      {
-          merge_multi_launch::kName,
-          "consecutive launches no host step separates become one launch group per layer "
-          "(rms_gemv_rope, o_gemv_ffn) plus one for the LM head",
-          {{"groups", OptionKind::kStringList, "", "the merges to make (empty: all)",
-            {"rms_gemv_rope", "o_gemv_ffn", "lm_head"}}},
-          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
-            merge_multi_launch::Options options;
-            const std::vector<std::string>& groups = o.StringList("groups");
-            options.groups.insert(groups.begin(), groups.end());
-            return merge_multi_launch::Run(p, target, options);
-          },
-      },
-      {
-          fuse_kernels::kName,
-          "inside each launch group a GEMV and its neighbours become one fused launch (RMSNorm + "
-          "q/k/v, RMSNorm + gate/up + SiLU*mul, GEMV + residual add); bit-identical to the parent",
-          {{"fusions", OptionKind::kStringList, "", "the fusions to make (empty: all)", fuse_kernels::Fusions()}},
-          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
-            fuse_kernels::Options options;
-            const std::vector<std::string>& fusions = o.StringList("fusions");
-            options.fusions.insert(fusions.begin(), fusions.end());
-            return fuse_kernels::Run(p, target, options);
-          },
-      },
-      {
-          compress_weights::kName,
-          "bf16 GEMV weights stored in 12 bits each at load (packed_panel_x12_v1: lossless, rebuilt bit "
-          "for bit while streaming), launches on the x12 kernels; bit-identical to the parent",
-          {},
-          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions&) {
-            return compress_weights::Run(p, target);
-          },
-      },
-      {
-          quantize_weights::kName,
-          "GEMV weights in GGUF blocks (quantized at load to Q8_0 or Q4_0, or the GGUF's own "
-          "blocks as stored), launches on the quantized kernel; changes numerics (gated "
-          "against the bf16 goldens)",
-          {{"scheme", OptionKind::kString, quantize_weights::Options{}.scheme,
-            "the block format of the quantized weights, or gguf: each weight as the file stores it",
-            quantize_weights::Schemes()},
-           {"keep", OptionKind::kStringList, quantize_weights::kKeepDefault,
-            "the GEMV weight classes that stay bf16 (empty: none; default: lm_head, or none for gguf)",
-            KeepChoices()},
-           {"stored", OptionKind::kStringList, "",
-            "scheme gguf: tensor=ggml type for every tensor of the file (elf_opt --weights fills it)", {}}},
-          [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
-            quantize_weights::Options options;
-            options.scheme = o.String("scheme");
-            const std::vector<std::string>& keep = o.StringList("keep");
-            options.keep = std::set<std::string>(keep.begin(), keep.end());
-            options.stored = o.StringList("stored");
-            return quantize_weights::Run(p, target, options);
-          },
-      },
+      LayoutAlignmentEntry(),
+      BufferObjectReuseEntry(),
+      MergeMultiLaunchEntry(),
+      FuseKernelsEntry(),
+      CompressWeightsEntry(),
+      QuantizeWeightsEntry(),
   };
   return *passes;
 }
@@ -235,11 +261,29 @@ absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std:
   return options;
 }
 
+absl::StatusOr<elf::LineageEntry> ApplyPass(const Pass& pass, elf::Program& program,
+                                            const registry::TargetConstraints& target,
+                                            const PassOptions& options, NoopPolicy noop) {
+  DK_ASSIGN_OR_RETURN(PassResult result, pass.run(program, target, options));
+  elf::LineageEntry& entry = *program.add_lineage();
+  entry.set_pass(pass.name);
+  entry.set_target(target.name());
+  entry.set_applied(result.changed);
+  entry.set_reason(std::move(result.summary));
+  if (!result.changed && noop == NoopPolicy::kFail) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "changed nothing (", entry.reason(),
+        "). An inert stage must not hide in the chain: remove it from BUILD, or set allow_noop = True"));
+  }
+  return entry;
+}
+
 absl::StatusOr<bool> RunPass(absl::string_view name, elf::Program& program,
                              const registry::TargetConstraints& target, absl::Span<const std::string> args) {
   DK_ASSIGN_OR_RETURN(const Pass* pass, FindPass(name));
   DK_ASSIGN_OR_RETURN(const PassOptions options, ParseOptions(*pass, args));
-  return pass->run(program, target, options);
+  DK_ASSIGN_OR_RETURN(const elf::LineageEntry entry, ApplyPass(*pass, program, target, options, NoopPolicy::kAllow));
+  return entry.applied();
 }
 
 std::string DescribePasses() {

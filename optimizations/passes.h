@@ -1,11 +1,13 @@
-// The pass table: every optimization pass, with a one-line doc, its options and
-// the function that runs it. tools/elf_opt and the pass tests run passes only
-// through this table. Adding a pass: its folder (optimizations/<pass>/), one
-// entry in passes.cc (and its dep in BUILD), one rule in defs.bzl.
+// The pass table: every pass, with a one-line doc, its options and the function
+// that runs it. tools/elf_opt and the pass tests run passes only through this
+// table. Adding a pass: its folder (optimizations/<pass>/, whose BUILD is one
+// optimization_pass() call), one entry in passes.cc (and its dep in BUILD), one
+// rule in defs.bzl.
 //
 // Options arrive as text, "key=value" (elf_opt's positional arguments, which
-// defs.bzl builds from the rule's attributes of the same names); every option the
-// run does not set has the table's default.
+// defs.bzl builds from the rule's attributes of the same names, passing only those
+// set); every option the run does not set has the table's default: the table is
+// where an option's default and allowed values are stated.
 // Thread-safety: the table is immutable; the functions are stateless.
 #ifndef DK_OPTIMIZATIONS_PASSES_H_
 #define DK_OPTIMIZATIONS_PASSES_H_
@@ -20,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt {
@@ -58,10 +61,10 @@ class PassOptions {
   std::map<std::string, std::string> strings_;
 };
 
-// Runs the pass: returns whether the program changed; the pass appends its
-// lineage record either way.
-using PassFn = std::function<absl::StatusOr<bool>(elf::Program&, const registry::TargetConstraints&,
-                                                  const PassOptions&)>;
+// Runs the pass: returns whether the program changed and what (or why not).
+// Passes write no lineage: ApplyPass does.
+using PassFn = std::function<absl::StatusOr<PassResult>(elf::Program&, const registry::TargetConstraints&,
+                                                        const PassOptions&)>;
 
 struct Pass {
   std::string name;  // --pass=<name>, the rule's lineage entry, the folder's name
@@ -80,7 +83,22 @@ absl::StatusOr<const Pass*> FindPass(absl::string_view name);
 // pass's options for an unknown key, naming the option for a bad value.
 absl::StatusOr<PassOptions> ParseOptions(const Pass& pass, absl::Span<const std::string> args);
 
-// FindPass, ParseOptions, then the pass on `program`.
+// What the pipeline does with a pass that changes nothing.
+enum class NoopPolicy {
+  kAllow,  // the entry says "not applied" and the run succeeds
+  kFail,   // FailedPrecondition: an inert stage must not hide in a chain
+};
+
+// The pipeline's one step: runs `pass` on `program` and appends the pass's
+// lineage entry (its name, the target's name, applied = whether it changed the
+// program, reason = its summary), then applies `noop`. Returns the entry. An
+// error from the pass appends nothing.
+absl::StatusOr<elf::LineageEntry> ApplyPass(const Pass& pass, elf::Program& program,
+                                            const registry::TargetConstraints& target,
+                                            const PassOptions& options, NoopPolicy noop);
+
+// FindPass, ParseOptions, then ApplyPass with NoopPolicy::kAllow; returns whether
+// the program changed.
 absl::StatusOr<bool> RunPass(absl::string_view name, elf::Program& program,
                              const registry::TargetConstraints& target,
                              absl::Span<const std::string> args = {});

@@ -46,6 +46,50 @@ TEST(Passes, EveryEntryIsCompleteAndRunsWithItsDefaults) {
   }
 }
 
+// The pipeline, not the pass, writes the lineage entry: from the pass's result,
+// once per run, whether or not the pass changed anything; the no-op policy
+// decides whether an unchanged program is an error.
+TEST(Passes, ApplyPassRecordsTheResultAndAppliesTheNoopPolicy) {
+  const Pass& layout = **FindPass("layout_alignment");
+  const registry::TargetConstraints& cpu = **registry::FindTarget("cpu");
+  auto options = ParseOptions(layout, {});
+  ASSERT_TRUE(options.ok()) << options.status();
+  auto p = testing::BuildChain(testing::TinyShape(), {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  const int before = p->lineage_size();
+
+  auto applied = ApplyPass(layout, *p, cpu, *options, NoopPolicy::kFail);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  ASSERT_EQ(p->lineage_size(), before + 1);
+  const elf::LineageEntry& entry = p->lineage(before);
+  EXPECT_EQ(entry.pass(), "layout_alignment");
+  EXPECT_EQ(entry.target(), "cpu");
+  EXPECT_TRUE(entry.applied());
+  EXPECT_NE(entry.reason().find("packed once at load"), std::string::npos) << entry.reason();
+  EXPECT_EQ(applied->SerializeAsString(), entry.SerializeAsString());
+
+  // Again: nothing left to pack. Allowed, the entry says why; refused, an error
+  // carrying the same reason.
+  auto skipped = ApplyPass(layout, *p, cpu, *options, NoopPolicy::kAllow);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  ASSERT_EQ(p->lineage_size(), before + 2);
+  EXPECT_FALSE(p->lineage(before + 1).applied());
+  EXPECT_EQ(p->lineage(before + 1).reason(), "nothing to do: every GEMV weight is already packed");
+  auto refused = ApplyPass(layout, *p, cpu, *options, NoopPolicy::kFail);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ErrorOf(refused.status()),
+            "changed nothing (nothing to do: every GEMV weight is already packed). An inert stage must not "
+            "hide in the chain: remove it from BUILD, or set allow_noop = True");
+
+  // A pass's error appends no entry.
+  auto bad = ParseOptions(layout, {"lm_head_partition_rows=-1"});
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  const int entries = p->lineage_size();
+  EXPECT_FALSE(ApplyPass(layout, *p, cpu, *bad, NoopPolicy::kAllow).ok());
+  EXPECT_EQ(p->lineage_size(), entries);
+}
+
 TEST(Passes, UnknownPassNamesTheKnownOnes) {
   auto pass = FindPass("fuse_everything");
   ASSERT_FALSE(pass.ok());

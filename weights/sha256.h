@@ -1,6 +1,6 @@
-// SHA-256 (FIPS 180-4), streaming. Used for weight digests; no external crypto
-// library. Uses the x86 SHA extensions when the CPU has them (about 2 GB/s on one
-// core, vs ~300 MB/s portable), with identical output.
+// SHA-256 (FIPS 180-4), streaming, for weight digests: a thin wrapper over
+// Debian's libcrypto (OpenSSL's EVP interface), which picks the fastest code the
+// CPU offers (the x86 SHA extensions where present).
 //
 // Thread-safety: a Sha256 object is not thread-safe; use one per thread.
 #ifndef DK_WEIGHTS_SHA256_H_
@@ -9,15 +9,24 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/strings/string_view.h"
+
+// OpenSSL's digest context (EVP_MD_CTX); declared here so that only sha256.cc
+// includes OpenSSL's headers.
+struct evp_md_ctx_st;
 
 namespace dk::weights {
 
 class Sha256 {
  public:
   Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
+  ~Sha256();
+
   void Update(const void* data, size_t size);
   void Update(absl::string_view s) { Update(s.data(), s.size()); }
   // Finishes the hash; the object must not be updated afterwards.
@@ -25,17 +34,11 @@ class Sha256 {
   // Final() as 64 lowercase hex digits.
   std::string HexFinal();
 
-  // For tests: force the portable implementation even where SHA-NI exists.
-  void DisableHardwareForTesting() { use_hw_ = false; }
-
  private:
-  void Blocks(const uint8_t* p, size_t n_blocks);
-
-  uint32_t state_[8];
-  uint8_t buffer_[64];
-  size_t buffered_ = 0;
-  uint64_t total_bytes_ = 0;
-  bool use_hw_;
+  struct FreeContext {
+    void operator()(evp_md_ctx_st* ctx) const;
+  };
+  std::unique_ptr<evp_md_ctx_st, FreeContext> ctx_;
 };
 
 // One-shot helper: hex digest of `s`.

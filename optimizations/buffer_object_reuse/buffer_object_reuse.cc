@@ -131,7 +131,7 @@ void RemoveDeadValues(elf::Program& p) {
 
 }  // namespace
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target) {
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target) {
   const int64_t bytes_before = BytesWrittenPerToken(p);
   const int bos_before = p.bos_size();
   DK_ASSIGN_OR_RETURN(const Dataflow before, ComputeDataflow(p));
@@ -143,15 +143,12 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   RemoveDeadValues(p);
 
   if (!changed && removed == 0) {
-    Record(p, kName, target.name(), false, "nothing to do: weights already STATIC and every value has one BO");
-    return false;
+    return Unchanged("nothing to do: weights already STATIC and every value has one BO");
   }
-  Record(p, kName, target.name(), true,
-         absl::StrCat(c.n_static, " weight BOs STATIC, written once at load (", HumanBytes(c.static_bytes),
-                      "); ", bos_before, " -> ", p.bos_size(), " BOs (", c.intermediate, " INTERMEDIATE, ",
-                      c.write, " WRITE, ", c.output, " OUTPUT); host writes per token ",
-                      HumanBytes(bytes_before), " -> ", HumanBytes(BytesWrittenPerToken(p))));
-  return true;
+  return Changed(absl::StrCat(c.n_static, " weight BOs STATIC, written once at load (", HumanBytes(c.static_bytes),
+                              "); ", bos_before, " -> ", p.bos_size(), " BOs (", c.intermediate, " INTERMEDIATE, ",
+                              c.write, " WRITE, ", c.output, " OUTPUT); host writes per token ",
+                              HumanBytes(bytes_before), " -> ", HumanBytes(BytesWrittenPerToken(p))));
 }
 
 }  // namespace dk::opt::buffer_object_reuse

@@ -8,14 +8,15 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt::buffer_object_reuse {
 
 inline constexpr char kName[] = "buffer_object_reuse";
 
-// Returns whether the program changed; appends a lineage record either way.
-absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target);
+// Returns whether the program changed and what (or why not), for the lineage.
+absl::StatusOr<PassResult> Run(elf::Program& program, const registry::TargetConstraints& target);
 
 }  // namespace dk::opt::buffer_object_reuse
 

@@ -48,15 +48,6 @@ bool HostReads(const elf::Program&, const Dataflow& flow, const std::string& val
   return false;
 }
 
-void Record(elf::Program& p, const std::string& pass, const std::string& target, bool applied,
-            const std::string& reason) {
-  auto* l = p.add_lineage();
-  l->set_pass(pass);
-  l->set_target(target);
-  l->set_applied(applied);
-  l->set_reason(reason);
-}
-
 int RemoveUnusedBos(elf::Program& p) {
   std::set<std::string> used;
   for (const auto& s : p.steps()) {

@@ -1,5 +1,5 @@
 // Helpers shared by the optimization passes: who produces and who consumes each
-// BO and host value of a decode program, lineage records, BO bookkeeping.
+// BO and host value of a decode program, BO bookkeeping.
 // Passes see only the ELF schema and the kernel registry (docs/architecture.md s.2).
 #ifndef DK_OPTIMIZATIONS_COMMON_PROGRAM_UTIL_H_
 #define DK_OPTIMIZATIONS_COMMON_PROGRAM_UTIL_H_
@@ -38,10 +38,6 @@ absl::StatusOr<Dataflow> ComputeDataflow(const elf::Program& program);
 
 // True if a host step (not a launch) reads `value`.
 bool HostReads(const elf::Program& program, const Dataflow& flow, const std::string& value);
-
-// Appends a lineage record.
-void Record(elf::Program& program, const std::string& pass, const std::string& target,
-            bool applied, const std::string& reason);
 
 // Removes BOs no launch binds any more; returns how many.
 int RemoveUnusedBos(elf::Program& program);

@@ -23,14 +23,9 @@ struct Reader {
   std::string blocker;  // why it cannot switch ("" if it can)
 };
 
-}  // namespace
-
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target) {
-  if (!target.supports_x12_layout()) {
-    Record(p, kName, target.name(), false,
-           absl::StrCat(target.name(), " has no ", registry::kPackedPanelX12V1, " weight layout"));
-    return false;
-  }
+// Every launch that reads GEMV weights, with why it cannot switch to the x12
+// layout on its own account.
+absl::StatusOr<std::vector<Reader>> ReadersOf(elf::Program& p) {
   std::map<std::string, elf::BufferObject*> bos;
   for (auto& b : *p.mutable_bos()) bos[b.name()] = &b;
   std::vector<Reader> readers;
@@ -62,8 +57,12 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       readers.push_back(std::move(r));
     }
   }
-  // A weight switches only if every launch reading it does; a launch only if all
-  // its weights do.
+  return readers;
+}
+
+// A weight switches only if every launch reading it does; a launch only if all
+// its weights do: blocks each reader of a weight that stays.
+void BlockReadersOfStayingWeights(std::vector<Reader>& readers) {
   std::set<const elf::BufferObject*> stay;
   for (bool changed = true; changed;) {
     changed = false;
@@ -75,6 +74,16 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
       for (const elf::BufferObject* w : r.weights) changed = stay.insert(w).second || changed;
     }
   }
+}
+
+}  // namespace
+
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target) {
+  if (!target.supports_x12_layout()) {
+    return Unchanged(absl::StrCat(target.name(), " has no ", registry::kPackedPanelX12V1, " weight layout"));
+  }
+  DK_ASSIGN_OR_RETURN(std::vector<Reader> readers, ReadersOf(p));
+  BlockReadersOfStayingWeights(readers);
   int weights = 0;
   int64_t bf16_bytes = 0, x12_bytes = 0;
   std::set<std::string> symbols;
@@ -106,17 +115,15 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
     absl::StrAppend(&kept_note, "; kept ", registry::kPackedPanelV1, " (", why, "): ", absl::StrJoin(kernels, ", "));
   }
   if (weights == 0) {
-    Record(p, kName, target.name(), false,
-           absl::StrCat("nothing to do: no bf16 ", registry::kPackedPanelV1, " GEMV weight to compress", kept_note));
-    return false;
+    return Unchanged(
+        absl::StrCat("nothing to do: no bf16 ", registry::kPackedPanelV1, " GEMV weight to compress", kept_note));
   }
-  Record(p, kName, target.name(), true,
-         absl::StrCat(weights, " GEMV weights (", HumanBytes(bf16_bytes), " bf16) stored in 12 bits each at load (",
-                      registry::kPackedPanelX12V1, ", lossless): ", HumanBytes(x12_bytes),
-                      " streamed per token where every block compresses (a block needing more than 8 exponent "
-                      "pairs stays bf16, decided at load); launches use ",
-                      absl::StrJoin(symbols, ", "), kept_note));
-  return true;
+  return Changed(absl::StrCat(weights, " GEMV weights (", HumanBytes(bf16_bytes),
+                              " bf16) stored in 12 bits each at load (", registry::kPackedPanelX12V1,
+                              ", lossless): ", HumanBytes(x12_bytes),
+                              " streamed per token where every block compresses (a block needing more than 8 exponent "
+                              "pairs stays bf16, decided at load); launches use ",
+                              absl::StrJoin(symbols, ", "), kept_note));
 }
 
 }  // namespace dk::opt::compress_weights

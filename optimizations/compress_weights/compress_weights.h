@@ -13,13 +13,14 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt::compress_weights {
 
 inline constexpr char kName[] = "compress_weights";
 
-absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target);
+absl::StatusOr<PassResult> Run(elf::Program& program, const registry::TargetConstraints& target);
 
 }  // namespace dk::opt::compress_weights
 

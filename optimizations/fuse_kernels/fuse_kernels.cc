@@ -125,6 +125,11 @@ class Fuser {
 
   bool FuseAdd(std::vector<Slot>& slots, int s, int j);
   bool FuseNorm(std::vector<Slot>& slots, int s, int n, const std::set<std::string>& fusions);
+  bool FuseNormSiluMul(std::vector<Slot>& slots, int s, const std::vector<const elf::Launch*>& gemvs,
+                       const std::string& where, const std::set<std::string>& fusions, elf::Launch& fused,
+                       std::string& id, std::vector<int>& gone);
+  bool FuseNormGemvs(const std::vector<const elf::Launch*>& gemvs, const std::string& where,
+                     const std::set<std::string>& fusions, elf::Launch& fused, std::string& id);
 
   elf::Program& p_;
   const Dataflow& flow_;
@@ -169,6 +174,73 @@ bool Fuser::FuseAdd(std::vector<Slot>& slots, int s, int j) {
   return false;
 }
 
+// FuseNorm's norm feeding two GEMVs: gate and up, both read only by one SiLU*mul
+// (gate -> "gate", up -> "up") -> rms_gemv_silu_mul. Completes `fused` (x and norm
+// bound) and `gone`, or says why not.
+bool Fuser::FuseNormSiluMul(std::vector<Slot>& slots, int s, const std::vector<const elf::Launch*>& gemvs,
+                            const std::string& where, const std::set<std::string>& fusions, elf::Launch& fused,
+                            std::string& id, std::vector<int>& gone) {
+  const std::string *y0 = Bound(*gemvs[0], "y"), *y1 = Bound(*gemvs[1], "y");
+  const std::vector<int> r0 = Readers(slots, *y0), r1 = Readers(slots, *y1);
+  if (r0.size() != 1 || r1.size() != 1 || r0 != r1 || slots[r0[0]].kernel != "silu_mul" ||
+      !Private(*y0, s, 2) || !Private(*y1, s, 2)) {
+    notes.insert(absl::StrCat(where, ": feeds 2 GEMVs that are not the gate and up of one SiLU*mul"));
+    return false;
+  }
+  if (!fusions.count("rms_gemv_silu_mul")) return false;
+  const elf::Launch& silu = *slots[r0[0]].launch;
+  const bool swapped = *Bound(silu, "gate") == *y1;
+  const elf::Launch& gate = *gemvs[swapped ? 1 : 0];
+  const elf::Launch& up = *gemvs[swapped ? 0 : 1];
+  if (Param(gate, "rows") != Param(up, "rows") || Param(gate, "cols") != Param(up, "cols")) {
+    notes.insert(absl::StrCat(where, ": gate and up differ in shape"));
+    return false;
+  }
+  id = "rms_gemv_silu_mul";
+  Bind(fused, "w_gate", *Bound(gate, "w"));
+  Bind(fused, "w_up", *Bound(up, "w"));
+  Bind(fused, "y", *Bound(silu, "y"));
+  (*fused.mutable_params())["rows"] = Param(gate, "rows");
+  (*fused.mutable_params())["cols"] = Param(gate, "cols");
+  gone.push_back(r0[0]);
+  return true;
+}
+
+// FuseNorm's norm feeding 1 or 3 GEMVs of one K and output dtype -> rms_gemv,
+// rms_gemv3. Completes `fused` (x and norm bound), or says why not.
+bool Fuser::FuseNormGemvs(const std::vector<const elf::Launch*>& gemvs, const std::string& where,
+                          const std::set<std::string>& fusions, elf::Launch& fused, std::string& id) {
+  if (!fusions.count("rms_gemv")) return false;
+  std::set<elf::DType> y_types;
+  for (const elf::Launch* g : gemvs) y_types.insert(bos_.at(*Bound(*g, "y"))->dtype());
+  if (y_types.size() != 1) {
+    notes.insert(absl::StrCat(where, ": its GEMVs' outputs differ in dtype"));
+    return false;
+  }
+  if (gemvs.size() == 1) {
+    id = "rms_gemv";
+    Bind(fused, "w", *Bound(*gemvs[0], "w"));
+    Bind(fused, "y", *Bound(*gemvs[0], "y"));
+    (*fused.mutable_params())["rows"] = Param(*gemvs[0], "rows");
+  } else {
+    id = "rms_gemv3";
+    for (int i = 0; i < 3; ++i) {
+      Bind(fused, absl::StrCat("w", i), *Bound(*gemvs[i], "w"));
+      (*fused.mutable_params())[absl::StrCat("rows", i)] = Param(*gemvs[i], "rows");
+    }
+    for (int i = 0; i < 3; ++i) Bind(fused, absl::StrCat("y", i), *Bound(*gemvs[i], "y"));
+  }
+  const int64_t cols = Param(*gemvs[0], "cols");
+  for (const elf::Launch* g : gemvs) {
+    if (Param(*g, "cols") != cols) {
+      notes.insert(absl::StrCat(where, ": its GEMVs differ in K"));
+      return false;
+    }
+  }
+  (*fused.mutable_params())["cols"] = cols;
+  return true;
+}
+
 // RMSNorm launch `n` whose output only GEMVs of the group read -> a fused launch at n.
 bool Fuser::FuseNorm(std::vector<Slot>& slots, int s, int n, const std::set<std::string>& fusions) {
   const elf::Launch norm = *slots[n].launch;
@@ -194,59 +266,9 @@ bool Fuser::FuseNorm(std::vector<Slot>& slots, int s, int n, const std::set<std:
   std::string id;
   std::vector<int> gone = readers;
   if (gemvs.size() == 2) {
-    // gate and up, both read only by one SiLU*mul (gate -> "gate", up -> "up").
-    const std::string *y0 = Bound(*gemvs[0], "y"), *y1 = Bound(*gemvs[1], "y");
-    const std::vector<int> r0 = Readers(slots, *y0), r1 = Readers(slots, *y1);
-    if (r0.size() != 1 || r1.size() != 1 || r0 != r1 || slots[r0[0]].kernel != "silu_mul" ||
-        !Private(*y0, s, 2) || !Private(*y1, s, 2)) {
-      notes.insert(absl::StrCat(where, ": feeds 2 GEMVs that are not the gate and up of one SiLU*mul"));
-      return false;
-    }
-    if (!fusions.count("rms_gemv_silu_mul")) return false;
-    const elf::Launch& silu = *slots[r0[0]].launch;
-    const bool swapped = *Bound(silu, "gate") == *y1;
-    const elf::Launch& gate = *gemvs[swapped ? 1 : 0];
-    const elf::Launch& up = *gemvs[swapped ? 0 : 1];
-    if (Param(gate, "rows") != Param(up, "rows") || Param(gate, "cols") != Param(up, "cols")) {
-      notes.insert(absl::StrCat(where, ": gate and up differ in shape"));
-      return false;
-    }
-    id = "rms_gemv_silu_mul";
-    Bind(fused, "w_gate", *Bound(gate, "w"));
-    Bind(fused, "w_up", *Bound(up, "w"));
-    Bind(fused, "y", *Bound(silu, "y"));
-    (*fused.mutable_params())["rows"] = Param(gate, "rows");
-    (*fused.mutable_params())["cols"] = Param(gate, "cols");
-    gone.push_back(r0[0]);
+    if (!FuseNormSiluMul(slots, s, gemvs, where, fusions, fused, id, gone)) return false;
   } else if (gemvs.size() == 1 || gemvs.size() == 3) {
-    if (!fusions.count("rms_gemv")) return false;
-    std::set<elf::DType> y_types;
-    for (const elf::Launch* g : gemvs) y_types.insert(bos_.at(*Bound(*g, "y"))->dtype());
-    if (y_types.size() != 1) {
-      notes.insert(absl::StrCat(where, ": its GEMVs' outputs differ in dtype"));
-      return false;
-    }
-    if (gemvs.size() == 1) {
-      id = "rms_gemv";
-      Bind(fused, "w", *Bound(*gemvs[0], "w"));
-      Bind(fused, "y", *Bound(*gemvs[0], "y"));
-      (*fused.mutable_params())["rows"] = Param(*gemvs[0], "rows");
-    } else {
-      id = "rms_gemv3";
-      for (int i = 0; i < 3; ++i) {
-        Bind(fused, absl::StrCat("w", i), *Bound(*gemvs[i], "w"));
-        (*fused.mutable_params())[absl::StrCat("rows", i)] = Param(*gemvs[i], "rows");
-      }
-      for (int i = 0; i < 3; ++i) Bind(fused, absl::StrCat("y", i), *Bound(*gemvs[i], "y"));
-    }
-    const int64_t cols = Param(*gemvs[0], "cols");
-    for (const elf::Launch* g : gemvs) {
-      if (Param(*g, "cols") != cols) {
-        notes.insert(absl::StrCat(where, ": its GEMVs differ in K"));
-        return false;
-      }
-    }
-    (*fused.mutable_params())["cols"] = cols;
+    if (!FuseNormGemvs(gemvs, where, fusions, fused, id)) return false;
   } else {
     notes.insert(absl::StrCat(where, ": feeds ", gemvs.size(), " GEMVs (the fused kernels take 1, 3, or gate + up)"));
     return false;
@@ -316,7 +338,7 @@ int Launches(const elf::Program& p) {
 
 }  // namespace
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target, const Options& options) {
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target, const Options& options) {
   const std::vector<std::string> all = Fusions();
   std::set<std::string> fusions = options.fusions;
   for (const std::string& f : fusions) {
@@ -346,24 +368,21 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
     notes = absl::StrCat("; left unfused: ", absl::StrJoin(reasons, "; "));
   }
   if (fused == 0) {
-    Record(p, kName, target.name(), false,
-           absl::StrCat("nothing to do: no RMSNorm shares a launch group with the GEMVs it feeds, nor a GEMV "
-                        "with its residual add, as values that stay in the group (run merge_multi_launch and "
-                        "buffer_object_reuse first)",
-                        notes));
-    return false;
+    return Unchanged(
+        absl::StrCat("nothing to do: no RMSNorm shares a launch group with the GEMVs it feeds, nor a GEMV "
+                     "with its residual add, as values that stay in the group (run merge_multi_launch and "
+                     "buffer_object_reuse first)",
+                     notes));
   }
   const int removed = RemoveUnusedBos(p);
   std::vector<std::string> parts;
   for (const auto& [id, n] : fuser.made) parts.push_back(absl::StrCat(id, " x", n));
-  Record(p, kName, target.name(), true,
-         absl::StrCat(fused, " fused launches (", absl::StrJoin(parts, ", "), "); launches per token ",
-                      launches_before, " -> ", Launches(p), ", GEMV passes ", passes_before, " -> ",
-                      GemvPasses(p), "; ", removed,
-                      " intermediate BOs gone; bit-identical to the parent (rounded where the unfused "
-                      "kernels round)",
-                      notes));
-  return true;
+  return Changed(absl::StrCat(fused, " fused launches (", absl::StrJoin(parts, ", "), "); launches per token ",
+                              launches_before, " -> ", Launches(p), ", GEMV passes ", passes_before, " -> ",
+                              GemvPasses(p), "; ", removed,
+                              " intermediate BOs gone; bit-identical to the parent (rounded where the unfused "
+                              "kernels round)",
+                              notes));
 }
 
 }  // namespace dk::opt::fuse_kernels

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt::fuse_kernels {
@@ -37,8 +38,8 @@ struct Options {
   std::set<std::string> fusions;  // which to make; empty = all
 };
 
-absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target,
-                         const Options& options = {});
+absl::StatusOr<PassResult> Run(elf::Program& program, const registry::TargetConstraints& target,
+                               const Options& options = {});
 
 }  // namespace dk::opt::fuse_kernels
 

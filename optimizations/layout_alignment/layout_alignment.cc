@@ -208,8 +208,8 @@ absl::StatusOr<Packing> PackGemvWeights(elf::Program& p) {
 
 }  // namespace
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target,
-                         const Options& options) {
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target,
+                               const Options& options) {
   // A negative size made a negative partition count: LM-head launches of no rows.
   if (options.lm_head_partition_rows < 0) {
     return absl::InvalidArgumentError(absl::StrCat("layout_alignment option lm_head_partition_rows ",
@@ -217,21 +217,17 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
                                                    " is negative (0: do not split)"));
   }
   if (!target.supports_packed_layout()) {
-    Record(p, kName, target.name(), false, absl::StrCat(target.name(), " has no packed weight layout"));
-    return false;
+    return Unchanged(absl::StrCat(target.name(), " has no packed weight layout"));
   }
   DK_ASSIGN_OR_RETURN(const std::string partition_note, SplitLmHead(p, PartitionRows(target, options)));
   RemoveUnusedBos(p);
   DK_ASSIGN_OR_RETURN(const Packing packing, PackGemvWeights(p));
   if (packing.weights == 0 && partition_note.empty()) {
-    Record(p, kName, target.name(), false, "nothing to do: every GEMV weight is already packed");
-    return false;
+    return Unchanged("nothing to do: every GEMV weight is already packed");
   }
-  Record(p, kName, target.name(), true,
-         absl::StrCat(packing.weights, " GEMV weights (", HumanBytes(packing.bytes),
-                      ") packed once at load into packed_panel_v1; launches use ",
-                      absl::StrJoin(packing.symbols, ", "), partition_note));
-  return true;
+  return Changed(absl::StrCat(packing.weights, " GEMV weights (", HumanBytes(packing.bytes),
+                              ") packed once at load into packed_panel_v1; launches use ",
+                              absl::StrJoin(packing.symbols, ", "), partition_note));
 }
 
 }  // namespace dk::opt::layout_alignment

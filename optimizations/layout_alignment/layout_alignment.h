@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt::layout_alignment {
@@ -22,8 +23,8 @@ struct Options {
   int64_t lm_head_partition_rows = 16384;
 };
 
-absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target,
-                         const Options& options = {});
+absl::StatusOr<PassResult> Run(elf::Program& program, const registry::TargetConstraints& target,
+                               const Options& options = {});
 
 }  // namespace dk::opt::layout_alignment
 

@@ -369,8 +369,8 @@ std::string AppliedReason(const Report& report, int runs_before, int runs_after,
 
 }  // namespace
 
-absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& target,
-                         const Options& options) {
+absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraints& target,
+                               const Options& options) {
   const int runs_before = RunsPerToken(p);
   Report report;
   google::protobuf::RepeatedPtrField<elf::Step> merged_steps = MergeRuns(p, target, options, report);
@@ -381,13 +381,10 @@ absl::StatusOr<bool> Run(elf::Program& p, const registry::TargetConstraints& tar
   DK_ASSIGN_OR_RETURN(const int intermediates, KeepOnDevice(p));
 
   if (!merged && !rebound && intermediates == 0) {
-    Record(p, kName, target.name(), false,
-           report.notes.empty() ? "nothing to merge: no two consecutive groups of one layer"
-                                : absl::StrCat("nothing merged: ", absl::StrJoin(report.notes, "; ")));
-    return false;
+    return Unchanged(report.notes.empty() ? "nothing to merge: no two consecutive groups of one layer"
+                                          : absl::StrCat("nothing merged: ", absl::StrJoin(report.notes, "; ")));
   }
-  Record(p, kName, target.name(), true, AppliedReason(report, runs_before, RunsPerToken(p), intermediates));
-  return true;
+  return Changed(AppliedReason(report, runs_before, RunsPerToken(p), intermediates));
 }
 
 }  // namespace dk::opt::merge_multi_launch

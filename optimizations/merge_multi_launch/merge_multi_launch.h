@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt::merge_multi_launch {
@@ -30,8 +31,8 @@ struct Options {
   std::set<std::string> groups;
 };
 
-absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target,
-                         const Options& options = {});
+absl::StatusOr<PassResult> Run(elf::Program& program, const registry::TargetConstraints& target,
+                               const Options& options = {});
 
 }  // namespace dk::opt::merge_multi_launch
 

@@ -103,13 +103,12 @@ TEST(MergeMultiLaunch, OnlyTheSelectedGroups) {
   ASSERT_TRUE(p.ok());
   Options options;
   options.groups = {"rms_gemv_rope"};
-  auto changed = merge_multi_launch::Run(*p, **target, options);
-  ASSERT_TRUE(changed.ok()) << changed.status();
-  EXPECT_TRUE(*changed);
+  auto result = merge_multi_launch::Run(*p, **target, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->changed);
   EXPECT_EQ(RunsPerToken(*p), 1 + 8 + 2);
   EXPECT_EQ(Groups(*p).front(), (GroupInfo{"L0.rms_gemv_rope", 6}));
-  EXPECT_NE(Last(*p).reason().find("o_gemv_ffn not selected by `groups`"), std::string::npos)
-      << Last(*p).reason();
+  EXPECT_NE(result->summary.find("o_gemv_ffn not selected by `groups`"), std::string::npos) << result->summary;
   EXPECT_TRUE(elf::ValidateProgram(*p).ok());
 }
 
@@ -201,16 +200,16 @@ TEST(MergeMultiLaunch, GroupLimitCountsDistinctLaunchBodies) {
   registry::TargetConstraints target = **registry::FindTarget("npu2");
   target.set_max_launches_per_group(4);
   target.set_o_ffn_merge_needs_k_split(false);
-  auto changed = merge_multi_launch::Run(*p, target);
-  ASSERT_TRUE(changed.ok()) << changed.status();
+  auto result = merge_multi_launch::Run(*p, target);
+  ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(Groups(*p), (std::vector<GroupInfo>{{"L0.rms_gemv_rope.part0", 5},
                                                 {"L0.rms_gemv_rope.part1", 1},
                                                 {"L0.o_gemv_ffn.part0", 5},
                                                 {"L0.o_gemv_ffn.part1", 3},
                                                 {"lm_head", 17}}));
-  EXPECT_NE(Last(*p).reason().find("more than 4 distinct launch bodies exceed npu2's limit per group; split"),
+  EXPECT_NE(result->summary.find("more than 4 distinct launch bodies exceed npu2's limit per group; split"),
             std::string::npos)
-      << Last(*p).reason();
+      << result->summary;
   EXPECT_TRUE(registry::CheckGroupSize(target, 4).ok());
   EXPECT_FALSE(registry::CheckGroupSize(target, 5).ok());
 }

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "optimizations/common/pass_result.h"
 #include "registry/registry.pb.h"
 
 namespace dk::opt::quantize_weights {
@@ -53,8 +54,8 @@ struct Options {
   std::vector<std::string> stored;
 };
 
-absl::StatusOr<bool> Run(elf::Program& program, const registry::TargetConstraints& target,
-                         const Options& options = {});
+absl::StatusOr<PassResult> Run(elf::Program& program, const registry::TargetConstraints& target,
+                               const Options& options = {});
 
 }  // namespace dk::opt::quantize_weights
 

@@ -43,7 +43,9 @@ absl::StatusOr<bool> RunPass(const std::string& name, elf::Program& program,
     if (spec.name == "lm_head_partition_rows") args.push_back(absl::StrCat(spec.name, "=", partition_rows));
   }
   DK_ASSIGN_OR_RETURN(const PassOptions options, ParseOptions(*pass, args));
-  return pass->run(program, *target, options);
+  DK_ASSIGN_OR_RETURN(const elf::LineageEntry entry,
+                      ApplyPass(*pass, program, *target, options, NoopPolicy::kAllow));
+  return entry.applied();
 }
 
 absl::StatusOr<elf::Program> BuildChain(const elf::ModelShape& shape,

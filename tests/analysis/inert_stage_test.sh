@@ -19,7 +19,7 @@ for pass in layout_alignment buffer_object_reuse merge_multi_launch; do
   "$elf_opt" --pass="$pass" --in "$once" --out "$twice" 2>"$tmp/log2"
   rc=$?
   [[ $rc == 1 ]] || fail "$pass twice: exit status $rc, want 1"
-  grep -q "elf_opt: $pass changed nothing in $once" "$tmp/log2" ||
+  grep -q "elf_opt: $pass on $once: changed nothing (" "$tmp/log2" ||
     fail "$pass twice: no 'changed nothing' message in: $(cat "$tmp/log2")"
   grep -q "or set allow_noop = True" "$tmp/log2" ||
     fail "$pass twice: the message does not mention allow_noop: $(cat "$tmp/log2")"

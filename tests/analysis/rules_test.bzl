@@ -5,7 +5,7 @@ DecodeElfInfo (lineage, model, config), and its one action (mnemonic, argv).
 """
 
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
+load("//rules:providers.bzl", "DecodeElfInfo")
 
 # skylib's analysistest.make() declares the unittest toolchain type, which only
 # bazel_skylib_workspace() registers, and WORKSPACE does not call it (Bazel then

@@ -1,6 +1,6 @@
 """mutation_tests: verify_tests on deliberately broken candidates that must FAIL."""
 
-load("//tools/build_defs:verify.bzl", "verify_test")
+load("//rules:defs.bzl", "verify_test")
 
 def mutation_tests(prefix, elf, goldens, cases, weights = None, prompts = 2, size = "medium", tags = []):
     """One test `<prefix>_<mutation>` per (mutation, caught_by) in `cases`.

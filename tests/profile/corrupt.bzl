@@ -1,6 +1,6 @@
 """corrupt_lm_head: a test-only chain stage that must fail the verify gate."""
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
+load("//rules:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
 
 def _corrupt_lm_head_impl(ctx):
     src = ctx.attr.src[DecodeElfInfo]

@@ -1,11 +1,12 @@
 // elf_opt: runs one optimization pass of the pass table (optimizations/passes.h)
-// over a decode ELF; the tool behind the rules in //optimizations:defs.bzl.
+// over a decode ELF; the tool behind the rules in //rules:defs.bzl.
 //   elf_opt --pass=layout_alignment --target=cpu --in a.elf --out b.elf lm_head_partition_rows=128
 //   elf_opt --pass=merge_multi_launch --in a.elf --out b.elf groups=rms_gemv_rope,lm_head
 //   elf_opt --pass=quantize_weights --weights model.gguf --in a.elf --out b.elf scheme=gguf
 // The pass's options are the positional key=value arguments; those not given
-// take the table's defaults. Exits 1 with a message when the pass changes
-// nothing, unless --allow_noop.
+// take the table's defaults. The pipeline (ApplyPass) writes the lineage entry;
+// a pass that changes nothing fails it (exit 1, with the pass's reason) unless
+// --allow_noop.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -80,16 +81,12 @@ int main(int argc, char** argv) {
   auto program = dk::elf::ReadElfFile(in);
   if (!program.ok()) return Fail(std::string(program.status().message()));
 
-  const absl::StatusOr<bool> changed = (*pass)->run(*program, **target, *pass_options);
-  if (!changed.ok()) return Fail(absl::StrCat(name, " on ", in, ": ", changed.status().message()));
-  const auto& record = program->lineage(program->lineage_size() - 1);
-  std::fprintf(stderr, "elf_opt: %s [%s] %s: %s\n", name.c_str(), record.target().c_str(),
-               record.applied() ? "applied" : "skipped", record.reason().c_str());
-  if (!*changed && !absl::GetFlag(FLAGS_allow_noop)) {
-    return Fail(absl::StrCat(name, " changed nothing in ", in, " (", record.reason(),
-                             "). An inert stage must not hide in the chain: remove it from BUILD, "
-                             "or set allow_noop = True"));
-  }
+  const dk::opt::NoopPolicy noop =
+      absl::GetFlag(FLAGS_allow_noop) ? dk::opt::NoopPolicy::kAllow : dk::opt::NoopPolicy::kFail;
+  const auto entry = dk::opt::ApplyPass(**pass, *program, **target, *pass_options, noop);
+  if (!entry.ok()) return Fail(absl::StrCat(name, " on ", in, ": ", entry.status().message()));
+  std::fprintf(stderr, "elf_opt: %s [%s] %s: %s\n", name.c_str(), entry->target().c_str(),
+               entry->applied() ? "applied" : "skipped", entry->reason().c_str());
   // A pass bug and a failed write are different failures: say which.
   if (auto s = dk::elf::ValidateProgram(*program); !s.ok()) {
     return Fail(absl::StrCat(name, " produced an invalid program: ", s.message()));

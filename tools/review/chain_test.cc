@@ -14,7 +14,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr char kMultiLine[] = R"BUILD(
-load("//optimizations:defs.bzl", "buffer_object_reuse", "layout_alignment")
+load("//rules:defs.bzl", "buffer_object_reuse", "layout_alignment")
 
 # A comment with "quotes", (parens and src = ":nope".
 decode_elf(

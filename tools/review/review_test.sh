@@ -30,7 +30,7 @@ cd "$repo" || exit 1
 git init -q . && git config user.email test@example.com && git config user.name test
 
 cat >models/tiny/BUILD <<'EOF'
-load("//optimizations:defs.bzl", "buffer_object_reuse", "layout_alignment", "merge_multi_launch")
+load("//rules:defs.bzl", "buffer_object_reuse", "layout_alignment", "merge_multi_launch")
 
 # The chain (a comment with a stray ")" and "src = :x" in it).
 decode_elf(
@@ -108,7 +108,7 @@ git add -A && git commit -qm fixture || exit 1
 
 # The working tree: decode_bo reverted, one-line rules, `final = ...`, a new record.
 cat >models/tiny/BUILD <<'EOF'
-load("//optimizations:defs.bzl", "layout_alignment", "merge_multi_launch")
+load("//rules:defs.bzl", "layout_alignment", "merge_multi_launch")
 
 decode_elf(name = "decode", config = "config.textproto")
 layout_alignment(name = "decode_aligned", src = ":decode", lm_head_partition_rows = 128)

@@ -1,7 +1,7 @@
 """Analysis tests of DecodeElfInfo.stages and of the checks that rely on it."""
 
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
+load("//rules:providers.bzl", "DecodeElfInfo")
 
 # As in ../rules_test.bzl: analysistest.make without the unittest toolchain, which
 # WORKSPACE does not register.

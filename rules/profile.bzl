@@ -1,7 +1,7 @@
 """decode_profile: `bazel run` the phase-5 profile of a decode chain (docs/architecture.md s.7)."""
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
-load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_runfile_flag")
+load("//rules:providers.bzl", "DecodeElfInfo")
+load("//rules:shell.bzl", "shell_exec", "shell_flag", "shell_runfile_flag")
 
 def _ref(label, package_label):
     """How a BUILD file in package_label's package spells `label`."""
@@ -16,10 +16,10 @@ def _chain_stages(ctx):
     if not stages:
         fail(("decode_profile %s: %s provides DecodeElfInfo without `stages`; the rule that " +
               "made it must append its stage (derived_decode_elf_info or decode_elf_stage in " +
-              "//tools/build_defs:providers.bzl)") % (ctx.label, final.label))
+              "//rules:providers.bzl)") % (ctx.label, final.label))
     if stages[-1].label != str(final.label):
         fail(("decode_profile %s: the stages of %s end at %s, not at itself; its rule must " +
-              "append its own stage (derived_decode_elf_info in //tools/build_defs:providers.bzl)") % (
+              "append its own stage (derived_decode_elf_info in //rules:providers.bzl)") % (
             ctx.label,
             final.label,
             stages[-1].label,

@@ -1,7 +1,7 @@
 """decode_generate: `bazel run` a decode ELF as a streaming greedy text generator."""
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
-load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_runfile_flag")
+load("//rules:providers.bzl", "DecodeElfInfo")
+load("//rules:shell.bzl", "shell_exec", "shell_flag", "shell_runfile_flag")
 
 def _decode_generate_impl(ctx):
     info = ctx.attr.elf[DecodeElfInfo]

@@ -5,6 +5,11 @@ collects every rule defined above it in that package, queries their transitive
 dependencies (`genquery`, so the check is part of `bazel test //...`), and fails
 when one of them reaches a package its layer may not use. `visibility` states the
 same arrows for direct dependencies; this test also catches indirect ones.
+
+The same test reads the package's BUILD file and .bzl files: each load() of a
+.bzl of this workspace must come from a package the layer may use, or from
+rules/, the root of the load graph (every .bzl of the build lives there, and its
+own .bzl files load only from rules/).
 """
 
 # Layer -> the layers it may use directly (README "Layout"; docs/architecture.md s.2). A
@@ -22,7 +27,13 @@ LAYERS = {
     "runtime": ["elf", "registry", "weights", "util"],
     "runtime/cpu": ["runtime", "kernels"],
     "verify": ["runtime", "runtime/cpu", "tokenizer"],
+    # Starlark only (the public rules, their providers, this file): loaded by
+    # every package, loading none.
+    "rules": [],
 }
+
+# What any package may load .bzl files from, besides its layer's packages.
+_LOAD_ROOT = "rules"
 
 def _closure(layer):
     """Every layer `layer` may reach, itself included (transitive closure)."""
@@ -57,8 +68,11 @@ def layering_test(name = "layering_test", allow = []):
     package = native.package_name()
     layer = layer_of(package)
     if not layer:
-        fail("layering_test() in //%s: this package is in no layer of LAYERS (tools/build_defs/layering.bzl)" % package)
+        fail("layering_test() in //%s: this package is in no layer of LAYERS (rules/layering.bzl)" % package)
     targets = sorted([":" + r["name"] for r in native.existing_rules().values()])
+
+    # The files whose load()s are checked: this BUILD file and the package's .bzl.
+    starlark = [":BUILD"] + [":" + f for f in native.glob(["*.bzl"])]
     if not targets:
         fail("layering_test() in //%s must come after the package's rules" % package)
     native.genquery(
@@ -81,6 +95,7 @@ def layering_test(name = "layering_test", allow = []):
             ",".join(_closure(layer) + allow),
             ",".join(sorted(LAYERS.keys())),
             "$(location :%s_deps)" % name,
-        ],
-        data = [":%s_deps" % name],
+            ",".join(_closure(layer) + allow + ([] if layer == _LOAD_ROOT else [_LOAD_ROOT])),
+        ] + ["$(location %s)" % f for f in starlark],
+        data = [":%s_deps" % name] + starlark,
     )

@@ -18,7 +18,7 @@ def decode_plan_test(name, plans, **kwargs):
         data.append(elf)
     native.sh_test(
         name = name,
-        srcs = ["//tools/build_defs:plan_test.sh"],
+        srcs = ["//rules:plan_test.sh"],
         args = args,
         data = data,
         size = kwargs.pop("size", "small"),

@@ -1,7 +1,7 @@
 """verify_test and verify_chain: the verify gate under `bazel test`."""
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo")
-load("//tools/build_defs:shell.bzl", "shell_exec", "shell_flag", "shell_quote", "shell_runfile_flag")
+load("//rules:providers.bzl", "DecodeElfInfo")
+load("//rules:shell.bzl", "shell_exec", "shell_flag", "shell_quote", "shell_runfile_flag")
 
 def _verify_test_impl(ctx):
     info = ctx.attr.elf[DecodeElfInfo]

@@ -1,6 +1,6 @@
 """decode_elf: the baseline decode ELF of a model, built from its config."""
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo", "decode_elf_stage")
+load("//rules:providers.bzl", "DecodeElfInfo", "decode_elf_stage")
 
 def _decode_elf_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".elf")

@@ -9,6 +9,8 @@ optimization is adding or deleting one rule line in a model's chain (and
 pointing the next rule's `src` past it); what checks and times the chain names
 only its final stage:
 
+    load("//rules:defs.bzl", ...)
+
     decode_elf(name = "decode", config = "config.textproto")
     layout_alignment(name = "decode_aligned", src = ":decode")
     buffer_object_reuse(name = "decode_bo", src = ":decode_aligned")
@@ -19,14 +21,17 @@ only its final stage:
 
 Besides src, target and allow_noop, a rule's attributes are its pass's options
 (named as in the pass table, optimizations/passes.cc), given to elf_opt as
-`name=value` arguments by the one helper _option_args.
+`name=value` arguments by the one helper _option_args. The pass table owns every
+option's default and allowed values, and elf_opt's flags own the target's: an
+attribute left unset is not passed at all, so a default is stated once, where
+elf_opt, `elf_opt --help` and the pass tests (which run without Bazel) read it.
 
 A pass that changes nothing fails the build unless allow_noop = True, so an inert
 stage cannot hide in a chain. `target` selects the constraints the pass respects
 ("cpu", or "npu2" for the reference NPU's limits).
 """
 
-load("//tools/build_defs:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
+load("//rules:providers.bzl", "DecodeElfInfo", "derived_decode_elf_info")
 
 _COMMON_ATTRS = {
     "src": attr.label(
@@ -35,9 +40,8 @@ _COMMON_ATTRS = {
         providers = [DecodeElfInfo],
     ),
     "target": attr.string(
-        doc = "Whose constraints the pass respects: cpu (default) or npu2.",
-        default = "cpu",
-        values = ["cpu", "npu2"],
+        doc = "Whose constraints the pass respects: a target of the registry (cpu, npu2). " +
+              "Unset: elf_opt's default.",
     ),
     "allow_noop": attr.bool(
         doc = "Succeed even when the pass changes nothing.",
@@ -50,20 +54,26 @@ _COMMON_ATTRS = {
     ),
 }
 
+# An int option attribute's default: unset (the pass table's default applies).
+_UNSET_INT = -1
+
 def _option_args(ctx, options):
-    """elf_opt's pass options: `name=value` for each attribute in `options`.
+    """elf_opt's pass options: `name=value` for each attribute in `options` that is set.
 
     The attributes carry the names of the pass's options in the pass table
     (optimizations/passes.cc). An int is written in decimal, a string as it is;
-    a string list comma-joined, and left out when empty (the pass's default).
+    a string list comma-joined. Unset (_UNSET_INT, "", []) is left out: the pass's
+    default applies.
     """
     args = []
     for name in options:
         value = getattr(ctx.attr, name)
         if type(value) == "int":
-            args.append("%s=%d" % (name, value))
+            if value != _UNSET_INT:
+                args.append("%s=%d" % (name, value))
         elif type(value) == "string":
-            args.append("%s=%s" % (name, value))
+            if value:
+                args.append("%s=%s" % (name, value))
         elif type(value) == "list":
             if value:
                 args.append("%s=%s" % (name, ",".join(value)))
@@ -80,7 +90,8 @@ def _run_pass(ctx, pass_name, extra_args, changes_numerics = False, weights = No
     out = ctx.actions.declare_file(ctx.label.name + ".elf")
     args = ctx.actions.args()
     args.add("--pass=" + pass_name)
-    args.add("--target=" + ctx.attr.target)
+    if ctx.attr.target:
+        args.add("--target=" + ctx.attr.target)
     args.add("--in", src.elf)
     args.add("--out", out)
     if ctx.attr.allow_noop:
@@ -160,8 +171,8 @@ layout_alignment = rule(
     doc = "GEMV weights are packed once at load into the packed panel layout and the " +
           "launches switch to the packed kernel; the LM head is split into vocab partitions.",
     attrs = dict(_COMMON_ATTRS, lm_head_partition_rows = attr.int(
-        doc = "Rows per LM-head partition (0: do not split).",
-        default = 16384,
+        doc = "Rows per LM-head partition (0: do not split). Unset: the pass table's default.",
+        default = _UNSET_INT,
     )),
 )
 
@@ -171,7 +182,7 @@ def _quantize_weights_impl(ctx):
         fail("scheme \"gguf\" reads the weights file's tensor types: give `weights` (the GGUF) with it, and only with it")
 
     # keep is given even when empty: an empty list means "keep nothing", not the
-    # pass's default ("default": lm_head, or nothing for gguf).
+    # pass's default (the pass's keyword "default": lm_head, or nothing for gguf).
     args = _option_args(ctx, ["scheme"]) + ["keep=" + ",".join(ctx.attr.keep)]
     return _run_pass(ctx, "quantize_weights", args, changes_numerics = True, weights = ctx.file.weights)
 
@@ -185,10 +196,9 @@ quantize_weights = rule(
     attrs = dict(
         _COMMON_ATTRS,
         scheme = attr.string(
-            doc = "The block format: q8_0 (default) or q4_0; or gguf, each weight as " +
-                  "`weights` stores it (Q8_0, Q4_0, Q4_1; one stored as floats stays bf16).",
-            default = "q8_0",
-            values = ["q8_0", "q4_0", "gguf"],
+            doc = "The block format (q8_0, q4_0); or gguf, each weight as `weights` " +
+                  "stores it (Q8_0, Q4_0, Q4_1; one stored as floats stays bf16). Unset: " +
+                  "the pass table's default.",
         ),
         weights = attr.label(
             doc = "scheme gguf only: the GGUF whose tensor types the stage follows (only " +

@@ -1,0 +1,37 @@
+"""The public Bazel rules of decodekit: load("//rules:defs.bzl", ...).
+
+A model's BUILD writes its chain with these: decode_elf (the baseline), one
+optimization rule per stage (rules/optimizations.bzl), and verify_chain,
+decode_profile, decode_generate, decode_plan_test naming the final stage. Their
+provider, DecodeElfInfo, is in //rules:providers.bzl. Every .bzl of the build
+lives in rules/ and loads only from rules/ (tests/layering checks it), so no
+layer of the code loads a .bzl from above itself.
+"""
+
+load(":decode_elf.bzl", _decode_elf = "decode_elf")
+load(":generate.bzl", _decode_generate = "decode_generate")
+load(
+    ":optimizations.bzl",
+    _buffer_object_reuse = "buffer_object_reuse",
+    _compress_weights = "compress_weights",
+    _fuse_kernels = "fuse_kernels",
+    _layout_alignment = "layout_alignment",
+    _merge_multi_launch = "merge_multi_launch",
+    _quantize_weights = "quantize_weights",
+)
+load(":plan_test.bzl", _decode_plan_test = "decode_plan_test")
+load(":profile.bzl", _decode_profile = "decode_profile")
+load(":verify.bzl", _verify_chain = "verify_chain", _verify_test = "verify_test")
+
+decode_elf = _decode_elf
+layout_alignment = _layout_alignment
+buffer_object_reuse = _buffer_object_reuse
+merge_multi_launch = _merge_multi_launch
+fuse_kernels = _fuse_kernels
+compress_weights = _compress_weights
+quantize_weights = _quantize_weights
+verify_chain = _verify_chain
+verify_test = _verify_test
+decode_profile = _decode_profile
+decode_generate = _decode_generate
+decode_plan_test = _decode_plan_test
