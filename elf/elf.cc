@@ -11,6 +11,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -21,15 +22,13 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
+#include "formats/weight_format.h"
 #include "registry/registry.h"
 #include "util/read_file.h"
 #include "util/status.h"
-#include "util/ggml_blocks.h"
 
 namespace dk::elf {
 namespace {
-
-int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // a * b for non-negative a, b; false when the product exceeds kMaxBytes (or int64).
 bool MulWithinLimit(int64_t a, int64_t b, int64_t* out) {
@@ -96,28 +95,70 @@ int64_t DTypeBytes(DType t) {
   }
 }
 
-std::string BlockFormatName(BlockFormat format) {
+std::optional<formats::WeightFormat> WeightFormatOfBlocks(BlockFormat format) {
   switch (format) {
-    case Q8_0: return "q8_0";
-    case Q4_0: return "q4_0";
-    case Q4_1: return "q4_1";
-    default: return "";
+    case Q8_0: return formats::WeightFormat::kQ8_0;
+    case Q4_0: return formats::WeightFormat::kQ4_0;
+    case Q4_1: return formats::WeightFormat::kQ4_1;
+    default: return std::nullopt;
   }
 }
 
-int64_t BlockBytes(BlockFormat format) {
+BlockFormat BlockFormatOf(formats::WeightFormat format) {
   switch (format) {
-    case Q8_0: return sizeof(ggml::BlockQ8_0);
-    case Q4_0: return sizeof(ggml::BlockQ4_0);
-    case Q4_1: return sizeof(ggml::BlockQ4_1);
-    default: return 0;
+    case formats::WeightFormat::kQ8_0: return Q8_0;
+    case formats::WeightFormat::kQ4_0: return Q4_0;
+    case formats::WeightFormat::kQ4_1: return Q4_1;
+    default: return BLOCK_FORMAT_NONE;
   }
+}
+
+std::string BlockFormatName(BlockFormat format) {
+  const std::optional<formats::WeightFormat> f = WeightFormatOfBlocks(format);
+  return f ? std::string(formats::Name(*f)) : "";
+}
+
+absl::StatusOr<formats::WeightFormat> WeightFormatOf(const BufferObject& bo) {
+  if (bo.block_format() != BLOCK_FORMAT_NONE) {
+    if (const std::optional<formats::WeightFormat> f = WeightFormatOfBlocks(bo.block_format())) return *f;
+    return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has unknown block format ",
+                                                   static_cast<int>(bo.block_format())));
+  }
+  const absl::StatusOr<formats::WeightFormat> f =
+      formats::FromRegistry(bo.layout().empty() ? formats::kRowMajorName : bo.layout(), "");
+  if (!f.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("BO \"", bo.name(), "\" has unknown layout \"", bo.layout(), "\""));
+  }
+  return *f;
 }
 
 int64_t X12StreamedBytes(const BufferObject& bo) {
-  if (bo.layout() != registry::kPackedPanelX12V1 || bo.size_bytes() < 64) return bo.size_bytes();
-  return (bo.size_bytes() - 64) / 1024 * 784;
+  if (bo.layout() != formats::kPackedPanelX12V1Name) return bo.size_bytes();
+  return formats::X12StreamedBytesOfTensor(bo.size_bytes());
 }
+
+namespace {
+
+// Bytes of a BO in a block format: a 2-D row-major BF16 weight, cols % 32 == 0.
+absl::StatusOr<int64_t> BlockBoBytes(const BufferObject& bo) {
+  DK_ASSIGN_OR_RETURN(const formats::WeightFormat f, WeightFormatOf(bo));
+  const std::string format(formats::Name(f));
+  const std::string& layout = bo.layout();
+  if (bo.weight_tensor().empty() || bo.dtype() != BF16 || bo.shape_size() != 2 ||
+      !(layout.empty() || layout == formats::kRowMajorName)) {
+    return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
+                                                   " needs a 2-D row_major BF16 weight"));
+  }
+  if (bo.shape(1) % formats::kBlockElems != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
+                                                   " needs cols % ", formats::kBlockElems, " == 0, cols is ",
+                                                   bo.shape(1)));
+  }
+  return formats::TensorBytes(f, bo.shape(0), bo.shape(1));
+}
+
+}  // namespace
 
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   const int64_t elem = DTypeBytes(bo.dtype());
@@ -130,60 +171,30 @@ absl::StatusOr<int64_t> BoBytes(const BufferObject& bo) {
   const std::string what = absl::StrCat("BO \"", bo.name(), "\"");
   auto n = CheckedNumel(bo.shape(), what);
   if (!n.ok()) return n.status();
-  const std::string& layout = bo.layout();
   if (bo.blocks_as_stored() && bo.block_format() == BLOCK_FORMAT_NONE) {
     return absl::InvalidArgumentError(
         absl::StrCat("BO \"", bo.name(), "\": blocks_as_stored without a block format"));
   }
-  if (bo.block_format() != BLOCK_FORMAT_NONE) {
-    const std::string format = BlockFormatName(bo.block_format());
-    if (format.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\" has unknown block format ",
-                                                     static_cast<int>(bo.block_format())));
-    }
-    if (bo.weight_tensor().empty() || bo.dtype() != BF16 || bo.shape_size() != 2 ||
-        !(layout.empty() || layout == registry::kRowMajor)) {
-      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
-                                                     " needs a 2-D row_major BF16 weight"));
-    }
-    if (bo.shape(1) % kBlockElems != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
-                                                     " needs cols % ", kBlockElems, " == 0, cols is ",
-                                                     bo.shape(1)));
-    }
-    return bo.shape(0) * (bo.shape(1) / kBlockElems) * BlockBytes(bo.block_format());
-  }
+  if (bo.block_format() != BLOCK_FORMAT_NONE) return BlockBoBytes(bo);
+  DK_ASSIGN_OR_RETURN(const formats::WeightFormat f, WeightFormatOf(bo));
   int64_t bytes = 0;
-  if (layout.empty() || layout == registry::kRowMajor) {
-    if (MulWithinLimit(*n, elem, &bytes)) return bytes;
-  } else if (layout == registry::kPackedPanelV1) {
-    // Panels of 8 rows x 32-column chunks, zero-padded (kernels/gemv/gemv.h).
+  if (f == formats::WeightFormat::kBf16Packed) {
     if (bo.shape_size() != 2) {
       return absl::InvalidArgumentError(
           absl::StrCat("BO \"", bo.name(), "\": packed_panel_v1 needs a 2-D shape"));
     }
-    // Both dimensions are at most kMaxBytes (CheckedNumel), so rounding up cannot overflow.
-    int64_t elements = 0;
-    if (MulWithinLimit(RoundUp(bo.shape(0), 8), RoundUp(bo.shape(1), 32), &elements) &&
-        MulWithinLimit(elements, elem, &bytes)) {
-      return bytes;
-    }
-  } else if (layout == registry::kPackedPanelX12V1) {
-    // bf16 in 12 bits (kernels/gemv/gemv_x12.h): 1024 bytes per block of 8 rows x 64
-    // columns (768 of codes, a 16-byte table, the rest the spill area), a 64-byte header.
+    // Both dimensions are at most kMaxBytes (CheckedNumel), so the padded element
+    // count (at most 8 x 32 times the BO's) fits an int64.
+    if (MulWithinLimit(formats::PackedPanelElements(bo.shape(0), bo.shape(1)), elem, &bytes)) return bytes;
+  } else if (f == formats::WeightFormat::kBf16X12) {
     if (bo.shape_size() != 2 || bo.dtype() != BF16) {
       return absl::InvalidArgumentError(
           absl::StrCat("BO \"", bo.name(), "\": packed_panel_x12_v1 needs a 2-D BF16 shape"));
     }
-    const int64_t blocks_per_panel = RoundUp(RoundUp(bo.shape(1), 32) / 32, 2) / 2;
-    int64_t blocks = 0;
-    if (MulWithinLimit(RoundUp(bo.shape(0), 8) / 8, blocks_per_panel, &blocks) &&
-        MulWithinLimit(blocks, 1024, &bytes) && bytes + 64 <= kMaxBytes) {
-      return bytes + 64;
-    }
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("BO \"", bo.name(), "\" has unknown layout \"", layout, "\""));
+    DK_ASSIGN_OR_RETURN(bytes, formats::TensorBytes(f, bo.shape(0), bo.shape(1)));
+    if (bytes <= kMaxBytes) return bytes;
+  } else if (MulWithinLimit(*n, elem, &bytes)) {  // row_major, any rank and dtype
+    return bytes;
   }
   return absl::InvalidArgumentError(
       absl::StrCat(what, " would be more than ", kMaxBytes, " bytes"));
@@ -390,9 +401,9 @@ absl::Status CheckLaunchOperands(const Launch& l, const registry::Kernel& kernel
     const int64_t rows = param("rows"), cols = param("cols");
     if (id == "gemv_ksplit") {
       const int64_t chunk = param("k_chunk");
-      if (chunk % kBlockElems != 0 || cols % chunk != 0) {
+      if (chunk % formats::kBlockElems != 0 || cols % chunk != 0) {
         return bad("K-split GEMV needs cols (", cols, ") a multiple of k_chunk (", chunk,
-                   "), itself a multiple of ", kBlockElems);
+                   "), itself a multiple of ", formats::kBlockElems);
       }
     }
     DK_RETURN_IF_ERROR(weight("w", rows, cols));

@@ -1,5 +1,6 @@
 #include "formats/weight_format.h"
 
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -95,20 +96,11 @@ std::optional<WeightFormat> FromGgmlTypeId(uint32_t id) {
   return std::nullopt;
 }
 
-absl::StatusOr<int64_t> RowBytes(WeightFormat f, int64_t cols) {
-  if (f != WeightFormat::kBf16RowMajor && !IsBlockFormat(f)) {
-    return absl::InvalidArgumentError(absl::StrCat(Name(f), " stores panels, not rows"));
+std::optional<WeightFormat> FromGgufTypeName(absl::string_view name) {
+  for (const Row& r : kTable) {
+    if (!name.empty() && name == r.gguf_name) return r.format;
   }
-  if (cols < 0 || cols % BlockElems(f) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(Name(f), " needs cols % ", BlockElems(f),
-                                                   " == 0, cols is ", cols));
-  }
-  int64_t bytes = 0;
-  if (!Mul(cols / BlockElems(f), BlockBytes(f), &bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat("a row of ", cols, " elements in ", Name(f),
-                                                   " is more bytes than an int64 holds"));
-  }
-  return bytes;
+  return std::nullopt;
 }
 
 absl::StatusOr<int64_t> TensorBytes(WeightFormat f, int64_t rows, int64_t cols) {
@@ -133,16 +125,18 @@ absl::StatusOr<int64_t> TensorBytes(WeightFormat f, int64_t rows, int64_t cols) 
     }
     case WeightFormat::kBf16X12: {
       int64_t blocks = 0;
-      if (!Mul(X12Panels(rows), X12BlocksPerPanel(cols), &blocks) || !Mul(blocks, kX12RawBytes, &bytes) ||
-          __builtin_add_overflow(bytes, kX12HeaderBytes, &bytes)) {
+      if (!Mul(X12Panels(rows), X12BlocksPerPanel(cols), &blocks) ||
+          blocks > (std::numeric_limits<int64_t>::max() - kX12HeaderBytes) / kX12RawBytes) {
         return too_large();
       }
-      return bytes;
+      return X12TensorBytes(rows, cols);
     }
-    default: {
-      absl::StatusOr<int64_t> row = RowBytes(f, cols);
-      if (!row.ok()) return row.status();
-      if (!Mul(rows, *row, &bytes)) return too_large();
+    default: {  // rows of blocks (bf16: blocks of one element)
+      if (cols % BlockElems(f) != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Name(f), " needs cols % ", BlockElems(f), " == 0, cols is ", cols));
+      }
+      if (!Mul(rows, RowBytes(f, cols), &bytes)) return too_large();
       return bytes;
     }
   }

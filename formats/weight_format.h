@@ -100,11 +100,14 @@ absl::string_view RegistryLayout(WeightFormat f);
 absl::string_view RegistryBlockFormat(WeightFormat f);
 
 // GGUF's type name ("BF16", "Q8_0", ...) and ggml type id; "" and nullopt for the
-// layouts GGUF has no type for (packed, x12).
+// layouts GGUF has no type for (packed, x12). The names (Name's too) view string
+// literals, so data() is NUL-terminated.
 absl::string_view GgufTypeName(WeightFormat f);
 std::optional<uint32_t> GgmlTypeId(WeightFormat f);
-// The format of ggml type `id` (BF16 is kBf16RowMajor); nullopt for the others.
+// The format of ggml type `id` or GGUF type name `name` ("Q8_0"; BF16 is
+// kBf16RowMajor); nullopt for the others.
 std::optional<WeightFormat> FromGgmlTypeId(uint32_t id);
+std::optional<WeightFormat> FromGgufTypeName(absl::string_view name);
 
 // Geometry. Unchecked products: callers pass a shape whose bytes fit int64 (or use
 // TensorBytes, which checks).
@@ -118,6 +121,10 @@ constexpr int64_t PackedPanelElements(int64_t rows, int64_t cols) {
 constexpr int64_t X12Panels(int64_t rows) { return RoundUp(rows, kPanelRows) / kPanelRows; }
 constexpr int64_t X12BlocksPerPanel(int64_t cols) { return RoundUp(cols, kX12BlockCols) / kX12BlockCols; }
 constexpr int64_t X12Blocks(int64_t rows, int64_t cols) { return X12Panels(rows) * X12BlocksPerPanel(cols); }
+// Bytes of the x12 layout of [rows, cols]: kX12RawBytes per block, then the header.
+constexpr int64_t X12TensorBytes(int64_t rows, int64_t cols) {
+  return X12Blocks(rows, cols) * kX12RawBytes + kX12HeaderBytes;
+}
 // Bytes a GEMV streams from an x12 tensor of `blocks` blocks, `raw` of them stored
 // raw (bf16): codes and table of each compact block, the raw bytes and table of the
 // others.
@@ -132,9 +139,9 @@ constexpr int64_t X12StreamedBytesOfTensor(int64_t tensor_bytes) {
 }
 
 // Bytes of one row of `cols` elements of a row-wise format (bf16 row-major and the
-// block formats); InvalidArgument for the panel layouts, which have no rows of their
-// own, and for cols not a multiple of BlockElems or negative.
-absl::StatusOr<int64_t> RowBytes(WeightFormat f, int64_t cols);
+// block formats; the panel layouts have no rows of their own), cols a multiple of
+// BlockElems(f).
+constexpr int64_t RowBytes(WeightFormat f, int64_t cols) { return cols / BlockElems(f) * BlockBytes(f); }
 // Bytes of a [rows, cols] tensor in `f`, padding and x12's header included;
 // InvalidArgument for a non-positive dimension, cols not a multiple of BlockElems,
 // or more bytes than an int64 holds.

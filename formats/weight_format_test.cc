@@ -30,6 +30,7 @@ TEST(WeightFormatTest, TableIsInEnumOrderAndNamesRoundTrip) {
     if (const auto id = GgmlTypeId(f)) {
       EXPECT_TRUE(gguf_names.insert(std::string(GgufTypeName(f))).second) << GgufTypeName(f);
       EXPECT_EQ(FromGgmlTypeId(*id), f) << name;
+      EXPECT_EQ(FromGgufTypeName(GgufTypeName(f)), f) << name;
     } else {
       EXPECT_EQ(GgufTypeName(f), "") << name;
     }
@@ -51,6 +52,9 @@ TEST(WeightFormatTest, NamesAndGgufTypes) {
   EXPECT_EQ(GgufTypeName(WeightFormat::kQ8_0), "Q8_0");
   EXPECT_EQ(FromGgmlTypeId(12), std::nullopt);  // Q4_K: not (yet) a format here
   EXPECT_EQ(FromGgmlTypeId(0), std::nullopt);   // F32 is dequantized at load, not a weight format
+  EXPECT_EQ(FromGgufTypeName("Q4_K"), std::nullopt);
+  EXPECT_EQ(FromGgufTypeName(""), std::nullopt);
+  EXPECT_EQ(FromGgufTypeName("q8_0"), std::nullopt);  // GGUF's names are upper case
   EXPECT_EQ(RegistryLayout(WeightFormat::kQ4_1), "row_major");
   EXPECT_EQ(RegistryBlockFormat(WeightFormat::kQ4_1), "q4_1");
   EXPECT_EQ(RegistryBlockFormat(WeightFormat::kBf16X12), "");
@@ -98,8 +102,9 @@ TEST(WeightFormatTest, TensorAndRowBytes) {
   EXPECT_EQ(*TensorBytes(WeightFormat::kQ8_0, 3, 2048), 3 * 64 * 34);
   EXPECT_EQ(*TensorBytes(WeightFormat::kQ4_0, 3, 2048), 3 * 64 * 18);
   EXPECT_EQ(*TensorBytes(WeightFormat::kQ4_1, 3, 2048), 3 * 64 * 20);
-  EXPECT_EQ(*RowBytes(WeightFormat::kQ4_1, 64), 40);
-  EXPECT_EQ(*RowBytes(WeightFormat::kBf16RowMajor, 7), 14);
+  EXPECT_EQ(RowBytes(WeightFormat::kQ4_1, 64), 40);
+  EXPECT_EQ(RowBytes(WeightFormat::kQ8_0, 2048), 64 * 34);
+  EXPECT_EQ(RowBytes(WeightFormat::kBf16RowMajor, 7), 14);
   EXPECT_EQ(PackedPanelElements(9, 33), 16 * 64);
   EXPECT_EQ(X12Blocks(9, 65), 2 * 2);
   EXPECT_EQ(X12Blocks(8, 64), 1);
@@ -108,9 +113,7 @@ TEST(WeightFormatTest, TensorAndRowBytes) {
   EXPECT_EQ(X12StreamedBytesOfTensor(4 * 1024 + 64), 4 * 784);
   EXPECT_EQ(X12StreamedBytesOfTensor(10), 10);
 
-  EXPECT_EQ(RowBytes(WeightFormat::kQ8_0, 33).status().message(), "q8_0 needs cols % 32 == 0, cols is 33");
-  EXPECT_EQ(RowBytes(WeightFormat::kBf16Packed, 32).status().message(),
-            "packed_panel_v1 stores panels, not rows");
+  EXPECT_EQ(TensorBytes(WeightFormat::kQ8_0, 2, 33).status().message(), "q8_0 needs cols % 32 == 0, cols is 33");
   EXPECT_EQ(TensorBytes(WeightFormat::kQ4_0, 0, 32).status().message(),
             "q4_0 tensor [0, 32] has a non-positive dimension");
   EXPECT_EQ(TensorBytes(WeightFormat::kBf16X12, int64_t{1} << 40, int64_t{1} << 40).status().message(),
