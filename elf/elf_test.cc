@@ -8,11 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <optional>
 #include <fstream>
 #include <string>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -350,28 +348,6 @@ TEST(Elf, BlockFormatsRoundTripAndOldProgramsReadAsBf16) {
   EXPECT_EQ(*WriteElf(*back), *bytes);  // deterministic with the new field set
   EXPECT_EQ(BlockFormatName(Q4_0), "q4_0");
   EXPECT_EQ(BlockFormatName(BLOCK_FORMAT_NONE), "");
-}
-
-// The wire enum and the format library map one to one: every BlockFormat value to a
-// block format and back, every block format of the library to a wire value.
-TEST(Elf, BlockFormatsMapToTheFormatLibrary) {
-  const auto* values = BlockFormat_descriptor();
-  for (int i = 0; i < values->value_count(); ++i) {
-    const auto format = static_cast<BlockFormat>(values->value(i)->number());
-    const std::optional<formats::WeightFormat> f = WeightFormatOfBlocks(format);
-    if (format == BLOCK_FORMAT_NONE) {
-      EXPECT_FALSE(f.has_value());
-      continue;
-    }
-    ASSERT_TRUE(f.has_value()) << values->value(i)->name();
-    EXPECT_TRUE(formats::IsBlockFormat(*f)) << values->value(i)->name();
-    EXPECT_EQ(BlockFormatOf(*f), format) << values->value(i)->name();
-    EXPECT_EQ(absl::AsciiStrToUpper(BlockFormatName(format)), values->value(i)->name());
-  }
-  for (const formats::WeightFormat f : formats::kAllWeightFormats) {
-    EXPECT_EQ(BlockFormatOf(f) != BLOCK_FORMAT_NONE, formats::IsBlockFormat(f)) << formats::Name(f);
-  }
-  EXPECT_FALSE(WeightFormatOfBlocks(static_cast<BlockFormat>(99)).has_value());
 }
 
 TEST(Elf, BlockFormatsAreValidated) {

@@ -10,13 +10,14 @@
 // ("q8_0", ...) for the block formats, which the registry pairs with layout
 // "row_major". A block format also has its GGUF type name and id.
 //
-// Adding a format (say GGUF's Q4_K) touches this library (an enumerator, its row
-// in kTable of weight_format.cc, its sizes; the table test), its kernels
-// (kernels/gemv: quantize, dequantize in registers, the variants' dispatch), its
-// loader (weights/dequant.cc) and, for a block format, one enumerator of
-// elf/program.proto's BlockFormat with its line in elf's mapping
-// (elf/weight_format.cc); the registry entries of the new kernel symbols are data.
-// Every other size, name and check follows from the table.
+// Adding a format (say GGUF's Q4_K) touches: this library (an enumerator in
+// kAllWeightFormats, its row in weight_format.cc's table, its block size here, and
+// per-format block elements where a block is not 32; its test), its block struct
+// (util/ggml_blocks.h), its kernels (kernels/gemv: quantize.cc and the dispatch of
+// gemv_quant.cc / gemv_quant_vnni.cc), its loader (weights/dequant.cc), and for the
+// wire one BlockFormat value in elf/program.proto with its two lines in the one
+// mapping, elf/bo_bytes.cc; the registry's variants of its kernel symbols are data.
+// Names, GGUF types, sizes and checks elsewhere follow from the table.
 //
 // Thread-safety: constants and pure functions.
 #ifndef DK_FORMATS_WEIGHT_FORMAT_H_
