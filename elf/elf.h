@@ -13,12 +13,14 @@
 #define DK_ELF_ELF_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "elf/program.pb.h"
+#include "formats/weight_format.h"
 
 namespace dk::elf {
 
@@ -88,19 +90,26 @@ absl::StatusOr<Program> ReadElfFile(const std::string& path);
 absl::StatusOr<int64_t> BoBytes(const BufferObject& bo);
 
 // Bytes a GEMV streams from a packed_panel_x12_v1 BO when every 8 x 64 block is
-// compact (784 of its 1024 bytes: codes and table); blocks stored bf16 at load add
-// up to 240 each. Its size_bytes otherwise (other layouts stream what they hold).
+// compact (784 of its 1024 bytes: codes and table; formats::X12StreamedBytes);
+// blocks stored bf16 at load add up to 240 each. Its size_bytes otherwise (other
+// layouts stream what they hold).
 int64_t X12StreamedBytes(const BufferObject& bo);
 
 // Bytes of one element of `dtype`; 0 for DTYPE_UNSPECIFIED.
 int64_t DTypeBytes(DType dtype);
 
-// "" for BLOCK_FORMAT_NONE, else "q8_0", "q4_0", "q4_1" (the registry's
-// KernelVariant.block_format of the kernels that read it).
+// The one mapping between the wire enum BlockFormat and the weight formats
+// (formats/weight_format.h): the format of a block format (nullopt for
+// BLOCK_FORMAT_NONE and values this build does not know), and back
+// (BLOCK_FORMAT_NONE for the bf16 formats).
+std::optional<formats::WeightFormat> WeightFormatOfBlocks(BlockFormat format);
+BlockFormat BlockFormatOf(formats::WeightFormat format);
+// "" for BLOCK_FORMAT_NONE, else the format's name: "q8_0", "q4_0", "q4_1" (the
+// registry's KernelVariant.block_format of the kernels that read it).
 std::string BlockFormatName(BlockFormat format);
-// Bytes of one 32-element block (0 for BLOCK_FORMAT_NONE).
-int64_t BlockBytes(BlockFormat format);
-inline constexpr int64_t kBlockElems = 32;
+// A BO's weight format: its block format, else its layout ("" = row_major); an error
+// naming the BO for an unknown block format or layout.
+absl::StatusOr<formats::WeightFormat> WeightFormatOf(const BufferObject& bo);
 
 }  // namespace dk::elf
 

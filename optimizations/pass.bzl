@@ -9,9 +9,11 @@ drifting apart; a folder's BUILD is one call.
 load("@rules_cc//cc:defs.bzl", "cc_library", "cc_test")
 load("//rules:layering.bzl", "layering_test")
 
-# What every pass may use: the ELF schema, the kernel registry, the shared helpers.
+# What every pass may use: the ELF schema, the weight formats, the kernel registry,
+# the shared helpers.
 _PASS_DEPS = [
     "//elf",
+    "//formats:weight_format",
     "//registry",
     "//optimizations/common:pass_result",
     "//optimizations/common:program_util",

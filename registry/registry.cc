@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "formats/weight_format.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -38,8 +39,7 @@ absl::StatusOr<Registry> Parse(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat("kernel registry: kernel ", k.id(), " has no variants"));
     }
     for (const KernelVariant& v : k.variants()) {
-      if (!v.block_format().empty() && v.block_format() != "q8_0" && v.block_format() != "q4_0" &&
-          v.block_format() != "q4_1") {
+      if (!v.block_format().empty() && !formats::FromRegistry(kRowMajor, v.block_format()).ok()) {
         return absl::InvalidArgumentError(absl::StrCat("kernel registry: symbol ", v.symbol(),
                                                        " has unknown block format ", v.block_format()));
       }

@@ -12,14 +12,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "formats/weight_format.h"
 #include "registry/registry.pb.h"
 
 namespace dk::registry {
 
-inline constexpr absl::string_view kRowMajor = "row_major";
-inline constexpr absl::string_view kPackedPanelV1 = "packed_panel_v1";
+// The layouts a variant reads weights in: the names of formats/weight_format.h.
+inline constexpr absl::string_view kRowMajor = formats::kRowMajorName;
+inline constexpr absl::string_view kPackedPanelV1 = formats::kPackedPanelV1Name;
 // bf16 weights in 12 bits each, lossless (kernels/gemv/gemv_x12.h); bf16 x only.
-inline constexpr absl::string_view kPackedPanelX12V1 = "packed_panel_x12_v1";
+inline constexpr absl::string_view kPackedPanelX12V1 = formats::kPackedPanelX12V1Name;
 
 // The registry compiled into this binary (parsed once).
 const Registry& Get();

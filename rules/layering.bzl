@@ -14,15 +14,17 @@ own .bzl files load only from rules/).
 
 # Layer -> the layers it may use directly (README "Layout"; docs/architecture.md s.2). A
 # package belongs to the layer with the longest matching prefix; `tools/`,
-# `tests/` and `models/` are leaves that no layer may use.
+# `tests/` and `models/` are leaves that no layer may use. `formats` (the weight
+# formats' names and byte geometry) is the lowest layer: every layer reaches it.
 LAYERS = {
-    "util": [],
-    "registry": ["util"],
-    "elf": ["registry", "util"],
+    "formats": [],
+    "util": ["formats"],
+    "registry": ["formats", "util"],
+    "elf": ["formats", "registry", "util"],
     "graph": ["elf", "registry", "util"],
-    "optimizations": ["elf", "graph", "registry", "util"],
-    "kernels": ["util"],
-    "weights": ["elf", "util"],
+    "optimizations": ["elf", "formats", "graph", "registry", "util"],
+    "kernels": ["formats", "util"],
+    "weights": ["elf", "formats", "util"],
     "tokenizer": ["weights", "util"],
     "runtime": ["elf", "registry", "weights", "util"],
     "runtime/cpu": ["runtime", "kernels"],

@@ -19,9 +19,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "formats/weight_format.h"
+
 namespace dk::ggml {
 
-inline constexpr size_t kBlockElems = 32;  // elements per Q8_0 / Q4_0 / Q4_1 block
+inline constexpr size_t kBlockElems = formats::kBlockElems;  // elements per Q8_0 / Q4_0 / Q4_1 block
 
 struct BlockQ8_0 {
   uint8_t d[2];  // f16 scale
@@ -36,9 +38,10 @@ struct BlockQ4_1 {
   uint8_t m[2];  // f16 minimum
   uint8_t qs[kBlockElems / 2];
 };
-static_assert(sizeof(BlockQ8_0) == 34 && alignof(BlockQ8_0) == 1, "GGUF Q8_0 block");
-static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 1, "GGUF Q4_0 block");
-static_assert(sizeof(BlockQ4_1) == 20 && alignof(BlockQ4_1) == 1, "GGUF Q4_1 block");
+// The structs are the formats' blocks (formats/weight_format.h sizes them).
+static_assert(sizeof(BlockQ8_0) == formats::BlockBytes(formats::WeightFormat::kQ8_0) && alignof(BlockQ8_0) == 1);
+static_assert(sizeof(BlockQ4_0) == formats::BlockBytes(formats::WeightFormat::kQ4_0) && alignof(BlockQ4_0) == 1);
+static_assert(sizeof(BlockQ4_1) == formats::BlockBytes(formats::WeightFormat::kQ4_1) && alignof(BlockQ4_1) == 1);
 
 // The 4-bit value of element i (0 <= i < 32) of a Q4_0 / Q4_1 block's qs.
 inline int Nibble(const uint8_t* qs, size_t i) {

@@ -3,13 +3,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "formats/weight_format.h"
 #include "util/check.h"
 #include "util/ggml_blocks.h"
 
 namespace dk::weights {
 namespace {
 
-constexpr int64_t kQk = ggml::kBlockElems;  // elements per Q8_0 / Q4_0 / Q4_1 block
+constexpr int64_t kQk = formats::kBlockElems;  // elements per Q8_0 / Q4_0 / Q4_1 block
 
 inline uint16_t LoadU16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));  // little-endian file data
@@ -94,10 +95,8 @@ absl::StatusOr<uint64_t> GgmlRowBytes(GgmlType type, int64_t n) {
     return absl::InvalidArgumentError(absl::StrCat(
         "row of ", n, " elements is not a multiple of the block size ", kQk));
   }
-  const uint64_t block_bytes = type == GgmlType::kQ8_0   ? sizeof(ggml::BlockQ8_0)
-                               : type == GgmlType::kQ4_0 ? sizeof(ggml::BlockQ4_0)
-                                                         : sizeof(ggml::BlockQ4_1);
-  return static_cast<uint64_t>(n / kQk) * block_bytes;
+  return static_cast<uint64_t>(
+      formats::RowBytes(*formats::FromGgmlTypeId(static_cast<uint32_t>(type)), n));
 }
 
 void DequantizeToF32(GgmlType type, const uint8_t* src, int64_t n, float* out) {

@@ -2,11 +2,13 @@
 // (the reader that builds them is gguf.cc).
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "formats/weight_format.h"
 #include "weights/gguf.h"
 
 namespace dk::weights {
@@ -31,14 +33,15 @@ std::string GgufTypeName(GgufType type) {
 }
 
 absl::StatusOr<GgmlTypeTraits> GetGgmlTypeTraits(GgmlType type) {
+  // The types that are weight formats here are sized by the format library.
+  if (const std::optional<formats::WeightFormat> f = formats::FromGgmlTypeId(static_cast<uint32_t>(type))) {
+    return GgmlTypeTraits{formats::GgufTypeName(*f).data(), formats::BlockElems(*f), formats::BlockBytes(*f)};
+  }
   switch (static_cast<uint32_t>(type)) {
     case 0: return GgmlTypeTraits{"F32", 1, 4};
     case 1: return GgmlTypeTraits{"F16", 1, 2};
-    case 2: return GgmlTypeTraits{"Q4_0", 32, 18};
-    case 3: return GgmlTypeTraits{"Q4_1", 32, 20};
     case 6: return GgmlTypeTraits{"Q5_0", 32, 22};
     case 7: return GgmlTypeTraits{"Q5_1", 32, 24};
-    case 8: return GgmlTypeTraits{"Q8_0", 32, 34};
     case 9: return GgmlTypeTraits{"Q8_1", 32, 40};
     case 10: return GgmlTypeTraits{"Q2_K", 256, 84};
     case 11: return GgmlTypeTraits{"Q3_K", 256, 110};
@@ -60,7 +63,6 @@ absl::StatusOr<GgmlTypeTraits> GetGgmlTypeTraits(GgmlType type) {
     case 27: return GgmlTypeTraits{"I64", 1, 8};
     case 28: return GgmlTypeTraits{"F64", 1, 8};
     case 29: return GgmlTypeTraits{"IQ1_M", 256, 56};
-    case 30: return GgmlTypeTraits{"BF16", 1, 2};
     case 34: return GgmlTypeTraits{"TQ1_0", 256, 54};
     case 35: return GgmlTypeTraits{"TQ2_0", 256, 66};
     case 39: return GgmlTypeTraits{"MXFP4", 32, 17};

@@ -4,12 +4,14 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "elf/elf.h"
+#include "formats/weight_format.h"
 #include "util/printable.h"
 #include "util/status.h"
 #include "weights/common.h"
@@ -175,12 +177,8 @@ absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::stri
 
 // The block format the GEMV kernels read that `type` is, or NONE.
 elf::BlockFormat BlockFormatOf(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ8_0: return elf::Q8_0;
-    case GgmlType::kQ4_0: return elf::Q4_0;
-    case GgmlType::kQ4_1: return elf::Q4_1;
-    default: return elf::BLOCK_FORMAT_NONE;
-  }
+  const std::optional<formats::WeightFormat> f = formats::FromGgmlTypeId(static_cast<uint32_t>(type));
+  return f ? elf::BlockFormatOf(*f) : elf::BLOCK_FORMAT_NONE;
 }
 
 }  // namespace

@@ -365,7 +365,7 @@ void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
 }
 
 size_t PackedGemvElements(size_t rows, size_t cols) {
-  return RoundUp(rows, kPanelRows) * RoundUp(cols, kChunkCols);
+  return static_cast<size_t>(formats::PackedPanelElements(static_cast<int64_t>(rows), static_cast<int64_t>(cols)));
 }
 
 void PackGemvWeights(const bf16* w, size_t rows, size_t cols, bf16* out) {

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 
+#include "formats/weight_format.h"
 #include "util/aligned_buffer.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
@@ -39,8 +40,8 @@ void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, bf16* y,
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, bf16* y,
           ThreadPool* pool);
 
-inline constexpr size_t kPanelRows = 8;
-inline constexpr size_t kChunkCols = 32;
+inline constexpr size_t kPanelRows = formats::kPanelRows;
+inline constexpr size_t kChunkCols = formats::kChunkCols;
 
 // Number of bf16 elements the packed layout of a [rows, cols] matrix occupies.
 size_t PackedGemvElements(size_t rows, size_t cols);

@@ -32,23 +32,11 @@ struct PreparedX {
   internal::QuantX quant;
 };
 
-bool IsBlocks(WeightFormat f) {
-  return f != WeightFormat::kBf16RowMajor && f != WeightFormat::kBf16Packed && f != WeightFormat::kBf16X12;
-}
-
-QuantFormat BlocksOf(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::kQ4_0: return QuantFormat::kQ4_0;
-    case WeightFormat::kQ4_1: return QuantFormat::kQ4_1;
-    default: return QuantFormat::kQ8_0;
-  }
-}
-
 PreparedX Prepare(WeightFormat format, const bf16* x, size_t cols) {
   PreparedX p{format, {}, {}};
-  if (IsBlocks(format)) {
-    DK_CHECK(cols % 32 == 0);
-    p.quant = internal::PrepareQuantX(BlocksOf(format), x, cols);
+  if (formats::IsBlockFormat(format)) {
+    DK_CHECK(cols % formats::kBlockElems == 0);
+    p.quant = internal::PrepareQuantX(format, x, cols);
   } else {
     p.bf16 = internal::PrepareBf16X(x, cols);
   }

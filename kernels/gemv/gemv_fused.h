@@ -27,12 +27,13 @@
 
 #include <cstddef>
 
+#include "formats/weight_format.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
 namespace dk::kernels {
 
-enum class WeightFormat { kBf16RowMajor, kBf16Packed, kBf16X12, kQ8_0, kQ4_0, kQ4_1 };
+using formats::WeightFormat;
 
 // One weight matrix [rows, cols]: bf16 elements (row-major, or packed by
 // PackGemvWeights), bf16 in 12 bits (PackX12GemvWeights, gemv_x12.h) or GGUF blocks

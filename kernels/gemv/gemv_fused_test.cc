@@ -25,26 +25,6 @@ using testing::ForEachTarget;
 using testing::Misaligned;
 using testing::RandomBf16;
 
-const WeightFormat kFormats[] = {WeightFormat::kBf16RowMajor, WeightFormat::kBf16Packed, WeightFormat::kBf16X12, WeightFormat::kQ8_0,
-                                 WeightFormat::kQ4_0, WeightFormat::kQ4_1};
-const char* Name(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::kBf16RowMajor: return "bf16 row-major";
-    case WeightFormat::kBf16Packed: return "bf16 packed";
-    case WeightFormat::kBf16X12: return "bf16 x12";
-    case WeightFormat::kQ8_0: return "q8_0";
-    case WeightFormat::kQ4_0: return "q4_0";
-    case WeightFormat::kQ4_1: return "q4_1";
-  }
-  return "?";
-}
-bool IsBlocks(WeightFormat f) {
-  return f != WeightFormat::kBf16RowMajor && f != WeightFormat::kBf16Packed && f != WeightFormat::kBf16X12;
-}
-QuantFormat BlocksOf(WeightFormat f) {
-  return f == WeightFormat::kQ8_0 ? QuantFormat::kQ8_0 : f == WeightFormat::kQ4_0 ? QuantFormat::kQ4_0 : QuantFormat::kQ4_1;
-}
-
 // One weight matrix in a format, from random bf16 values.
 struct Matrix {
   size_t rows = 0, cols = 0;
@@ -65,8 +45,8 @@ struct Matrix {
       PackX12GemvWeights(rowmajor.data(), rows, cols, x12.data());
       return {x12.data(), rows};
     }
-    blocks.resize(rows * QuantRowBytes(BlocksOf(f), cols));
-    QuantizeWeights(BlocksOf(f), rowmajor.data(), rows, cols, blocks.data());
+    blocks.resize(rows * formats::RowBytes(f, cols));
+    QuantizeWeights(f, rowmajor.data(), rows, cols, blocks.data());
     return {blocks.data(), rows};
   }
 };
@@ -74,8 +54,8 @@ struct Matrix {
 // The unfused GEMV of the launch the fused kernel replaces.
 template <typename YT>
 void UnfusedGemv(WeightFormat f, const FusedWeight& w, size_t cols, const bf16* x, YT* y, ThreadPool* pool) {
-  if (IsBlocks(f)) {
-    QuantGemv(BlocksOf(f), QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
+  if (formats::IsBlockFormat(f)) {
+    QuantGemv(f, QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
   } else if (f == WeightFormat::kBf16Packed) {
     PackedGemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
   } else if (f == WeightFormat::kBf16X12) {
@@ -110,8 +90,8 @@ void ForEachConfiguration(const Fn& fn) {
       SetGemvBf16DotEnabled(fast);
       SetQuantGemvVnniEnabled(fast);
       SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
-      for (WeightFormat f : kFormats) {
-        SCOPED_TRACE(Name(f));
+      for (WeightFormat f : formats::kAllWeightFormats) {
+        SCOPED_TRACE(formats::Name(f));
         for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
       }
     }

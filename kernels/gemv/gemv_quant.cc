@@ -28,13 +28,6 @@ using internal::Q8Activations;
 inline void StoreOut(float v, float* y) { *y = v; }
 inline void StoreOut(float v, bf16* y) { *y = F32ToBf16(v); }
 
-template <QuantFormat F>
-constexpr size_t BlockBytes() {
-  return F == QuantFormat::kQ8_0   ? sizeof(ggml::BlockQ8_0)
-         : F == QuantFormat::kQ4_0 ? sizeof(ggml::BlockQ4_0)
-                                   : sizeof(ggml::BlockQ4_1);
-}
-
 // A block's f16 scale field (any alignment) as f32: vcvtph2ps where the target has
 // F16C, Highway's exact software conversion elsewhere.
 HWY_INLINE float F16Field(const uint8_t* p) {
@@ -76,7 +69,7 @@ void QuantizeX(const float* HWY_RESTRICT x, size_t blocks, int8_t* HWY_RESTRICT 
 
 // Strategy kInt8 without VNNI: int8 weights and activations widened to i16, pairs
 // multiplied and added into i32 (pmaddwd), so each block's dot product is exact.
-template <QuantFormat F, typename YT>
+template <WeightFormat F, typename YT>
 void Int8Rows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
               const Q8Activations& x, YT* HWY_RESTRICT y) {
   const hn::CappedTag<int16_t, kHalf> d16;
@@ -87,29 +80,29 @@ void Int8Rows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
   const size_t n = hn::Lanes(d16);
   const size_t blocks = cols / ggml::kBlockElems;
   for (size_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w + r * blocks * BlockBytes<F>();
+    const uint8_t* row = w + r * blocks * formats::BlockBytes(F);
     auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
     float min_acc = 0.0f;  // Q4_1: sum_b m_b * dx_b * sum(q_x)
     for (size_t b = 0; b < blocks; ++b) {
-      const uint8_t* blk = row + b * BlockBytes<F>();
+      const uint8_t* blk = row + b * formats::BlockBytes(F);
       const int8_t* xq = x.q + b * ggml::kBlockElems;
       auto isum0 = hn::Zero(d32), isum1 = hn::Zero(d32);
       float dw;
       for (size_t j = 0; j < kHalf; j += n) {
         decltype(hn::Zero(d16)) lo, hi;
-        if constexpr (F == QuantFormat::kQ8_0) {
+        if constexpr (F == WeightFormat::kQ8_0) {
           const auto* q8 = reinterpret_cast<const ggml::BlockQ8_0*>(blk);
           lo = hn::PromoteTo(d16, hn::LoadU(d8, q8->qs + j));
           hi = hn::PromoteTo(d16, hn::LoadU(d8, q8->qs + kHalf + j));
         } else {
-          const uint8_t* qs = F == QuantFormat::kQ4_0
+          const uint8_t* qs = F == WeightFormat::kQ4_0
                                   ? reinterpret_cast<const ggml::BlockQ4_0*>(blk)->qs
                                   : reinterpret_cast<const ggml::BlockQ4_1*>(blk)->qs;
           const auto raw = hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<decltype(d16)>(),
                                                           hn::LoadU(du8, qs + j)));
           lo = hn::And(raw, hn::Set(d16, 0x0F));
           hi = hn::ShiftRight<4>(raw);
-          if constexpr (F == QuantFormat::kQ4_0) {
+          if constexpr (F == WeightFormat::kQ4_0) {
             lo = hn::Sub(lo, hn::Set(d16, 8));
             hi = hn::Sub(hi, hn::Set(d16, 8));
           }
@@ -119,7 +112,7 @@ void Int8Rows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
         isum0 = hn::ReorderWidenMulAccumulate(
             d32, hi, hn::PromoteTo(d16, hn::LoadU(d8, xq + kHalf + j)), isum0, isum1);
       }
-      if constexpr (F == QuantFormat::kQ4_1) {
+      if constexpr (F == WeightFormat::kQ4_1) {
         const auto* q4 = reinterpret_cast<const ggml::BlockQ4_1*>(blk);
         dw = F16Field(q4->d);
         min_acc += F16Field(q4->m) * x.sx[b];
@@ -140,7 +133,7 @@ void Int8Rows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
 
 // Strategy kFloat: each block's weights dequantized to f32 in registers and FMA'd
 // with f32 x; the low and high halves of a block go to separate accumulators.
-template <QuantFormat F, typename YT>
+template <WeightFormat F, typename YT>
 void FloatRows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
                const float* HWY_RESTRICT x, YT* HWY_RESTRICT y) {
   const hn::CappedTag<float, kHalf> df;
@@ -150,27 +143,27 @@ void FloatRows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
   const size_t n = hn::Lanes(df);
   const size_t blocks = cols / ggml::kBlockElems;
   for (size_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w + r * blocks * BlockBytes<F>();
+    const uint8_t* row = w + r * blocks * formats::BlockBytes(F);
     auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
     for (size_t b = 0; b < blocks; ++b) {
-      const uint8_t* blk = row + b * BlockBytes<F>();
+      const uint8_t* blk = row + b * formats::BlockBytes(F);
       const float* xb = x + b * ggml::kBlockElems;
       const auto d = hn::Set(df, F16Field(blk));  // d comes first in all three
       for (size_t j = 0; j < kHalf; j += n) {
         decltype(hn::Zero(df)) lo, hi;
-        if constexpr (F == QuantFormat::kQ8_0) {
+        if constexpr (F == WeightFormat::kQ8_0) {
           const auto* q8 = reinterpret_cast<const ggml::BlockQ8_0*>(blk);
           lo = hn::Mul(d, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, q8->qs + j))));
           hi = hn::Mul(d, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, q8->qs + kHalf + j))));
         } else {
-          const uint8_t* qs = F == QuantFormat::kQ4_0
+          const uint8_t* qs = F == WeightFormat::kQ4_0
                                   ? reinterpret_cast<const ggml::BlockQ4_0*>(blk)->qs
                                   : reinterpret_cast<const ggml::BlockQ4_1*>(blk)->qs;
           const auto raw = hn::BitCast(
               di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(du8, qs + j)));
           const auto qlo = hn::And(raw, hn::Set(di, 0x0F));
           const auto qhi = hn::ShiftRight<4>(raw);
-          if constexpr (F == QuantFormat::kQ4_0) {
+          if constexpr (F == WeightFormat::kQ4_0) {
             lo = hn::Mul(d, hn::ConvertTo(df, hn::Sub(qlo, hn::Set(di, 8))));
             hi = hn::Mul(d, hn::ConvertTo(df, hn::Sub(qhi, hn::Set(di, 8))));
           } else {
@@ -188,47 +181,49 @@ void FloatRows(const uint8_t* HWY_RESTRICT w, size_t cols, size_t r0, size_t r1,
 }
 
 template <typename YT>
-void Int8RowsAny(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void Int8RowsAny(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                  const Q8Activations& x, YT* y) {
   switch (format) {
-    case QuantFormat::kQ8_0:
-      return Int8Rows<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_0:
-      return Int8Rows<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_1:
-      return Int8Rows<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ8_0:
+      return Int8Rows<WeightFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_0:
+      return Int8Rows<WeightFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_1:
+      return Int8Rows<WeightFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    default: break;  // not a block format
   }
 }
 
 template <typename YT>
-void FloatRowsAny(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void FloatRowsAny(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                   const float* x, YT* y) {
   switch (format) {
-    case QuantFormat::kQ8_0:
-      return FloatRows<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_0:
-      return FloatRows<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_1:
-      return FloatRows<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ8_0:
+      return FloatRows<WeightFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_0:
+      return FloatRows<WeightFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_1:
+      return FloatRows<WeightFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    default: break;  // not a block format
   }
 }
 
 // This target's HWY_TARGET bit: which of the VNNI paths it may take.
 int64_t QuantTarget() { return HWY_TARGET; }
 
-void Int8RowsF32(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void Int8RowsF32(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                  const Q8Activations& x, float* y) {
   Int8RowsAny(format, w, cols, r0, r1, x, y);
 }
-void Int8RowsBf16(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void Int8RowsBf16(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                   const Q8Activations& x, bf16* y) {
   Int8RowsAny(format, w, cols, r0, r1, x, y);
 }
-void FloatRowsF32(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void FloatRowsF32(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                   const float* x, float* y) {
   FloatRowsAny(format, w, cols, r0, r1, x, y);
 }
-void FloatRowsBf16(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void FloatRowsBf16(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const float* x, bf16* y) {
   FloatRowsAny(format, w, cols, r0, r1, x, y);
 }
@@ -296,8 +291,9 @@ internal::Q8Activations QuantizeActivations(const float* x, size_t cols) {
 }
 
 template <typename XT, typename YT>
-void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
          size_t cols, const XT* x, YT* y, ThreadPool* pool) {
+  DK_CHECK(formats::IsBlockFormat(format));
   DK_CHECK(cols % ggml::kBlockElems == 0);
   if (rows == 0) return;
   const float* xf = XAsF32(x, cols);
@@ -320,7 +316,7 @@ void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows
   switch (ChooseInt8Path()) {
     case Int8Path::kAvx512Vnni:
       // Re-arranged once here for every task's Q4 rows.
-      if (format != QuantFormat::kQ8_0) xq.quad = internal::QuadActivations(xq.q, cols);
+      if (format != WeightFormat::kQ8_0) xq.quad = internal::QuadActivations(xq.q, cols);
       run([&](size_t r0, size_t r1) { internal::QuantRowsVnni(format, w, cols, r0, r1, xq, y); });
       return;
     case Int8Path::kAvxVnni:
@@ -344,7 +340,7 @@ void Run(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows
 
 namespace internal {
 
-QuantX PrepareQuantX(QuantFormat format, const bf16* x, size_t cols) {
+QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols) {
   DK_CHECK(cols % ggml::kBlockElems == 0);
   thread_local Q8Activations xq;
   xq = QuantizeActivations(XAsF32(x, cols), cols);
@@ -352,7 +348,7 @@ QuantX PrepareQuantX(QuantFormat format, const bf16* x, size_t cols) {
   p.format = format;
   p.cols = cols;
   p.path = static_cast<int>(ChooseInt8Path());
-  if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && format != QuantFormat::kQ8_0) {
+  if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && format != WeightFormat::kQ8_0) {
     xq.quad = QuadActivations(xq.q, cols);
   }
   p.act = &xq;
@@ -374,47 +370,19 @@ void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y
 
 }  // namespace internal
 
-const char* QuantFormatName(QuantFormat format) {
-  switch (format) {
-    case QuantFormat::kQ8_0:
-      return "Q8_0";
-    case QuantFormat::kQ4_0:
-      return "Q4_0";
-    case QuantFormat::kQ4_1:
-      return "Q4_1";
-  }
-  return "?";
-}
-
-size_t QuantBlockBytes(QuantFormat format) {
-  switch (format) {
-    case QuantFormat::kQ8_0:
-      return sizeof(ggml::BlockQ8_0);
-    case QuantFormat::kQ4_0:
-      return sizeof(ggml::BlockQ4_0);
-    case QuantFormat::kQ4_1:
-      return sizeof(ggml::BlockQ4_1);
-  }
-  return 0;
-}
-
-size_t QuantRowBytes(QuantFormat format, size_t cols) {
-  return cols / ggml::kBlockElems * QuantBlockBytes(format);
-}
-
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, float* y, ThreadPool* pool) {
   Run(format, act, w, rows, cols, x, y, pool);
 }
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, float* y, ThreadPool* pool) {
   Run(format, act, w, rows, cols, x, y, pool);
 }
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, bf16* y, ThreadPool* pool) {
   Run(format, act, w, rows, cols, x, y, pool);
 }
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, bf16* y, ThreadPool* pool) {
   Run(format, act, w, rows, cols, x, y, pool);
 }

@@ -30,28 +30,31 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats/weight_format.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
 namespace dk::kernels {
 
-enum class QuantFormat { kQ8_0, kQ4_0, kQ4_1 };
+// `format` is a block format (formats::IsBlockFormat): Q8_0, Q4_0 or Q4_1.
+using formats::WeightFormat;
 enum class QuantActivations { kInt8, kFloat };
 
-const char* QuantFormatName(QuantFormat format);  // "Q8_0", ...
+// The CPU device's (runtime/cpu) spellings until it uses formats/weight_format.h:
+// QuantFormat is WeightFormat, QuantRowBytes is formats::RowBytes.
+using QuantFormat = WeightFormat;
+inline size_t QuantRowBytes(WeightFormat format, size_t cols) {
+  return static_cast<size_t>(formats::RowBytes(format, static_cast<int64_t>(cols)));
+}
 
-// Bytes of one block, and of one row of `cols` elements (cols % 32 == 0).
-size_t QuantBlockBytes(QuantFormat format);
-size_t QuantRowBytes(QuantFormat format, size_t cols);
-
-// y = W x; `w` holds rows * QuantRowBytes(format, cols) bytes.
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+// y = W x; `w` holds rows * formats::RowBytes(format, cols) bytes.
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, float* y, ThreadPool* pool);
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, float* y, ThreadPool* pool);
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, bf16* y, ThreadPool* pool);
-void QuantGemv(QuantFormat format, QuantActivations act, const uint8_t* w, size_t rows,
+void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, bf16* y, ThreadPool* pool);
 
 // Name of the path `act` takes on this machine (e.g. "AVX3+VNNI", "AVX2+AVXVNNI");

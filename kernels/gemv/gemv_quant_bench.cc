@@ -28,13 +28,13 @@ struct Shape {
 };
 // llama32_1b q/o proj, gate/up, down; SmolLM2-135M LM head.
 constexpr Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {49152, 576}};
-constexpr QuantFormat kFormats[] = {QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ4_1};
+constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1};
 constexpr int kBf16 = 3;  // format index of the bf16 baseline
 constexpr size_t kMinRotationBytes = size_t{256} << 20;
 
 size_t MatrixBytes(const Shape& s, int format) {
   return format == kBf16 ? s.rows * s.cols * sizeof(bf16)
-                         : s.rows * QuantRowBytes(kFormats[format], s.cols);
+                         : s.rows * formats::RowBytes(kFormats[format], s.cols);
 }
 
 // Distinct copies of one random matrix (valid f16 scales, random quants), on huge
@@ -56,11 +56,11 @@ const std::vector<AlignedBuffer<uint8_t>>& WeightSet(const Shape& s, int format)
     }
   } else {
     for (auto& b : w) b = static_cast<uint8_t>(rng());
-    const size_t block = QuantBlockBytes(kFormats[format]);
+    const size_t block = formats::BlockBytes(kFormats[format]);
     for (size_t off = 0; off < bytes; off += block) {
       const uint16_t d = 0x2000 | (rng() & 0x3FF);  // ~2^-7, normal
       std::memcpy(&w[off], &d, 2);
-      if (kFormats[format] == QuantFormat::kQ4_1) std::memcpy(&w[off + 2], &d, 2);
+      if (kFormats[format] == WeightFormat::kQ4_1) std::memcpy(&w[off + 2], &d, 2);
     }
   }
   const size_t copies = std::max<size_t>(1, (kMinRotationBytes + bytes - 1) / bytes);
@@ -113,7 +113,7 @@ void BM_QuantGemv(benchmark::State& state) {
   state.counters["us/call"] = seconds / static_cast<double>(calls) * 1e6;
   state.SetLabel(format == kBf16
                      ? std::string("BF16 ") + GemvTargetName()
-                     : std::string(QuantFormatName(kFormats[format])) +
+                     : std::string(formats::GgufTypeName(kFormats[format])) +
                            (act == QuantActivations::kInt8 ? " int8-x " : " float-x ") +
                            QuantGemvTargetName(act));
 }
@@ -146,7 +146,7 @@ void BM_QuantGemvHot(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * MatrixBytes(s, format)));
   state.SetLabel(format == kBf16 ? std::string("BF16")
-                                 : std::string(QuantFormatName(kFormats[format])) +
+                                 : std::string(formats::GgufTypeName(kFormats[format])) +
                                        (act == QuantActivations::kInt8 ? " int8-x" : " float-x"));
 }
 BENCHMARK(BM_QuantGemvHot)

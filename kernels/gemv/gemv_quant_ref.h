@@ -20,26 +20,27 @@ namespace dk::kernels::ref {
 struct QuantElem {
   double w, mag;
 };
-inline QuantElem QuantWeight(QuantFormat format, const uint8_t* row, size_t k) {
+inline QuantElem QuantWeight(WeightFormat format, const uint8_t* row, size_t k) {
   const size_t b = k / ggml::kBlockElems, i = k % ggml::kBlockElems;
   switch (format) {
-    case QuantFormat::kQ8_0: {
+    case WeightFormat::kQ8_0: {
       const auto& blk = reinterpret_cast<const ggml::BlockQ8_0*>(row)[b];
       const double w = static_cast<double>(ggml::F16FieldToF32(blk.d)) * blk.qs[i];
       return {w, std::fabs(w)};
     }
-    case QuantFormat::kQ4_0: {
+    case WeightFormat::kQ4_0: {
       const auto& blk = reinterpret_cast<const ggml::BlockQ4_0*>(row)[b];
       const double d = ggml::F16FieldToF32(blk.d);
       const int q = ggml::Nibble(blk.qs, i);
       return {d * (q - 8), std::fabs(d) * (q + 8)};
     }
-    case QuantFormat::kQ4_1: {
+    case WeightFormat::kQ4_1: {
       const auto& blk = reinterpret_cast<const ggml::BlockQ4_1*>(row)[b];
       const double d = ggml::F16FieldToF32(blk.d), m = ggml::F16FieldToF32(blk.m);
       const int q = ggml::Nibble(blk.qs, i);
       return {d * q + m, std::fabs(d) * q + std::fabs(m)};
     }
+    default: break;  // not a block format
   }
   return {0, 0};
 }
@@ -70,12 +71,12 @@ inline std::vector<double> QuantizeActivations(const float* x, size_t cols,
 // scale of the rounding error an f32 accumulation may make) and, if `scales` is
 // given, sum_k |W[n, k]| * scales[k / 32] in `w_scale_sum` (the scale of the
 // activation-quantization error).
-inline std::vector<double> QuantGemv(QuantFormat format, const uint8_t* w, size_t rows,
+inline std::vector<double> QuantGemv(WeightFormat format, const uint8_t* w, size_t rows,
                                      size_t cols, const double* x,
                                      std::vector<double>* abs_sum,
                                      const std::vector<double>* scales = nullptr,
                                      std::vector<double>* w_scale_sum = nullptr) {
-  const size_t row_bytes = QuantRowBytes(format, cols);
+  const size_t row_bytes = formats::RowBytes(format, cols);
   std::vector<double> y(rows, 0.0);
   abs_sum->assign(rows, 0.0);
   if (w_scale_sum) w_scale_sum->assign(rows, 0.0);

@@ -51,7 +51,7 @@ const Shape kShapes[] = {{1, 32},  {3, 64},   {5, 96},  {7, 32},   {13, 64},
                          {17, 96}, {33, 160}, {1, 2080}, {9, 2080}, {65, 2080},
                          {3, 1088}, {4, 512}};
 
-const QuantFormat kFormats[] = {QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ4_1};
+const WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1};
 
 // A random f16 of either sign with magnitude in [2^-9, 2^-2): scales and minima of
 // the size real checkpoints have.
@@ -64,15 +64,15 @@ uint16_t RandomF16(std::mt19937* rng) {
 // rows * cols / 32 blocks of random bytes with valid random f16 scales; Q8_0's q
 // covers the whole int8 range (-128 included, which the VNNI sign trick must
 // handle).
-std::vector<uint8_t> RandomBlocks(QuantFormat format, size_t rows, size_t cols, uint32_t seed) {
+std::vector<uint8_t> RandomBlocks(WeightFormat format, size_t rows, size_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::vector<uint8_t> w(rows * QuantRowBytes(format, cols));
+  std::vector<uint8_t> w(rows * formats::RowBytes(format, cols));
   for (auto& b : w) b = static_cast<uint8_t>(rng());
-  const size_t block = QuantBlockBytes(format);
+  const size_t block = formats::BlockBytes(format);
   for (size_t off = 0; off < w.size(); off += block) {
     const uint16_t d = RandomF16(&rng);
     std::memcpy(&w[off], &d, 2);
-    if (format == QuantFormat::kQ4_1) {
+    if (format == WeightFormat::kQ4_1) {
       const uint16_t m = RandomF16(&rng);
       std::memcpy(&w[off + 2], &m, 2);
     }
@@ -85,7 +85,7 @@ struct Expected {
   std::vector<double> y, tol;
 };
 
-Expected Reference(QuantFormat format, QuantActivations act, const std::vector<uint8_t>& w,
+Expected Reference(WeightFormat format, QuantActivations act, const std::vector<uint8_t>& w,
                    const Shape& s, const std::vector<float>& x) {
   const std::vector<double> x64(x.begin(), x.end());
   std::vector<double> abs_exact;
@@ -132,7 +132,7 @@ void ExpectClose(const Expected& e, size_t rows, bf16 y, size_t n, const char* w
   }
 }
 
-void CheckAllVariants(QuantFormat format, QuantActivations act, const Shape& s) {
+void CheckAllVariants(WeightFormat format, QuantActivations act, const Shape& s) {
   const std::vector<uint8_t> w = RandomBlocks(format, s.rows, s.cols, 11 + s.rows * 7 + s.cols);
   std::vector<float> xf = RandomF32(s.cols, 5 + s.cols, 2.0f);
   if (s.cols >= 64) std::fill(xf.begin() + 32, xf.begin() + 64, 0.0f);  // a zero block: dx = 0
@@ -171,9 +171,9 @@ void CheckAllVariants(QuantFormat format, QuantActivations act, const Shape& s) 
 
 void CheckEveryTarget(QuantActivations act) {
   ForEachTarget([act](const char*) {
-    for (QuantFormat format : kFormats) {
+    for (WeightFormat format : kFormats) {
       for (const Shape& s : kShapes) {
-        SCOPED_TRACE(::testing::Message() << QuantFormatName(format) << " " << s.rows << "x"
+        SCOPED_TRACE(::testing::Message() << formats::Name(format) << " " << s.rows << "x"
                                           << s.cols);
         CheckAllVariants(format, act, s);
         if (::testing::Test::HasFatalFailure()) return;
@@ -197,9 +197,9 @@ TEST(QuantGemv, FloatActivationsMatchReferenceOnEveryTarget) {
 }
 
 TEST(QuantGemv, RowBytesAreGgufs) {
-  EXPECT_EQ(QuantRowBytes(QuantFormat::kQ8_0, 2048), 64u * 34u);
-  EXPECT_EQ(QuantRowBytes(QuantFormat::kQ4_0, 2048), 64u * 18u);
-  EXPECT_EQ(QuantRowBytes(QuantFormat::kQ4_1, 2048), 64u * 20u);
+  EXPECT_EQ(formats::RowBytes(WeightFormat::kQ8_0, 2048), 64u * 34u);
+  EXPECT_EQ(formats::RowBytes(WeightFormat::kQ4_0, 2048), 64u * 18u);
+  EXPECT_EQ(formats::RowBytes(WeightFormat::kQ4_1, 2048), 64u * 20u);
 }
 
 TEST(QuantGemv, ReportsThePaths) {
@@ -213,7 +213,7 @@ TEST(QuantGemv, ReportsThePaths) {
 
 TEST(QuantGemv, ZeroRowsIsANoOp) {
   std::vector<float> x(32, 1.0f), y(1, 5.0f);
-  QuantGemv(QuantFormat::kQ4_0, QuantActivations::kInt8, nullptr, 0, 32, x.data(), y.data(),
+  QuantGemv(WeightFormat::kQ4_0, QuantActivations::kInt8, nullptr, 0, 32, x.data(), y.data(),
             nullptr);
   EXPECT_EQ(y[0], 5.0f);
 }

@@ -53,28 +53,22 @@ inline uint16_t U16(const uint8_t* p) {
   return h;
 }
 
-template <QuantFormat F>
-constexpr size_t BlockBytes() {
-  return F == QuantFormat::kQ8_0   ? sizeof(ggml::BlockQ8_0)
-         : F == QuantFormat::kQ4_0 ? sizeof(ggml::BlockQ4_0)
-                                   : sizeof(ggml::BlockQ4_1);
-}
 // Offset of qs in a block.
-template <QuantFormat F>
+template <WeightFormat F>
 constexpr size_t QsOffset() {
-  return F == QuantFormat::kQ4_1 ? offsetof(ggml::BlockQ4_1, qs)
-         : F == QuantFormat::kQ4_0 ? offsetof(ggml::BlockQ4_0, qs)
+  return F == WeightFormat::kQ4_1 ? offsetof(ggml::BlockQ4_1, qs)
+         : F == WeightFormat::kQ4_0 ? offsetof(ggml::BlockQ4_0, qs)
                                    : offsetof(ggml::BlockQ8_0, qs);
 }
 
 constexpr size_t kMinOffset = offsetof(ggml::BlockQ4_1, m);  // Q4_1's f16 m
 
 // One block on 256-bit vectors (the odd last block of a row): its int32 lanes.
-template <QuantFormat F>
+template <WeightFormat F>
 DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& x, size_t b) {
   const __m256i zero = _mm256_setzero_si256();
   const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
-  if constexpr (F == QuantFormat::kQ8_0) {
+  if constexpr (F == WeightFormat::kQ8_0) {
     const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
     const __m256i xs = _mm256_mask_sub_epi8(xq, _mm256_movepi8_mask(wq), zero, xq);
     return _mm256_dpbusd_epi32(zero, _mm256_abs_epi8(wq), xs);
@@ -87,10 +81,10 @@ DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& 
 // products, lanes 8..15 block b + 1's; the pair's scales dw * dx are computed side
 // by side and spread over the two halves. kRows rows advance together and share
 // the activation loads. sums[i] = row r + i's dot product over blocks [begin, blocks).
-template <QuantFormat F, size_t kRows>
+template <WeightFormat F, size_t kRows>
 DK_VNNI_TARGET inline void RowGroupSums(const uint8_t* w, size_t blocks, size_t r, size_t begin,
                                         const Q8Activations& x, float* sums) {
-  constexpr size_t kBlock = BlockBytes<F>();
+  constexpr size_t kBlock = formats::BlockBytes(F);
   const __m512i zero = _mm512_setzero_si512();
   const __m256i mask = _mm256_set1_epi8(0x0F);
   // [lo0 lo1 hi0 hi1] (128-bit quarters) -> [lo0 hi0 lo1 hi1]
@@ -116,7 +110,7 @@ DK_VNNI_TARGET inline void RowGroupSums(const uint8_t* w, size_t blocks, size_t 
       const uint8_t* b0 = rows[i] + b * kBlock;
       const uint8_t* b1 = b0 + kBlock;
       __m512i dot;
-      if constexpr (F == QuantFormat::kQ8_0) {
+      if constexpr (F == WeightFormat::kQ8_0) {
         const __m512i wq = _mm512_inserti64x4(
             _mm512_castsi256_si512(
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + QsOffset<F>()))),
@@ -138,9 +132,9 @@ DK_VNNI_TARGET inline void RowGroupSums(const uint8_t* w, size_t blocks, size_t 
       const __m512 scale =
           _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
       acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i]);
-      if constexpr (F == QuantFormat::kQ4_0) {
+      if constexpr (F == WeightFormat::kQ4_0) {
         min_acc[i] = _mm_fmadd_ps(dw, sx, min_acc[i]);
-      } else if constexpr (F == QuantFormat::kQ4_1) {
+      } else if constexpr (F == WeightFormat::kQ4_1) {
         const __m128 m = _mm_cvtph_ps(
             _mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + kMinOffset)), U16(b1 + kMinOffset), 1));
         min_acc[i] = _mm_fmadd_ps(m, sx, min_acc[i]);
@@ -153,16 +147,16 @@ DK_VNNI_TARGET inline void RowGroupSums(const uint8_t* w, size_t blocks, size_t 
       const uint8_t* blk = rows[i] + b * kBlock;
       tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<F>(blk, x, b)),
                                      _mm256_set1_ps(F16(blk) * x.d[b])));
-      if constexpr (F == QuantFormat::kQ4_0) tail -= 8.0f * (F16(blk) * x.sx[b]);
-      if constexpr (F == QuantFormat::kQ4_1) tail += F16(blk + kMinOffset) * x.sx[b];
+      if constexpr (F == WeightFormat::kQ4_0) tail -= 8.0f * (F16(blk) * x.sx[b]);
+      if constexpr (F == WeightFormat::kQ4_1) tail += F16(blk + kMinOffset) * x.sx[b];
     }
     float mins = _mm_cvtss_f32(_mm_add_ss(min_acc[i], _mm_movehdup_ps(min_acc[i])));
-    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
+    if constexpr (F == WeightFormat::kQ4_0) mins *= -8.0f;
     sums[i] = _mm512_reduce_add_ps(acc[i]) + tail + mins;
   }
 }
 
-template <QuantFormat F, size_t kRows, typename YT>
+template <WeightFormat F, size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
                                     const Q8Activations& x, YT* y) {
   float sums[kRows];
@@ -206,7 +200,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
   constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
-  if (chunked == 0) return RowGroup<QuantFormat::kQ8_0, kRows>(w, blocks, r, x, y);
+  if (chunked == 0) return RowGroup<WeightFormat::kQ8_0, kRows>(w, blocks, r, x, y);
   const __m512i zero = _mm512_setzero_si512();
   const __m512i starts = BlockStarts<kBlock>();
   const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -244,7 +238,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
     }
   }
   float rest[kRows] = {};
-  if (chunked < blocks) RowGroupSums<QuantFormat::kQ8_0, kRows>(w, blocks, r, chunked, x, rest);
+  if (chunked < blocks) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x, rest);
   for (size_t i = 0; i < kRows; ++i) Store(_mm512_reduce_add_ps(acc[i]) + rest[i], y + r + i);
 }
 
@@ -259,11 +253,11 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
 // by the scales spread as [s0 x4, s1 x4, s2 x4, s3 x4]. The activations must be
 // pre-arranged for that (Q8Activations.quad, QuadActivations). Blocks after the last whole chunk
 // go through RowGroupSums, whose sum is added at the end.
-template <QuantFormat F, size_t kRows, typename YT>
+template <WeightFormat F, size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, size_t r, const Q8Activations& x,
                                              YT* y) {
-  static_assert(F != QuantFormat::kQ8_0);
-  constexpr size_t kBlock = BlockBytes<F>();
+  static_assert(F != WeightFormat::kQ8_0);
+  constexpr size_t kBlock = formats::BlockBytes(F);
   constexpr size_t kQs = QsOffset<F>();
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
@@ -289,7 +283,7 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
       const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
       const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
       scale[i] = _mm512_mul_ps(d, dx);
-      if constexpr (F == QuantFormat::kQ4_1) {
+      if constexpr (F == WeightFormat::kQ4_1) {
         const __m512 m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
         min_acc[i] = _mm512_fmadd_ps(m, sx, min_acc[i]);
       } else {
@@ -321,17 +315,17 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   if (chunked < blocks) RowGroupSums<F, kRows>(w, blocks, r, chunked, x, rest);
   for (size_t i = 0; i < kRows; ++i) {
     float mins = _mm512_reduce_add_ps(min_acc[i]);
-    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
+    if constexpr (F == WeightFormat::kQ4_0) mins *= -8.0f;
     Store(_mm512_reduce_add_ps(acc[i]) + mins + rest[i], y + r + i);
   }
 }
 
-template <QuantFormat F, typename YT>
+template <WeightFormat F, typename YT>
 DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
                          const Q8Activations& x, YT* y) {
   const size_t blocks = cols / ggml::kBlockElems;
   size_t r = r0;
-  if constexpr (F == QuantFormat::kQ8_0) {
+  if constexpr (F == WeightFormat::kQ8_0) {
     for (; r + 2 <= r1; r += 2) RowGroupQ8Chunked<2>(w, blocks, r, x, y);
     if (r < r1) RowGroupQ8Chunked<1>(w, blocks, r, x, y);
   } else {
@@ -344,10 +338,10 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
 // whose target was capped at AVX2): one block per instruction, blocks b into
 // accumulator b % 2. Q8_0's sign moves onto x with vpsignb (a zero weight zeroes x,
 // harmless: |w| is 0 there too).
-template <QuantFormat F, typename YT>
+template <WeightFormat F, typename YT>
 DK_AVXVNNI_TARGET void RowsAvxVnni(const uint8_t* w, size_t cols, size_t r0, size_t r1,
                                    const Q8Activations& x, YT* y) {
-  constexpr size_t kBlock = BlockBytes<F>();
+  constexpr size_t kBlock = formats::BlockBytes(F);
   const size_t blocks = cols / ggml::kBlockElems;
   const __m256i zero = _mm256_setzero_si256();
   for (size_t r = r0; r < r1; ++r) {
@@ -358,7 +352,7 @@ DK_AVXVNNI_TARGET void RowsAvxVnni(const uint8_t* w, size_t cols, size_t r0, siz
       const uint8_t* blk = row + b * kBlock;
       const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
       __m256i dot;
-      if constexpr (F == QuantFormat::kQ8_0) {
+      if constexpr (F == WeightFormat::kQ8_0) {
         const __m256i wq =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + QsOffset<F>()));
         dot = _mm256_dpbusd_avx_epi32(zero, _mm256_abs_epi8(wq), _mm256_sign_epi8(xq, wq));
@@ -372,37 +366,39 @@ DK_AVXVNNI_TARGET void RowsAvxVnni(const uint8_t* w, size_t cols, size_t r0, siz
       } else {
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc1);
       }
-      if constexpr (F == QuantFormat::kQ4_0) mins = std::fma(dw, x.sx[b], mins);
-      if constexpr (F == QuantFormat::kQ4_1) mins = std::fma(F16(blk + kMinOffset), x.sx[b], mins);
+      if constexpr (F == WeightFormat::kQ4_0) mins = std::fma(dw, x.sx[b], mins);
+      if constexpr (F == WeightFormat::kQ4_1) mins = std::fma(F16(blk + kMinOffset), x.sx[b], mins);
     }
-    if constexpr (F == QuantFormat::kQ4_0) mins *= -8.0f;
+    if constexpr (F == WeightFormat::kQ4_0) mins *= -8.0f;
     Store(ReduceAdd(_mm256_add_ps(acc0, acc1)) + mins, y + r);
   }
 }
 
 template <typename YT>
-void DispatchAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void DispatchAvxVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                      const Q8Activations& x, YT* y) {
   switch (format) {
-    case QuantFormat::kQ8_0:
-      return RowsAvxVnni<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_0:
-      return RowsAvxVnni<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_1:
-      return RowsAvxVnni<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ8_0:
+      return RowsAvxVnni<WeightFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_0:
+      return RowsAvxVnni<WeightFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_1:
+      return RowsAvxVnni<WeightFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    default: break;  // not a block format
   }
 }
 
 template <typename YT>
-void Dispatch(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
               const Q8Activations& x, YT* y) {
   switch (format) {
-    case QuantFormat::kQ8_0:
-      return Rows<QuantFormat::kQ8_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_0:
-      return Rows<QuantFormat::kQ4_0>(w, cols, r0, r1, x, y);
-    case QuantFormat::kQ4_1:
-      return Rows<QuantFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ8_0:
+      return Rows<WeightFormat::kQ8_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_0:
+      return Rows<WeightFormat::kQ4_0>(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_1:
+      return Rows<WeightFormat::kQ4_1>(w, cols, r0, r1, x, y);
+    default: break;  // not a block format
   }
 }
 
@@ -442,20 +438,20 @@ bool CpuHasAvxVnni() {
   return has;
 }
 
-void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsAvxVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                       const Q8Activations& x, float* y) {
   DispatchAvxVnni(format, w, cols, r0, r1, x, y);
 }
-void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsAvxVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                       const Q8Activations& x, bf16* y) {
   DispatchAvxVnni(format, w, cols, r0, r1, x, y);
 }
 
-void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const Q8Activations& x, float* y) {
   Dispatch(format, w, cols, r0, r1, x, y);
 }
-void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const Q8Activations& x, bf16* y) {
   Dispatch(format, w, cols, r0, r1, x, y);
 }

@@ -45,13 +45,13 @@ bool CpuHasAvx512Vnni();
 bool CpuHasAvxVnni();
 
 // Rows [r0, r1) of W (row-major blocks of `format`, cols % 32 == 0).
-void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const Q8Activations& x, float* y);
-void QuantRowsVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const Q8Activations& x, bf16* y);
-void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsAvxVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                       const Q8Activations& x, float* y);
-void QuantRowsAvxVnni(QuantFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+void QuantRowsAvxVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                       const Q8Activations& x, bf16* y);
 
 }  // namespace dk::kernels::internal

@@ -13,10 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats/weight_format.h"
 #include "util/bf16.h"
 
 namespace dk::kernels {
-enum class QuantFormat;  // gemv_quant.h (this header is shared by :gemv, which does not depend on it)
+using formats::WeightFormat;
 }  // namespace dk::kernels
 
 namespace dk::kernels::internal {
@@ -38,12 +39,12 @@ void Bf16PackedRows(const bf16* packed, size_t rows, const Bf16X& x, size_t r0, 
 
 // bf16 x quantized per 32-element block for `format` weights (the kInt8 strategy).
 struct QuantX {
-  QuantFormat format{};
+  WeightFormat format{};
   size_t cols = 0;
   int path = 0;           // the int8 inner loop this CPU and target take
   const void* act = nullptr;  // internal::Q8Activations
 };
-QuantX PrepareQuantX(QuantFormat format, const bf16* x, size_t cols);  // cols % 32 == 0
+QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols);  // cols % 32 == 0
 // y[r] for r in [r0, r1) of W in `format` blocks (r0 % 4 == 0).
 void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y);
 

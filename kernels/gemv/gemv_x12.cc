@@ -19,12 +19,14 @@
 namespace dk::kernels {
 namespace {
 
-constexpr size_t kPairCols = 2 * kChunkCols;                // 64 columns per block
+// The layout's sizes (formats/weight_format.h).
+constexpr size_t kPairCols = formats::kX12BlockCols;         // 64 columns per block
 constexpr size_t kRowBytes = kPairCols + kPairCols / 2;      // 64 low bytes + 32 code bytes
-constexpr size_t kBlockBytes = kPanelRows * kRowBytes;       // 768
-constexpr size_t kTableBytes = 16;
-constexpr size_t kRawBytes = kPanelRows * kPairCols * 2;     // 1024
-constexpr size_t kHeaderBytes = 64;
+constexpr size_t kBlockBytes = formats::kX12CodeBytes;       // 768
+static_assert(kBlockBytes == kPanelRows * kRowBytes);
+constexpr size_t kTableBytes = formats::kX12TableBytes;
+constexpr size_t kRawBytes = formats::kX12RawBytes;          // 1024
+constexpr size_t kHeaderBytes = formats::kX12HeaderBytes;
 constexpr char kMagic[8] = "DKX12v1";
 constexpr uint32_t kModeBlocks = 0, kModePlain = 1;
 // Software prefetch distance of the kernel, in blocks (6 KiB), for all 12 lines of a
@@ -45,10 +47,10 @@ Geometry Geo(size_t rows, size_t cols) {
   Geometry g;
   g.rows = rows;
   g.cols = cols;
-  g.panels = (rows + kPanelRows - 1) / kPanelRows;
+  g.panels = formats::X12Panels(rows);
   g.chunks = (cols + kChunkCols - 1) / kChunkCols;
-  g.pairs = (g.chunks + 1) / 2;
-  g.blocks = g.panels * g.pairs;
+  g.pairs = formats::X12BlocksPerPanel(cols);
+  g.blocks = formats::X12Blocks(rows, cols);
   g.tables = kBlockBytes * g.blocks;
   g.spill = RoundUp((kBlockBytes + kTableBytes) * g.blocks, 64);
   g.header = kRawBytes * g.blocks;
@@ -72,7 +74,7 @@ X12PackStats StatsOf(const Geometry& g, bool plain, size_t raw) {
   stats.plain = plain;
   stats.raw_blocks = plain ? 0 : raw;
   stats.streamed_bytes = plain ? PackedGemvElements(g.rows, g.cols) * sizeof(bf16)
-                               : (g.blocks - raw) * kBlockBytes + raw * kRawBytes + g.blocks * kTableBytes;
+                               : formats::X12StreamedBytes(g.blocks, raw);
   return stats;
 }
 
@@ -225,7 +227,7 @@ void Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, YT* y, Th
 
 }  // namespace
 
-size_t X12GemvBytes(size_t rows, size_t cols) { return Geo(rows, cols).header + kHeaderBytes; }
+size_t X12GemvBytes(size_t rows, size_t cols) { return formats::X12TensorBytes(rows, cols); }
 
 namespace {
 

@@ -61,17 +61,19 @@ void BlockQ4_1(const float* x, ggml::BlockQ4_1* b) {
 
 }  // namespace
 
-void QuantizeWeights(QuantFormat format, const bf16* w, size_t rows, size_t cols, uint8_t* out) {
+void QuantizeWeights(WeightFormat format, const bf16* w, size_t rows, size_t cols, uint8_t* out) {
+  DK_CHECK(formats::IsBlockFormat(format));
   DK_CHECK(cols % kBlockElems == 0);
-  const size_t block_bytes = QuantBlockBytes(format);
+  const size_t block_bytes = formats::BlockBytes(format);
   float x[kBlockElems];
   for (size_t r = 0; r < rows; ++r) {
     for (size_t c = 0; c < cols; c += kBlockElems, out += block_bytes) {
       for (size_t i = 0; i < kBlockElems; ++i) x[i] = Bf16ToF32(w[r * cols + c + i]);
       switch (format) {
-        case QuantFormat::kQ8_0: BlockQ8_0(x, reinterpret_cast<ggml::BlockQ8_0*>(out)); break;
-        case QuantFormat::kQ4_0: BlockQ4_0(x, reinterpret_cast<ggml::BlockQ4_0*>(out)); break;
-        case QuantFormat::kQ4_1: BlockQ4_1(x, reinterpret_cast<ggml::BlockQ4_1*>(out)); break;
+        case WeightFormat::kQ8_0: BlockQ8_0(x, reinterpret_cast<ggml::BlockQ8_0*>(out)); break;
+        case WeightFormat::kQ4_0: BlockQ4_0(x, reinterpret_cast<ggml::BlockQ4_0*>(out)); break;
+        case WeightFormat::kQ4_1: BlockQ4_1(x, reinterpret_cast<ggml::BlockQ4_1*>(out)); break;
+        default: break;  // not a block format
       }
     }
   }

@@ -19,9 +19,9 @@
 
 namespace dk::kernels {
 
-// `w` [rows, cols] row-major bf16 (cols % 32 == 0) -> rows * QuantRowBytes(format,
+// `w` [rows, cols] row-major bf16 (cols % 32 == 0) -> rows * formats::RowBytes(format,
 // cols) bytes at `out`, each row its cols / 32 blocks, as gemv_quant.h reads them.
-void QuantizeWeights(QuantFormat format, const bf16* w, size_t rows, size_t cols, uint8_t* out);
+void QuantizeWeights(WeightFormat format, const bf16* w, size_t rows, size_t cols, uint8_t* out);
 
 }  // namespace dk::kernels
 

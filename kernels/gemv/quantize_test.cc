@@ -49,23 +49,24 @@ std::vector<bf16> Weights(size_t rows, size_t cols) {
   return w;
 }
 
-double Dequant(QuantFormat format, const uint8_t* block, size_t i, double* d_out) {
+double Dequant(WeightFormat format, const uint8_t* block, size_t i, double* d_out) {
   switch (format) {
-    case QuantFormat::kQ8_0: {
+    case WeightFormat::kQ8_0: {
       auto* b = reinterpret_cast<const ggml::BlockQ8_0*>(block);
       *d_out = ggml::F16FieldToF32(b->d);
       return *d_out * b->qs[i];
     }
-    case QuantFormat::kQ4_0: {
+    case WeightFormat::kQ4_0: {
       auto* b = reinterpret_cast<const ggml::BlockQ4_0*>(block);
       *d_out = ggml::F16FieldToF32(b->d);
       return *d_out * (ggml::Nibble(b->qs, i) - 8);
     }
-    case QuantFormat::kQ4_1: {
+    case WeightFormat::kQ4_1: {
       auto* b = reinterpret_cast<const ggml::BlockQ4_1*>(block);
       *d_out = ggml::F16FieldToF32(b->d);
       return *d_out * ggml::Nibble(b->qs, i) + ggml::F16FieldToF32(b->m);
     }
+    default: break;  // not a block format
   }
   return 0;
 }
@@ -73,13 +74,13 @@ double Dequant(QuantFormat format, const uint8_t* block, size_t i, double* d_out
 TEST(QuantizeWeights, EveryElementWithinItsFormatsRoundingBound) {
   const size_t rows = 5, cols = 96;
   const std::vector<bf16> w = Weights(rows, cols);
-  for (QuantFormat format : {QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ4_1}) {
-    SCOPED_TRACE(QuantFormatName(format));
-    std::vector<uint8_t> q(rows * QuantRowBytes(format, cols), 0xAB);
+  for (WeightFormat format : {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1}) {
+    SCOPED_TRACE(formats::Name(format));
+    std::vector<uint8_t> q(rows * formats::RowBytes(format, cols), 0xAB);
     QuantizeWeights(format, w.data(), rows, cols, q.data());
     for (size_t r = 0; r < rows; ++r) {
       for (size_t c0 = 0; c0 < cols; c0 += kBlockElems) {
-        const uint8_t* block = q.data() + r * QuantRowBytes(format, cols) + c0 / kBlockElems * QuantBlockBytes(format);
+        const uint8_t* block = q.data() + r * formats::RowBytes(format, cols) + c0 / kBlockElems * formats::BlockBytes(format);
         double amax = 0, lo = 1e30, hi = -1e30, max_signed = 0;
         for (size_t i = 0; i < kBlockElems; ++i) {
           const double x = Bf16ToF32(w[r * cols + c0 + i]);
@@ -89,8 +90,8 @@ TEST(QuantizeWeights, EveryElementWithinItsFormatsRoundingBound) {
           hi = std::max(hi, x);
         }
         // The f32 scale of the definition, and the stored f16 one.
-        const double d32 = format == QuantFormat::kQ8_0   ? amax / 127
-                           : format == QuantFormat::kQ4_0 ? max_signed / -8
+        const double d32 = format == WeightFormat::kQ8_0   ? amax / 127
+                           : format == WeightFormat::kQ4_0 ? max_signed / -8
                                                           : (hi - lo) / 15;
         double d16 = 0;
         Dequant(format, block, 0, &d16);
@@ -100,12 +101,12 @@ TEST(QuantizeWeights, EveryElementWithinItsFormatsRoundingBound) {
         // past 7.5) is clamped to 7 steps, at most a full step away. The f16 scale
         // (and Q4_1's f16 minimum) move each level q by at most |q| * |d16 - d32|
         // (+ the minimum's own rounding). Largest |q|: 127, 8, 15.
-        const double q_max = format == QuantFormat::kQ8_0 ? 127 : format == QuantFormat::kQ4_0 ? 8 : 15;
-        const double m_err = format == QuantFormat::kQ4_1 ? std::fabs(ggml::F16ToF32(ggml::F32ToF16(lo)) - lo) : 0;
+        const double q_max = format == WeightFormat::kQ8_0 ? 127 : format == WeightFormat::kQ4_0 ? 8 : 15;
+        const double m_err = format == WeightFormat::kQ4_1 ? std::fabs(ggml::F16ToF32(ggml::F32ToF16(lo)) - lo) : 0;
         for (size_t i = 0; i < kBlockElems; ++i) {
           double unused;
           const double x = Bf16ToF32(w[r * cols + c0 + i]);
-          const bool clamped = format == QuantFormat::kQ4_0 && d32 != 0 && x / d32 > 7.5;
+          const bool clamped = format == WeightFormat::kQ4_0 && d32 != 0 && x / d32 > 7.5;
           const double bound =
               (clamped ? 1.0 : 0.5) * std::fabs(d32) + q_max * std::fabs(d16 - d32) + m_err + 1e-12;
           EXPECT_LE(std::fabs(Dequant(format, block, i, &unused) - x), bound)

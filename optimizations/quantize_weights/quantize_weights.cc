@@ -1,6 +1,8 @@
 #include "optimizations/quantize_weights/quantize_weights.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -10,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "elf/elf.h"
+#include "formats/weight_format.h"
 #include "optimizations/common/program_util.h"
 #include "registry/registry.h"
 #include "util/status.h"
@@ -31,19 +34,20 @@ std::string ClassOf(const std::string& tensor) {
 }
 
 absl::StatusOr<elf::BlockFormat> FormatOf(const std::string& scheme) {
-  if (scheme == "q8_0") return elf::Q8_0;
-  if (scheme == "q4_0") return elf::Q4_0;
   if (scheme == "gguf") return elf::BLOCK_FORMAT_NONE;  // per tensor, from `stored`
+  const std::vector<std::string>& schemes = Schemes();
+  if (std::find(schemes.begin(), schemes.end(), scheme) != schemes.end()) {
+    DK_ASSIGN_OR_RETURN(const formats::WeightFormat format, formats::ParseWeightFormat(scheme));
+    return elf::BlockFormatOf(format);
+  }
   return absl::InvalidArgumentError(absl::StrCat("unknown scheme '", scheme, "' (known: ",
                                                  absl::StrJoin(Schemes(), ", "), ")"));
 }
 
 // The block format a kernel reads that a file's ggml type name is, or NONE.
 elf::BlockFormat StoredFormat(const std::string& type) {
-  if (type == "Q8_0") return elf::Q8_0;
-  if (type == "Q4_0") return elf::Q4_0;
-  if (type == "Q4_1") return elf::Q4_1;
-  return elf::BLOCK_FORMAT_NONE;
+  const std::optional<formats::WeightFormat> format = formats::FromGgufTypeName(type);
+  return format ? elf::BlockFormatOf(*format) : elf::BLOCK_FORMAT_NONE;
 }
 
 // "tensor=TYPE" entries -> tensor -> TYPE.
@@ -116,7 +120,7 @@ absl::StatusOr<Decision> Decide(const Plan& plan, const elf::BufferObject& w, in
   if (w.block_format() == format && w.blocks_as_stored() == plan.as_stored) {
     return Decision{Action::kAlready, format, cls, ""};
   }
-  if (cols % elf::kBlockElems != 0) return Decision{Action::kUnfit, format, cls, ""};
+  if (cols % formats::kBlockElems != 0) return Decision{Action::kUnfit, format, cls, ""};
   return Decision{Action::kQuantize, format, cls, ""};
 }
 

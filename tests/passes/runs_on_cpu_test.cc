@@ -21,6 +21,7 @@
 #include "weights/weights.h"
 
 #include "elf/elf.h"
+#include "formats/weight_format.h"
 #include "elf/stats.h"
 #include "gtest/gtest.h"
 #include "optimizations/passes.h"
@@ -351,16 +352,12 @@ StoredWeights AsStored(const elf::ModelShape& shape, const std::map<std::string,
     std::copy(src.data.data(), src.data.data() + src.numel(), t.data.data());
     const auto f = formats.find(name);
     if (f != formats.end()) {
-      const kernels::QuantFormat q = f->second == elf::Q8_0   ? kernels::QuantFormat::kQ8_0
-                                     : f->second == elf::Q4_0 ? kernels::QuantFormat::kQ4_0
-                                                              : kernels::QuantFormat::kQ4_1;
-      const weights::GgmlType g = f->second == elf::Q8_0   ? weights::GgmlType::kQ8_0
-                                  : f->second == elf::Q4_0 ? weights::GgmlType::kQ4_0
-                                                           : weights::GgmlType::kQ4_1;
+      const formats::WeightFormat q = *elf::WeightFormatOfBlocks(f->second);
+      const auto g = static_cast<weights::GgmlType>(*formats::GgmlTypeId(q));
       const int64_t rows = t.shape[0], cols = t.shape[1];
-      auto blocks = std::make_shared<std::vector<uint8_t>>(rows * kernels::QuantRowBytes(q, cols));
+      const size_t rb = formats::RowBytes(q, cols);
+      auto blocks = std::make_shared<std::vector<uint8_t>>(rows * rb);
       kernels::QuantizeWeights(q, src.data.data(), rows, cols, blocks->data());
-      const size_t rb = kernels::QuantRowBytes(q, cols);
       for (int64_t r = 0; r < rows; ++r) weights::DequantizeToBf16(g, blocks->data() + r * rb, cols, &t.data[r * cols]);
       t.stored = weights::StoredBlocks{f->second, blocks->data(), rb, 0};
       out.blocks[name] = blocks.get();
