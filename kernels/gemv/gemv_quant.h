@@ -40,13 +40,6 @@ namespace dk::kernels {
 using formats::WeightFormat;
 enum class QuantActivations { kInt8, kFloat };
 
-// The CPU device's (runtime/cpu) spellings until it uses formats/weight_format.h:
-// QuantFormat is WeightFormat, QuantRowBytes is formats::RowBytes.
-using QuantFormat = WeightFormat;
-inline size_t QuantRowBytes(WeightFormat format, size_t cols) {
-  return static_cast<size_t>(formats::RowBytes(format, static_cast<int64_t>(cols)));
-}
-
 // y = W x; `w` holds rows * formats::RowBytes(format, cols) bytes.
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, float* y, ThreadPool* pool);

@@ -1,10 +1,14 @@
 #include "runtime/cpu/cpu_kernels.h"
 
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
+#include "formats/weight_format.h"
+#include "kernels/gemv/gemv_fused.h"
+#include "kernels/gemv/gemv_quant.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_ksplit.h"
@@ -21,21 +25,25 @@ namespace {
 
 // ---------------------------------------------------------------- weight layouts
 
-// The kernels' format for a weight in block format `format` (row-major blocks only).
-absl::StatusOr<kernels::QuantFormat> QuantFormatOf(const std::string& layout, elf::BlockFormat format,
-                                                   size_t cols) {
-  if (!(layout.empty() || layout == registry::kRowMajor) || cols % 32 != 0) {
+// The format of a weight stored in `layout` and block `format`, as the kernels read
+// it: a bf16 layout, or blocks row-major with cols a multiple of the block.
+absl::StatusOr<formats::WeightFormat> FormatOf(const std::string& layout, elf::BlockFormat format, size_t cols) {
+  if (format == elf::BLOCK_FORMAT_NONE) {
+    absl::StatusOr<formats::WeightFormat> f =
+        formats::FromRegistry(layout.empty() ? registry::kRowMajor : layout, "");
+    if (!f.ok()) return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
+    return *f;
+  }
+  const std::optional<formats::WeightFormat> blocks = elf::WeightFormatOfBlocks(format);
+  if (!blocks) {
+    return absl::InvalidArgumentError(absl::StrCat("the cpu device has no block format ", static_cast<int>(format)));
+  }
+  if (!(layout.empty() || layout == registry::kRowMajor) || cols % formats::BlockElems(*blocks) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("the cpu device reads ", elf::BlockFormatName(format),
-                                                   " blocks only row_major with cols % 32 == 0 (layout ", layout,
-                                                   ", cols ", cols, ")"));
+                                                   " blocks only row_major with cols % ", formats::BlockElems(*blocks),
+                                                   " == 0 (layout ", layout, ", cols ", cols, ")"));
   }
-  switch (format) {
-    case elf::Q8_0: return kernels::QuantFormat::kQ8_0;
-    case elf::Q4_0: return kernels::QuantFormat::kQ4_0;
-    case elf::Q4_1: return kernels::QuantFormat::kQ4_1;
-    default: break;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("the cpu device has no block format ", static_cast<int>(format)));
+  return *blocks;
 }
 
 // ---------------------------------------------------------------- run
@@ -59,16 +67,16 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
   const bf16* w = As<bf16>(op.bo[0]);
   const size_t rows = op.p[0], cols = op.p[1];
   WithXY(op, [&](const auto* x, auto* y) {
-    if (op.quantized) {
+    if (formats::IsBlockFormat(op.format)) {
       // int8 activations (vpdpbusd where present): the faster strategy for every
       // format (kernels/gemv/gemv_quant.h).
-      kernels::QuantGemv(op.quant_format, kernels::QuantActivations::kInt8, As<uint8_t>(op.bo[0]), rows,
-                         cols, x, y, pool);
-    } else if (op.x12) {
+      kernels::QuantGemv(op.format, kernels::QuantActivations::kInt8, As<uint8_t>(op.bo[0]), rows, cols, x, y,
+                         pool);
+    } else if (op.format == formats::WeightFormat::kBf16X12) {
       if constexpr (std::is_same_v<std::decay_t<decltype(*x)>, bf16>) {
         kernels::X12Gemv(As<uint8_t>(op.bo[0]), rows, cols, x, y, pool);
       }  // f32 x is refused at load (CheckGemv)
-    } else if (op.packed) {
+    } else if (op.format == formats::WeightFormat::kBf16Packed) {
       kernels::PackedGemv(w, rows, cols, x, y, pool);
     } else {
       kernels::Gemv(w, rows, cols, x, y, pool);
@@ -78,7 +86,8 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
 // npu2's K-split GEMV: K in chunks of p[2] columns, the partials added in order.
 void RunGemvKSplit(const LaunchOp& op, ThreadPool* pool) {
   WithXY(op, [&](const auto* x, auto* y) {
-    kernels::KSplitGemv(As<bf16>(op.bo[0]), op.packed, op.p[0], op.p[1], op.p[2], x, y, pool);
+    kernels::KSplitGemv(As<bf16>(op.bo[0]), op.format == formats::WeightFormat::kBf16Packed, op.p[0], op.p[1],
+                        op.p[2], x, y, pool);
   });
 }
 void RunRmsNorm(const LaunchOp& op, ThreadPool*) {
@@ -117,7 +126,7 @@ void RunBiasAdd(const LaunchOp& op, ThreadPool*) {
 void RunRmsGemv(const LaunchOp& op, ThreadPool* pool) {
   const kernels::FusedWeight w{op.bo[2]->device(), static_cast<size_t>(op.p[0])};
   void* y = op.bo[3]->device();
-  kernels::RmsNormGemv(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1], &w, 1, &y,
+  kernels::RmsNormGemv(op.format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1], &w, 1, &y,
                        op.y_f32, pool);
 }
 void RunRmsGemv3(const LaunchOp& op, ThreadPool* pool) {
@@ -127,16 +136,16 @@ void RunRmsGemv3(const LaunchOp& op, ThreadPool* pool) {
     w[i] = {op.bo[2 + i]->device(), static_cast<size_t>(op.p[i])};
     y[i] = op.bo[5 + i]->device();
   }
-  kernels::RmsNormGemv(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[3], w, 3, y,
+  kernels::RmsNormGemv(op.format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[3], w, 3, y,
                        op.y_f32, pool);
 }
 void RunRmsGemvSiluMul(const LaunchOp& op, ThreadPool* pool) {
   const size_t rows = op.p[0];
-  kernels::RmsNormGemvSiluMul(op.weight_format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1],
+  kernels::RmsNormGemvSiluMul(op.format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1],
                               {op.bo[2]->device(), rows}, {op.bo[3]->device(), rows}, As<bf16>(op.bo[4]), pool);
 }
 void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
-  kernels::GemvAdd(op.weight_format, As<bf16>(op.bo[0]), op.p[1], {op.bo[1]->device(), static_cast<size_t>(op.p[0])},
+  kernels::GemvAdd(op.format, As<bf16>(op.bo[0]), op.p[1], {op.bo[1]->device(), static_cast<size_t>(op.p[0])},
                    As<bf16>(op.bo[2]), As<bf16>(op.bo[3]), pool);
 }
 
@@ -150,7 +159,7 @@ absl::Status CheckGemvOperands(const LaunchBinding& b) {
   DK_RETURN_IF_ERROR(b.Expect("y", rows, true));
   op.x_f32 = b.Bo("x").dtype() == elf::F32;
   op.y_f32 = b.Bo("y").dtype() == elf::F32;
-  if (op.x12 && op.x_f32) {
+  if (op.format == formats::WeightFormat::kBf16X12 && op.x_f32) {
     return b.Error(absl::StrCat("the ", registry::kPackedPanelX12V1, " GEMV reads bf16 x, BO '", b.Bo("x").name(),
                                 "' is F32"));
   }
@@ -249,14 +258,9 @@ TeamRole OwnJobs(const LaunchOp&) { return TeamRole::kNone; }
 // The GEMV on bf16 weights makes one ParallelRanges call and writes only its rows'
 // outputs and the calling thread's scratch outside it; the quantized one keeps its
 // own jobs.
-TeamRole GemvTeam(const LaunchOp& op) { return op.quantized ? TeamRole::kNone : TeamRole::kRanges; }
-// The fused GEMVs, as the GEMV, on bf16 weights in any layout.
-TeamRole FusedTeam(const LaunchOp& op) {
-  const auto f = op.weight_format;
-  return f == kernels::WeightFormat::kBf16RowMajor || f == kernels::WeightFormat::kBf16Packed ||
-                 f == kernels::WeightFormat::kBf16X12
-             ? TeamRole::kRanges
-             : TeamRole::kNone;
+// The fused GEMVs too, on bf16 weights in any layout.
+TeamRole GemvTeam(const LaunchOp& op) {
+  return formats::IsBlockFormat(op.format) ? TeamRole::kNone : TeamRole::kRanges;
 }
 
 // Which parameters a kernel binds (inputs first, in the order of LaunchOp::bo) comes
@@ -273,10 +277,10 @@ constexpr KernelRow kKernels[] = {
     {"gelu_tanh_mul", &RunGeluTanhMul, &CheckElementwise, &Single},
     {"add", &RunAdd, &CheckElementwise, &Single},
     {"bias_add", &RunBiasAdd, &CheckBiasAdd, &Single},
-    {"rms_gemv", &RunRmsGemv, &CheckRmsGemv, &FusedTeam},
-    {"rms_gemv3", &RunRmsGemv3, &CheckRmsGemv3, &FusedTeam},
-    {"rms_gemv_silu_mul", &RunRmsGemvSiluMul, &CheckRmsGemvSiluMul, &FusedTeam},
-    {"gemv_add", &RunGemvAdd, &CheckGemvAdd, &FusedTeam},
+    {"rms_gemv", &RunRmsGemv, &CheckRmsGemv, &GemvTeam},
+    {"rms_gemv3", &RunRmsGemv3, &CheckRmsGemv3, &GemvTeam},
+    {"rms_gemv_silu_mul", &RunRmsGemvSiluMul, &CheckRmsGemvSiluMul, &GemvTeam},
+    {"gemv_add", &RunGemvAdd, &CheckGemvAdd, &GemvTeam},
 };
 
 }  // namespace
@@ -318,8 +322,6 @@ absl::Status LaunchBinding::Weight(const std::string& param, int64_t rows, int64
     return Error(absl::StrCat("symbol is specialized for K=", variant_.k(), " but cols=", cols));
   }
   const elf::BufferObject& w = Bo(param);
-  op.packed = variant_.layout() == registry::kPackedPanelV1;
-  op.x12 = variant_.layout() == registry::kPackedPanelX12V1;
   const std::string w_layout = w.layout().empty() ? std::string(registry::kRowMajor) : w.layout();
   if (w_layout != variant_.layout()) {
     return Error(absl::StrCat("weight BO '", w.name(), "' has layout ", w_layout, " but the kernel reads ",
@@ -329,18 +331,12 @@ absl::Status LaunchBinding::Weight(const std::string& param, int64_t rows, int64
     return Error(absl::StrCat("weight BO '", w.name(), "' has block format '", elf::BlockFormatName(w.block_format()),
                               "' but the kernel reads '", variant_.block_format(), "'"));
   }
-  op.weight_format = op.packed ? kernels::WeightFormat::kBf16Packed
-                     : op.x12  ? kernels::WeightFormat::kBf16X12
-                               : kernels::WeightFormat::kBf16RowMajor;
-  if (w.block_format() != elf::BLOCK_FORMAT_NONE) {
-    auto q = QuantFormatOf(w_layout, w.block_format(), cols);
-    if (!q.ok()) return Error(std::string(q.status().message()));
-    op.quantized = true;
-    op.quant_format = *q;
-    op.weight_format = *q == kernels::QuantFormat::kQ8_0   ? kernels::WeightFormat::kQ8_0
-                       : *q == kernels::QuantFormat::kQ4_0 ? kernels::WeightFormat::kQ4_0
-                                                           : kernels::WeightFormat::kQ4_1;
+  absl::StatusOr<formats::WeightFormat> format = FormatOf(w_layout, w.block_format(), cols);
+  if (!format.ok()) {
+    if (w.block_format() == elf::BLOCK_FORMAT_NONE) return format.status();
+    return Error(std::string(format.status().message()));
   }
+  op.format = *format;
   DK_ASSIGN_OR_RETURN(const size_t need, WeightLayoutBytes(w_layout, w.block_format(), rows, cols));
   if (w.dtype() != elf::BF16 || w.size_bytes() < static_cast<int64_t>(need)) {
     return Error(absl::StrCat("weight BO '", w.name(), "' must be BF16 of at least ", need, " bytes"));
@@ -352,36 +348,24 @@ absl::Status LaunchBinding::Weight(const std::string& param, int64_t rows, int64
 
 absl::StatusOr<size_t> WeightLayoutBytes(const std::string& layout, elf::BlockFormat format, size_t rows,
                                          size_t cols) {
-  if (format != elf::BLOCK_FORMAT_NONE) {
-    DK_ASSIGN_OR_RETURN(const kernels::QuantFormat q, QuantFormatOf(layout, format, cols));
-    return rows * kernels::QuantRowBytes(q, cols);
-  }
-  if (layout.empty() || layout == registry::kRowMajor) return rows * cols * sizeof(bf16);
-  if (layout == registry::kPackedPanelV1) return kernels::PackedGemvElements(rows, cols) * sizeof(bf16);
-  if (layout == registry::kPackedPanelX12V1) return kernels::X12GemvBytes(rows, cols);
-  return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
+  DK_ASSIGN_OR_RETURN(const formats::WeightFormat f, FormatOf(layout, format, cols));
+  DK_ASSIGN_OR_RETURN(const int64_t bytes, formats::TensorBytes(f, rows, cols));
+  return static_cast<size_t>(bytes);
 }
 
 absl::Status PackWeightLayout(const std::string& layout, elf::BlockFormat format, const void* src, size_t rows,
                               size_t cols, void* out, ThreadPool* pool) {
-  if (format != elf::BLOCK_FORMAT_NONE) {
-    DK_ASSIGN_OR_RETURN(const kernels::QuantFormat q, QuantFormatOf(layout, format, cols));
-    kernels::QuantizeWeights(q, static_cast<const bf16*>(src), rows, cols, static_cast<uint8_t*>(out));
-    return absl::OkStatus();
+  DK_ASSIGN_OR_RETURN(const formats::WeightFormat f, FormatOf(layout, format, cols));
+  const bf16* w = static_cast<const bf16*>(src);
+  switch (f) {
+    case formats::WeightFormat::kBf16RowMajor: std::memcpy(out, src, rows * cols * sizeof(bf16)); break;
+    case formats::WeightFormat::kBf16Packed: kernels::PackGemvWeights(w, rows, cols, static_cast<bf16*>(out)); break;
+    case formats::WeightFormat::kBf16X12:
+      kernels::PackX12GemvWeights(w, rows, cols, static_cast<uint8_t*>(out), pool);
+      break;
+    default: kernels::QuantizeWeights(f, w, rows, cols, static_cast<uint8_t*>(out)); break;
   }
-  if (layout.empty() || layout == registry::kRowMajor) {
-    std::memcpy(out, src, rows * cols * sizeof(bf16));
-    return absl::OkStatus();
-  }
-  if (layout == registry::kPackedPanelV1) {
-    kernels::PackGemvWeights(static_cast<const bf16*>(src), rows, cols, static_cast<bf16*>(out));
-    return absl::OkStatus();
-  }
-  if (layout == registry::kPackedPanelX12V1) {
-    kernels::PackX12GemvWeights(static_cast<const bf16*>(src), rows, cols, static_cast<uint8_t*>(out), pool);
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat("the cpu device has no weight layout '", layout, "'"));
+  return absl::OkStatus();
 }
 
 }  // namespace dk::runtime::cpu

@@ -16,8 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
-#include "kernels/gemv/gemv_fused.h"
-#include "kernels/gemv/gemv_quant.h"
+#include "formats/weight_format.h"
 #include "registry/registry.pb.h"
 #include "runtime/cpu/cpu_bo.h"
 #include "util/thread_pool.h"
@@ -38,10 +37,8 @@ struct LaunchOp {
   CpuBo* bo[8] = {};  // inputs, then outputs, in the registry's order
   int64_t p[4] = {};  // the registry's int_params, in order
   float eps = 0;
-  bool packed = false, x12 = false, x_f32 = false, y_f32 = false;
-  bool quantized = false;  // GEMV weight in GGUF blocks of `quant_format`
-  kernels::QuantFormat quant_format = kernels::QuantFormat::kQ8_0;
-  kernels::WeightFormat weight_format = kernels::WeightFormat::kBf16RowMajor;  // the fused kernels
+  formats::WeightFormat format = formats::WeightFormat::kBf16RowMajor;  // the GEMV weight's
+  bool x_f32 = false, y_f32 = false;
   std::string where;         // "ELF 'x', group 'g', launch i (symbol)"
   int time_slot = -1;        // with kernel timing: its symbol's entry
   int64_t weight_bytes = 0;  // with kernel timing: the weight bytes it streams
@@ -63,8 +60,8 @@ class LaunchBinding {
   const elf::BufferObject& Bo(const std::string& param) const;
   // `param` holds at least `elements` bf16 (or f32 where allowed) elements.
   absl::Status Expect(const std::string& param, int64_t elements, bool allow_f32) const;
-  // `param` is a GEMV weight [rows, cols] in the variant's layout and block format;
-  // records that format in the op.
+  // `param` is a GEMV weight [rows, cols] in the variant's weight format; records
+  // that format in the op.
   absl::Status Weight(const std::string& param, int64_t rows, int64_t cols) const;
   // InvalidArgument "<where>: <message>".
   absl::Status Error(const std::string& message) const;
