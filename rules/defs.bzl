@@ -2,7 +2,8 @@
 
 A model's BUILD writes its chain with these: decode_elf (the baseline), one
 optimization rule per stage (rules/optimizations.bzl), and verify_chain,
-decode_profile, decode_generate, decode_plan_test naming the final stage. Their
+decode_profile naming the final stage; model_targets (rules/model.bzl) writes the
+rest every model has (the npu2 plan, decode_generate targets, decode_plan_test). Their
 provider, DecodeElfInfo, is in //rules:providers.bzl. Every .bzl of the build
 lives in rules/ and loads only from rules/ (tests/layering checks it), so no
 layer of the code loads a .bzl from above itself.
@@ -19,6 +20,7 @@ load(
     _merge_multi_launch = "merge_multi_launch",
     _quantize_weights = "quantize_weights",
 )
+load(":model.bzl", _model_targets = "model_targets")
 load(":plan_test.bzl", _decode_plan_test = "decode_plan_test")
 load(":profile.bzl", _decode_profile = "decode_profile")
 load(":verify.bzl", _verify_chain = "verify_chain", _verify_test = "verify_test")
@@ -35,3 +37,4 @@ verify_test = _verify_test
 decode_profile = _decode_profile
 decode_generate = _decode_generate
 decode_plan_test = _decode_plan_test
+model_targets = _model_targets
