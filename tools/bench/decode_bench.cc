@@ -138,8 +138,9 @@ double Median(std::vector<double> v) {
 }
 
 // --paired_floor's counters. Per token: its time over the mean read time of its bytes
-// just before and just after it; "fast" where that read ran at >= 45 GB/s
-// (tools/peer/ab.py's split).
+// just before and just after it; "fast" where that read ran at >= 45 GB/s (the split
+// of the Intel machines' modes; tools/peer/modes_ab.py splits by the runs' own
+// bandwidths and compares x_floor_paired instead).
 void ReportPairedFloor(benchmark::State& state, const TokenLog& log, int64_t weight_bytes) {
   std::vector<double> all, fast, slow, pair_gbs;
   for (size_t i = 0; i < log.ms.size(); ++i) {

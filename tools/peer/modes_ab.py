@@ -11,10 +11,13 @@ Each candidate is NAME=BINARY[:FLAG=VALUE,...] (a decode_bench binary, and runti
 flags such as team_runs=false or gemv_prefetch=on passed to its runs as --FLAG=VALUE). A round runs every candidate once, in order: decode_bench
 --paired_floor on --threads threads, --warmup untimed then --tokens timed tokens, each
 timed token bracketed by plain reads of as many bytes as it streams (decode_bench.cc). The
-host's read bandwidth is bimodal (about 33 or 58 GB/s) and switches every few minutes: a
-run counts for the fast mode when at least 90% of its tokens' bracketing reads ran at
->= 45 GB/s, for the slow mode when at most 10% did, else it is "mixed" and left out. Prints
-each run, then per candidate and mode the median x floor, the runs' range and count.
+host's read bandwidth is bimodal and switches every few minutes; where its modes lie
+differs between machines (about 33 and 58 GB/s on one, 48 and 83 on another), so the
+split comes from the runs themselves: sorted by their median paired bandwidth, the
+largest ratio between neighbours, when above 1.3, separates the slow mode from the fast
+one (one mode otherwise). Prints each run, then per candidate and mode the median x floor,
+the runs' range and count, and per mode the median ratio of each candidate to the first
+over the rounds whose two runs read in that mode (interleaved pairs).
 The binaries run in the runfiles of --stage's decode_bench target (bazel-bin; build it
 first), where the ELF and the weights are. Needs no venv: plain python3.
 """
@@ -45,6 +48,16 @@ def parse_candidate(text):
     return name, binary, flags
 
 
+def mode_split(gbs):
+    """The bandwidth between the slow and the fast mode of these runs, or None (one mode)."""
+    v = sorted(gbs)
+    gaps = [(v[i + 1] / v[i], i) for i in range(len(v) - 1) if v[i] > 0]
+    if not gaps:
+        return None
+    ratio, i = max(gaps)
+    return (v[i] * v[i + 1]) ** 0.5 if ratio > 1.3 else None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("candidates", nargs="+", help="NAME=BINARY[:FLAG=VALUE,...]")
@@ -67,7 +80,7 @@ def main():
     cands = [parse_candidate(c) for c in a.candidates]
     if len({c[0] for c in cands}) != len(cands):
         raise SystemExit("candidate names must differ")
-    res = {name: {"fast": [], "slow": [], "mixed": 0} for name, _, _ in cands}
+    runs = []  # (round, name, x_floor_paired, ms/token, paired GB/s)
     for r in range(a.rounds):
         for name, binary, flags in cands:
             out = subprocess.run(
@@ -80,24 +93,30 @@ def main():
             b = json.loads(out.stdout)["benchmarks"][0]
             if b.get("error_occurred"):
                 raise SystemExit(f"{name}: {b.get('error_message')}")
-            fast = b["paired_fast_tokens"]
-            mode = "fast" if fast >= 0.9 * tokens else "slow" if fast <= 0.1 * tokens else "mixed"
-            x = {"fast": b["x_floor_paired_fast"], "slow": b["x_floor_paired_slow"]}.get(mode)
-            if x is None:
-                res[name]["mixed"] += 1
-            else:
-                res[name][mode].append(x)
-            shown = f"{x:.3f}" if x is not None else "-"
-            print(f"round {r + 1} {name:12s} {mode:5s} x_floor_paired {shown}  ms/token {b['ms_per_token']:.3f}  "
-                  f"paired bw {b['paired_bw_GB/s']:.1f} GB/s  fast tokens {fast:.0f}/{tokens}", flush=True)
-    print(f"\n{a.model} decode_{a.stage}, {a.threads} threads, {a.rounds} rounds, x floor (paired), median [range] (runs)")
+            runs.append((r, name, b["x_floor_paired"], b["ms_per_token"], b["paired_bw_GB/s"]))
+            print(f"round {r + 1} {name:12s} x_floor_paired {b['x_floor_paired']:.3f}  ms/token {b['ms_per_token']:.3f}  "
+                  f"paired bw {b['paired_bw_GB/s']:.1f} GB/s", flush=True)
+    split = mode_split([g for *_, g in runs])
+    mode = lambda gbs: "one" if split is None else "fast" if gbs >= split else "slow"
+    where = "one mode" if split is None else f"modes split at {split:.1f} GB/s"
+    print(f"\n{a.model} decode_{a.stage}, {a.threads} threads, {a.rounds} rounds, {where}; "
+          "x floor (paired), median [range] (runs)")
     for name, _, _ in cands:
-        for mode in ("fast", "slow"):
-            v = res[name][mode]
+        for m in ("fast", "slow", "one"):
+            v = [x for _, n, x, _, g in runs if n == name and mode(g) == m]
             if v:
-                print(f"  {name:12s} {mode}: {statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}] ({len(v)})")
-        if res[name]["mixed"]:
-            print(f"  {name:12s} mixed-mode runs left out: {res[name]['mixed']}")
+                print(f"  {name:12s} {m}: {statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}] ({len(v)})")
+    base = cands[0][0]
+    for name, _, _ in cands[1:]:
+        for m in ("fast", "slow", "one"):
+            ratios = []
+            for r in range(a.rounds):
+                x = {n: (xf, g) for rr, n, xf, _, g in runs if rr == r}
+                if mode(x[base][1]) == m and mode(x[name][1]) == m:
+                    ratios.append(x[name][0] / x[base][0])
+            if ratios:
+                print(f"  {name}/{base} {m}: median {statistics.median(ratios):.3f} "
+                      f"[{min(ratios):.3f}-{max(ratios):.3f}] over {len(ratios)} pairs")
     return 0
 
 
