@@ -39,6 +39,13 @@ int SpinIterations(const CpuDeviceOptions& options, const ThreadPool& pool) {
   return hw > 0 && static_cast<unsigned>(pool.num_threads()) < hw ? 20000 : 0;
 }
 
+// Whether the packed bf16 GEMVs prefetch their weights under `options`.
+bool PrefetchOn(const CpuDeviceOptions& options) {
+  using Prefetch = CpuDeviceOptions::Prefetch;
+  return options.gemv_prefetch == Prefetch::kAuto ? kernels::GemvSoftwarePrefetchDefault()
+                                                  : options.gemv_prefetch == Prefetch::kOn;
+}
+
 class CpuElf final : public LoadedElf {
  public:
   std::string name_;
@@ -116,9 +123,7 @@ class CpuDevice final : public Device {
     validator_->enabled = options.validate;
     kernels::SetGemvBf16DotEnabled(cpu.gemv_bf16dot);
     kernels::SetQuantGemvVnniEnabled(cpu.gemv_vnni);
-    kernels::SetGemvSoftwarePrefetch(cpu.gemv_prefetch == CpuDeviceOptions::Prefetch::kAuto
-                                         ? kernels::GemvSoftwarePrefetchDefault()
-                                         : cpu.gemv_prefetch == CpuDeviceOptions::Prefetch::kOn);
+    kernels::SetGemvSoftwarePrefetch(PrefetchOn(cpu));
     if (options_.device_thread) thread_ = std::thread([this] { DeviceLoop(); });
   }
   ~CpuDevice() override {
@@ -361,10 +366,8 @@ absl::Status CpuRun::Wait() { return device_->WaitForRun(); }
 }  // namespace
 
 std::string CpuDeviceOptions::Describe() const {
-  const char* prefetch = gemv_prefetch == Prefetch::kOn    ? "on"
-                         : gemv_prefetch == Prefetch::kOff ? "off"
-                         : kernels::GemvSoftwarePrefetchDefault() ? "auto(on)"
-                                                                  : "auto(off)";
+  const char* on = PrefetchOn(*this) ? "on" : "off";
+  const std::string prefetch = gemv_prefetch == Prefetch::kAuto ? absl::StrCat("auto(", on, ")") : on;
   return absl::StrCat("host_spin=", host_spin < 0 ? std::string("auto") : absl::StrCat(host_spin),
                       " device_thread=", device_thread ? 1 : 0, " team_runs=", team_runs ? 1 : 0,
                       " kernel_times=", kernel_times ? 1 : 0, " gemv_bf16dot=", gemv_bf16dot ? 1 : 0,

@@ -151,7 +151,7 @@ void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
 
 // ---------------------------------------------------------------- check
 
-absl::Status CheckGemvOperands(const LaunchBinding& b) {
+absl::Status CheckGemv(const LaunchBinding& b) {
   LaunchOp& op = b.op();
   const int64_t rows = op.p[0], cols = op.p[1];
   DK_RETURN_IF_ERROR(b.Weight("w", rows, cols));
@@ -165,14 +165,13 @@ absl::Status CheckGemvOperands(const LaunchBinding& b) {
   }
   return absl::OkStatus();
 }
-absl::Status CheckGemv(const LaunchBinding& b) { return CheckGemvOperands(b); }
 absl::Status CheckGemvKSplit(const LaunchBinding& b) {
   const LaunchOp& op = b.op();
   if (op.p[2] <= 0 || !kernels::KSplitGemvShapeOk(op.p[1], op.p[2])) {
     return b.Error(absl::StrCat("K-split GEMV needs cols (", op.p[1], ") a multiple of k_chunk (", op.p[2],
                                 "), itself a multiple of 32"));
   }
-  return CheckGemvOperands(b);
+  return CheckGemv(b);
 }
 
 // The fused kernels with one weight (two for the SiLU gate): bf16 x (and norm,
@@ -255,10 +254,9 @@ absl::Status CheckElementwise(const LaunchBinding& b) {
 TeamRole Single(const LaunchOp&) { return TeamRole::kSingle; }
 // The K-split GEMV keeps its own jobs.
 TeamRole OwnJobs(const LaunchOp&) { return TeamRole::kNone; }
-// The GEMV on bf16 weights makes one ParallelRanges call and writes only its rows'
-// outputs and the calling thread's scratch outside it; the quantized one keeps its
-// own jobs.
-// The fused GEMVs too, on bf16 weights in any layout.
+// The GEMVs, plain or fused, on bf16 weights in any layout make one ParallelRanges
+// call and write only their rows' outputs and the calling thread's scratch outside
+// it; the quantized ones keep their own jobs.
 TeamRole GemvTeam(const LaunchOp& op) {
   return formats::IsBlockFormat(op.format) ? TeamRole::kNone : TeamRole::kRanges;
 }
