@@ -1,7 +1,10 @@
 #include "tools/flags/runtime_flags.h"
 
+#include <limits>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "util/cli.h"
 
 ABSL_FLAG(int, threads, 0, "kernel threads, counting the caller (0: one per hardware thread)");
 ABSL_FLAG(bool, pool_adaptive, true,
@@ -21,14 +24,6 @@ ABSL_FLAG(std::string, gemv_prefetch, "auto",
           "software prefetch in the packed bf16 GEMVs: auto (on for Intel CPUs), on or off");
 
 namespace dk::tools {
-namespace {
-
-absl::Status AtLeast(const char* flag, int value, int min) {
-  if (value >= min) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be at least ", min));
-}
-
-}  // namespace
 
 std::string RuntimeOptions::Describe() const { return absl::StrCat(pool.Describe(), " ", cpu.Describe()); }
 
@@ -45,11 +40,13 @@ absl::StatusOr<RuntimeOptions> RuntimeOptionsFromFlags() {
   o.cpu.gemv_bf16dot = absl::GetFlag(FLAGS_gemv_bf16dot);
   o.cpu.gemv_vnni = absl::GetFlag(FLAGS_gemv_vnni);
   const std::string prefetch = absl::GetFlag(FLAGS_gemv_prefetch);
-  if (absl::Status s = AtLeast("threads", o.pool.num_threads, 0); !s.ok()) return s;
-  if (o.pool.num_threads > 1024) return absl::InvalidArgumentError("--threads: at most 1024");
-  if (absl::Status s = AtLeast("pool_spin", o.pool.worker_spin, 0); !s.ok()) return s;
-  if (absl::Status s = AtLeast("pool_join_spin", o.pool.join_spin, 0); !s.ok()) return s;
-  if (absl::Status s = AtLeast("host_spin", o.cpu.host_spin, -1); !s.ok()) return s;
+  constexpr int kMax = std::numeric_limits<int>::max();
+  for (const absl::Status& s : {cli::RequireRange("threads", o.pool.num_threads, 0, 1024),
+                                cli::RequireRange("pool_spin", o.pool.worker_spin, 0, kMax),
+                                cli::RequireRange("pool_join_spin", o.pool.join_spin, 0, kMax),
+                                cli::RequireRange("host_spin", o.cpu.host_spin, -1, kMax)}) {
+    if (!s.ok()) return s;
+  }
   using Prefetch = runtime::CpuDeviceOptions::Prefetch;
   if (prefetch == "auto") {
     o.cpu.gemv_prefetch = Prefetch::kAuto;
