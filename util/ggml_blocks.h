@@ -1,5 +1,5 @@
-// GGUF / ggml 32-element block formats, byte for byte as the file stores them, and
-// the IEEE binary16 conversion their scales need. Shared by the dequantizers
+// GGUF / ggml block formats, byte for byte as the file stores them, and the IEEE
+// binary16 conversion their scales need. Shared by the dequantizers
 // (weights/dequant.cc) and the quantized GEMV kernels (kernels/gemv/gemv_quant.h),
 // so the layout is written down once.
 //
@@ -7,7 +7,11 @@
 //   Q4_0 (18 bytes): f16 d, uint8 qs[16];               w[i] = d * (nibble(i) - 8)
 //   Q4_1 (20 bytes): f16 d, f16 m, uint8 qs[16];        w[i] = d * nibble(i) + m
 // with nibble(i) = qs[i] & 0x0F for i < 16 and qs[i - 16] >> 4 for i >= 16 (the low
-// nibbles hold the first half of the block). f16 fields are little-endian. The
+// nibbles hold the first half of the block). The Q5 blocks add a fifth bit per
+// element in qh (bit i of the little-endian u32 for element i). The K-quants are
+// 256-element super-blocks of 16 or 8 sub-blocks with their own 4- or 6-bit scales
+// (and minimums), under one or two f16 super-scales; their element formulas live
+// with their dequantizer (weights/dequant.cc). f16 fields are little-endian. The
 // structs hold bytes only (alignment 1), so a block may start at any address, as it
 // does in a file (a row of blocks is a multiple of 2 bytes only).
 //
@@ -42,6 +46,73 @@ struct BlockQ4_1 {
 static_assert(sizeof(BlockQ8_0) == formats::BlockBytes(formats::WeightFormat::kQ8_0) && alignof(BlockQ8_0) == 1);
 static_assert(sizeof(BlockQ4_0) == formats::BlockBytes(formats::WeightFormat::kQ4_0) && alignof(BlockQ4_0) == 1);
 static_assert(sizeof(BlockQ4_1) == formats::BlockBytes(formats::WeightFormat::kQ4_1) && alignof(BlockQ4_1) == 1);
+
+// Elements of one K-quant super-block (Q2_K ... Q6_K).
+inline constexpr size_t kSuperBlockElems = 256;
+
+struct BlockQ5_0 {
+  uint8_t d[2];   // f16 scale
+  uint8_t qh[4];  // fifth bits, element i at bit i
+  uint8_t qs[kBlockElems / 2];
+};
+struct BlockQ5_1 {
+  uint8_t d[2];  // f16 scale
+  uint8_t m[2];  // f16 minimum
+  uint8_t qh[4];
+  uint8_t qs[kBlockElems / 2];
+};
+struct BlockQ2_K {
+  uint8_t scales[kSuperBlockElems / 16];  // 16 sub-blocks: scale (low nibble), min (high)
+  uint8_t qs[kSuperBlockElems / 4];       // 2-bit values
+  uint8_t d[2];                           // f16 super-scale of the scales
+  uint8_t dmin[2];                        // f16 super-scale of the minimums
+};
+struct BlockQ3_K {
+  uint8_t hmask[kSuperBlockElems / 8];  // third bits
+  uint8_t qs[kSuperBlockElems / 4];     // low 2 bits
+  uint8_t scales[12];                   // 16 6-bit signed scales (biased by 32)
+  uint8_t d[2];                         // f16 super-scale
+};
+struct BlockQ4_K {
+  uint8_t d[2];     // f16 super-scale of the scales
+  uint8_t dmin[2];  // f16 super-scale of the minimums
+  uint8_t scales[12];  // 8 sub-blocks: 6-bit scales and minimums (UnpackScaleMinK4)
+  uint8_t qs[kSuperBlockElems / 2];
+};
+struct BlockQ5_K {
+  uint8_t d[2];
+  uint8_t dmin[2];
+  uint8_t scales[12];
+  uint8_t qh[kSuperBlockElems / 8];  // fifth bits
+  uint8_t qs[kSuperBlockElems / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kSuperBlockElems / 2];  // low 4 bits
+  uint8_t qh[kSuperBlockElems / 4];  // high 2 bits
+  int8_t scales[kSuperBlockElems / 16];  // 16 sub-blocks, signed 8-bit scales
+  uint8_t d[2];                          // f16 super-scale
+};
+// Sizes as ggml's type table gives them (the GGUF reader's GetGgmlTypeTraits).
+static_assert(sizeof(BlockQ5_0) == 22 && alignof(BlockQ5_0) == 1);
+static_assert(sizeof(BlockQ5_1) == 24 && alignof(BlockQ5_1) == 1);
+static_assert(sizeof(BlockQ2_K) == 84 && alignof(BlockQ2_K) == 1);
+static_assert(sizeof(BlockQ3_K) == 110 && alignof(BlockQ3_K) == 1);
+static_assert(sizeof(BlockQ4_K) == 144 && alignof(BlockQ4_K) == 1);
+static_assert(sizeof(BlockQ5_K) == 176 && alignof(BlockQ5_K) == 1);
+static_assert(sizeof(BlockQ6_K) == 210 && alignof(BlockQ6_K) == 1);
+
+// The 6-bit scale and minimum of sub-block j (0 <= j < 8) of a Q4_K / Q5_K block's
+// 12 scale bytes: j < 4 in the low 6 bits of bytes j and j + 4; j >= 4 split between
+// the nibbles of byte j + 4 and the top 2 bits of bytes j - 4 and j.
+inline void UnpackScaleMinK4(const uint8_t* scales, int j, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = scales[j] & 63;
+    *min = scales[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
 
 // The 4-bit value of element i (0 <= i < 32) of a Q4_0 / Q4_1 block's qs.
 inline int Nibble(const uint8_t* qs, size_t i) {
