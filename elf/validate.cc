@@ -419,6 +419,33 @@ absl::Status CheckGroup(const LaunchGroup& g, const ModelShape& m, const BoMap& 
   return absl::OkStatus();
 }
 
+// Top-k: k within the vocab, and its result in values "ids" (i32) and "values"
+// (f32) of k elements each, where the runtime reads the token.
+absl::Status CheckTopK(const HostStep& h, const std::string& where, const ModelShape& m, const HostValues& host) {
+  const auto kp = h.params().find("k");
+  const int64_t k = kp == h.params().end() ? 5 : kp->second;
+  if (k < 1 || k > m.vocab()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": parameter \"k\" = ", k, " is outside [1, vocab ", m.vocab(), "]"));
+  }
+  for (const auto& [param, dtype] : {std::pair<const char*, DType>{"ids", I32}, {"values", F32}}) {
+    const Binding* bound = nullptr;
+    for (const Binding& b : h.bindings()) {
+      if (b.param() == param) bound = &b;
+    }
+    if (bound == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": no \"", param, "\" binding (top-k's result)"));
+    }
+    const HostValue* v = host.values.at(bound->value());
+    if (v->dtype() != dtype || host.elements.at(bound->value()) != k) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": \"", param, "\" is bound to \"", bound->value(),
+                                                     "\", which must be ", DType_Name(dtype), " of k = ", k,
+                                                     " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // A host step: a kind, a layer, bindings to host values, parameters (top-k's k
 // within the vocab).
 absl::Status CheckHostStep(const HostStep& h, int i, const ModelShape& m, const HostValues& host) {
@@ -432,11 +459,7 @@ absl::Status CheckHostStep(const HostStep& h, int i, const ModelShape& m, const 
     }
   }
   DK_RETURN_IF_ERROR(CheckParams(h.params(), where));
-  const auto k = h.params().find("k");
-  if (h.kind() == "topk" && k != h.params().end() && (k->second < 1 || k->second > m.vocab())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": parameter \"k\" = ", k->second, " is outside [1, vocab ", m.vocab(), "]"));
-  }
+  if (h.kind() == "topk") return CheckTopK(h, where, m, host);
   return absl::OkStatus();
 }
 

@@ -173,7 +173,9 @@ std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, con
   return L + "h_out";
 }
 
-// Hidden state `h` -> f32 "logits" -> the host's top-k.
+// Hidden state `h` -> f32 "logits" -> the host's top-k, which writes the k best ids
+// (i32, best first) and their logits into the program values "topk.ids" and
+// "topk.logits"; the runtime reads the token from them.
 void LmHead(ProgramBuilder& b, const elf::ModelShape& m, const std::string& h) {
   const Dims d(m);
   b.Value("final.xn", {d.hidden});
@@ -182,7 +184,10 @@ void LmHead(ProgramBuilder& b, const elf::ModelShape& m, const std::string& h) {
   op.Norm("final_norm", h, "model.norm.weight", "final.xn");
   op.Gemv("lm_head", "final.xn", m.tied_embeddings() ? "model.embed_tokens.weight" : "lm_head.weight",
           m.vocab(), d.hidden, "logits");
-  b.Host("topk", -1, {{"logits", "logits"}}, {{"k", 5}});
+  constexpr int64_t kTopK = 5;  // the verify gate's top-5
+  b.Value("topk.ids", {kTopK}, elf::I32);
+  b.Value("topk.logits", {kTopK}, elf::F32);
+  b.Host("topk", -1, {{"logits", "logits"}, {"ids", "topk.ids"}, {"values", "topk.logits"}}, {{"k", kTopK}});
 }
 
 }  // namespace

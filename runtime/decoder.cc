@@ -87,6 +87,11 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   }
   timings_.assign(plan_.size(), StepTiming{});
   if (logits_value_ < 0) return absl::InvalidArgumentError("the program has no f32 host value 'logits'");
+  if (topk_ids_value_ < 0 || topk_values_value_ < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        elf_name_, ": the program has no 'topk' host step binding 'ids' and 'values' (an ELF from before top-k "
+        "became a program value: rebuild it)"));
+  }
   return absl::OkStatus();
 }
 
@@ -231,6 +236,10 @@ absl::Status Decoder::PlanHostStep(const elf::HostStep& step, int index, StepPla
   for (const auto& b : step.bindings()) {
     const int vi = value_index_.at(b.value());
     values.push_back({b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi)}});
+    // The token leaves through the top-k step's values (the host checks their types
+    // and sizes when it binds the step).
+    if (step.kind() == "topk" && b.param() == "ids") topk_ids_value_ = vi;
+    if (step.kind() == "topk" && b.param() == "values") topk_values_value_ = vi;
   }
   absl::StatusOr<int> handle = host_->BindHostStep(step, values);
   if (!handle.ok()) {
@@ -338,9 +347,18 @@ absl::Status Decoder::Advance(uint32_t token) {
   }
   static_mirrors_written_ = true;
   ++position_;
-  // assign() reuses the vectors' capacity: no allocation after the first token.
-  last_.top_ids.assign(host_->topk_ids().begin(), host_->topk_ids().end());
-  last_.top_logits.assign(host_->topk_values().begin(), host_->topk_values().end());
+  // The top-k step's values, best first, up to the first id -1 (no finite logit
+  // left); clear() + push_back reuse the vectors' capacity: no allocation after the
+  // first token.
+  const auto* ids = reinterpret_cast<const int32_t*>(values_[topk_ids_value_].data());
+  const auto* vals = reinterpret_cast<const float*>(values_[topk_values_value_].data());
+  const size_t k = values_[topk_ids_value_].size() / sizeof(int32_t);
+  last_.top_ids.clear();
+  last_.top_logits.clear();
+  for (size_t i = 0; i < k && ids[i] >= 0; ++i) {
+    last_.top_ids.push_back(static_cast<uint32_t>(ids[i]));
+    last_.top_logits.push_back(vals[i]);
+  }
   if (last_.top_ids.empty()) return absl::InternalError("the program produced no top-k");
   last_.token = last_.top_ids[0];
   return absl::OkStatus();

@@ -127,6 +127,8 @@ class Decoder {
   StepResult last_;
   std::vector<uint8_t> scratch_;  // validation: a STATIC mirror's bytes
   int logits_value_ = -1;
+  int topk_ids_value_ = -1;     // the top-k step's i32 ids and f32 values
+  int topk_values_value_ = -1;
   int position_ = 0;
   bool static_mirrors_written_ = false;
 };

@@ -102,9 +102,6 @@ class HostOps {
   virtual absl::Status RunHostStep(int handle, uint32_t token, int position) = 0;
   // Forget the KV cache (a new sequence).
   virtual void Reset() = 0;
-  // The top-k of the last "topk" step: ids best first (ties to the smaller id).
-  virtual const std::vector<uint32_t>& topk_ids() const = 0;
-  virtual const std::vector<float>& topk_values() const = 0;
 };
 
 }  // namespace dk::runtime

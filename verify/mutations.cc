@@ -105,8 +105,6 @@ class MutatedHostOps final : public runtime::HostOps {
     return absl::OkStatus();
   }
   void Reset() override { inner_->Reset(); }
-  const std::vector<uint32_t>& topk_ids() const override { return inner_->topk_ids(); }
-  const std::vector<float>& topk_values() const override { return inner_->topk_values(); }
 
  private:
   struct BoundStep {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -45,10 +46,14 @@ class CpuHostOps final : public HostOps {
                                    const std::vector<std::pair<std::string, Value>>& values) override {
     Bound b;
     b.step = &step;
-    auto need = [&](const char* param, void** out) -> absl::Status {
+    auto need = [&](const char* param, void** out, int64_t* elements = nullptr) -> absl::Status {
       for (const auto& [name, v] : values) {
         if (name == param) {
           *out = v.data;
+          if (elements != nullptr) {
+            *elements = 1;
+            for (const int64_t d : v.info->shape()) *elements *= d;
+          }
           return absl::OkStatus();
         }
       }
@@ -88,6 +93,13 @@ class CpuHostOps final : public HostOps {
       DK_RETURN_IF_ERROR(need("logits", &b.in));
       auto it = step.params().find("k");
       b.k = it == step.params().end() ? 5 : static_cast<size_t>(it->second);
+      int64_t ids = 0, vals = 0;
+      DK_RETURN_IF_ERROR(need("ids", &b.out, &ids));
+      DK_RETURN_IF_ERROR(need("values", &b.in2, &vals));
+      if (ids != static_cast<int64_t>(b.k) || vals != static_cast<int64_t>(b.k)) {
+        return absl::InvalidArgumentError(absl::StrCat("host step 'topk': 'ids' (", ids, " elements) and 'values' (",
+                                                       vals, ") must hold k = ", b.k));
+      }
     } else {
       return absl::UnimplementedError(absl::StrCat("the cpu host has no host step '", kind, "'"));
     }
@@ -119,8 +131,6 @@ class CpuHostOps final : public HostOps {
     k_cache_.Zero();
     v_cache_.Zero();
   }
-  const std::vector<uint32_t>& topk_ids() const override { return ids_; }
-  const std::vector<float>& topk_values() const override { return vals_; }
 
  private:
   // A step bound once (BindHostStep): its kind and the memory of its values.
@@ -129,8 +139,8 @@ class CpuHostOps final : public HostOps {
     const elf::HostStep* step = nullptr;
     Kind kind = Kind::kEmbedding;
     void* in = nullptr;   // cos, k, q or logits
-    void* in2 = nullptr;  // sin or v
-    void* out = nullptr;  // embedding or attention output
+    void* in2 = nullptr;  // sin, v, or top-k's values (f32)
+    void* out = nullptr;  // embedding or attention output, or top-k's ids (i32)
     bool local = false;   // rope_lookup: the sliding layers' table
     bool sliding = false;  // attention: a sliding-window layer
     size_t k = 0;         // topk
@@ -179,12 +189,18 @@ class CpuHostOps final : public HostOps {
                                     v_cache_.data() + layer + first * hd, position - first,
                                     static_cast<bf16*>(b.out), pool_, 1.0f / std::sqrt(scalar));
   }
+  // Writes the k best ids (i32) and their logits to the step's values, best first;
+  // entries past the finite logits found hold id -1 (and NaN).
   absl::Status TopK(const Bound& b) {
-    ids_.resize(b.k);
-    vals_.resize(b.k);
-    const size_t n = kernels::TopK(static_cast<const float*>(b.in), m_.vocab(), b.k, ids_.data(), vals_.data());
-    ids_.resize(n);
-    vals_.resize(n);
+    auto* ids = static_cast<int32_t*>(b.out);
+    auto* vals = static_cast<float*>(b.in2);
+    static_assert(sizeof(int32_t) == sizeof(uint32_t), "ids are written in place");
+    const size_t n = kernels::TopK(static_cast<const float*>(b.in), m_.vocab(), b.k,
+                                   reinterpret_cast<uint32_t*>(ids), vals);
+    for (size_t i = n; i < b.k; ++i) {
+      ids[i] = -1;
+      vals[i] = std::numeric_limits<float>::quiet_NaN();
+    }
     if (n == 0) {
       return absl::DataLossError(absl::StrCat(
           "top-k found no finite logit among the ", m_.vocab(),
@@ -203,8 +219,6 @@ class CpuHostOps final : public HostOps {
   const float embedding_scale_;                   // 0: none
   const size_t kv_stride_;  // elements per layer: [n_kv_heads][max_context][head_dim]
   AlignedBuffer<bf16> k_cache_, v_cache_;
-  std::vector<uint32_t> ids_;
-  std::vector<float> vals_;
   std::vector<Bound> bound_;  // by handle
 };
 
