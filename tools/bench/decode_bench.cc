@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/bandwidth_modes.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
@@ -138,23 +139,25 @@ double Median(std::vector<double> v) {
 }
 
 // --paired_floor's counters. Per token: its time over the mean read time of its bytes
-// just before and just after it; "fast" where that read ran at >= 45 GB/s (the split
-// of the Intel machines' modes; tools/peer/modes_ab.py splits by the runs' own
-// bandwidths and compares x_floor_paired instead).
+// just before and just after it; "fast" and "slow" tokens split by the bandwidth modes
+// of this run's own reads (bandwidth_modes.h; all "fast" when they form one mode,
+// mode_split_GB/s 0).
 void ReportPairedFloor(benchmark::State& state, const TokenLog& log, int64_t weight_bytes) {
-  std::vector<double> all, fast, slow, pair_gbs;
+  std::vector<double> all, ratios, pair_gbs;
   for (size_t i = 0; i < log.ms.size(); ++i) {
     const double floor = (log.stream_ms[i] + log.stream_ms[i + 1]) / 2;
     if (floor <= 0) continue;
-    const double gbs = weight_bytes / (floor * 1e-3) * 1e-9;
-    pair_gbs.push_back(gbs);
-    all.push_back(log.ms[i] / floor);
-    (gbs >= 45 ? fast : slow).push_back(log.ms[i] / floor);
+    pair_gbs.push_back(weight_bytes / (floor * 1e-3) * 1e-9);
+    ratios.push_back(log.ms[i] / floor);
   }
-  state.counters["x_floor_paired"] = Median(all);
+  const double split = dk::bench::ModeSplit(pair_gbs);
+  std::vector<double> fast, slow;
+  for (size_t i = 0; i < ratios.size(); ++i) (pair_gbs[i] >= split ? fast : slow).push_back(ratios[i]);
+  state.counters["x_floor_paired"] = Median(ratios);
   state.counters["paired_bw_GB/s"] = Median(pair_gbs);
+  state.counters["mode_split_GB/s"] = split;
   state.counters["x_floor_paired_fast"] = Median(fast);  // 0 when no token was fast
-  state.counters["x_floor_paired_slow"] = Median(slow);
+  state.counters["x_floor_paired_slow"] = Median(slow);  // 0 in a run of one mode
   state.counters["paired_fast_tokens"] = static_cast<double>(fast.size());
 }
 
