@@ -9,8 +9,9 @@ reaches --tokens. Deterministic for the same source and tokenizer.
       --out models/smollm2_135m/prompts_long.txt
 """
 import argparse
+import os
 
-from transformers import PreTrainedTokenizerFast
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 
 def prose(path):
@@ -30,11 +31,17 @@ def prose(path):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", required=True)
-    p.add_argument("--tokenizer", required=True)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--tokenizer", help="tokenizer.json")
+    src.add_argument("--gguf", help="GGUF file whose tokenizer counts (as transformers builds it)")
     p.add_argument("--tokens", type=int, default=1100)
     p.add_argument("--out", required=True)
     a = p.parse_args()
-    tok = PreTrainedTokenizerFast(tokenizer_file=a.tokenizer)
+    if a.gguf:
+        path = os.path.abspath(a.gguf)
+        tok = AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
+    else:
+        tok = PreTrainedTokenizerFast(tokenizer_file=a.tokenizer)
     words = prose(a.source)
     lo, hi = 1, len(words)  # the fewest words whose text has >= a.tokens tokens
     count = lambda n: len(tok(" ".join(words[:n]), add_special_tokens=True)["input_ids"])
