@@ -77,6 +77,11 @@ struct TokenizerSpec {
   std::vector<std::string> tokens;
   // Merge rules in rank order: (left token, right token).
   std::vector<std::pair<std::string, std::string>> merges;
+  // A SentencePiece vocabulary stores no merges: when set (and `merges` is empty), every
+  // split of a token into two vocabulary tokens is a merge, ranked by the merged token's
+  // id (lower first), then by the longer left part; the order transformers derives for
+  // Gemma's GGUF vocabulary (its generate_merges over token positions).
+  bool merges_from_vocab = false;
   struct AddedToken {
     int32_t id = 0;
     std::string content;
@@ -159,6 +164,8 @@ class Tokenizer {
   // the merge ranks, the added-token tables.
   void BuildTokenTables();
   absl::Status BuildMerges();
+  // BuildMerges for spec_.merges_from_vocab (vocab_merges.cc).
+  void BuildMergesFromVocab();
   absl::Status BuildAddedTables();
   static uint64_t PairKey(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
