@@ -1,6 +1,8 @@
 // Compares the tokenizer with HuggingFace `tokenizers` on every string of the golden
 // corpus, in both directions. Goldens: tokenizer/testdata/*_goldens.json, written by
 // tools/tokenizer_goldens/make_goldens.py (see its docstring to regenerate).
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -209,6 +211,44 @@ TEST_F(GoldenTest, Gemma3StyleFromTokenizerJson) {
   }
   EXPECT_GT(byte_fallback_cases, 50);
   EXPECT_THAT(CheckAll(**tok, goldens, "gemma3_style (tokenizer.json)"), ::testing::IsEmpty());
+}
+
+// The real Gemma 3 vocabulary (SentencePiece BPE, 262,144 pieces) from its GGUF, against
+// the tokenizer transformers builds from the same file: the 380 corpus strings plus the
+// "gemma3" ones (control and user-defined tokens, space runs).
+TEST_F(GoldenTest, Gemma3270mFromGguf) {
+  auto gguf = weights::GgufFile::Open(Path("gemma3_270m/model.gguf"));
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  const auto start = std::chrono::steady_clock::now();
+  auto tok = Tokenizer::FromGguf(**gguf);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  std::cout << "gemma3_270m tokenizer loaded in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s\n";
+  Goldens goldens = LoadGoldens("decodekit/tokenizer/testdata/gemma3_270m_goldens.json");
+  EXPECT_TRUE(goldens.adds_bos);
+  EXPECT_EQ((*tok)->vocab_size(), 262144);
+  EXPECT_EQ((*tok)->bos_id(), 2);
+  EXPECT_EQ((*tok)->eos_id(), 1);
+  EXPECT_FALSE((*tok)->spec().byte_level);
+  EXPECT_TRUE((*tok)->spec().merges_from_vocab);
+  EXPECT_EQ((*tok)->TokenToId("<start_of_turn>"), 105);
+  // The file spells the space runs with spaces; HF (and so the tokenizer) with "▁".
+  EXPECT_EQ(*(*tok)->TokenString(138), "\u2581\u2581");
+  // Byte fallback and the space runs are exercised.
+  int byte_fallback_cases = 0, space_run_cases = 0;
+  for (const GoldenCase& c : goldens.cases) {
+    auto any_in = [&c](int32_t lo, int32_t hi) {
+      return std::any_of(c.ids.begin(), c.ids.end(), [&](int32_t id) { return id >= lo && id <= hi; });
+    };
+    byte_fallback_cases += any_in(238, 493);  // <0x00>..<0xFF>
+    space_run_cases += any_in(138, 167);
+  }
+  EXPECT_GT(byte_fallback_cases, 20);
+  EXPECT_GT(space_run_cases, 20);
+  // HF decodes a "▁" typed in the text as a space, so those do not round-trip (here neither).
+  EXPECT_THAT(CheckAll(**tok, goldens, "gemma3_270m (GGUF)"),
+              ::testing::ElementsAre("\u2581 already a marker", "\u2581\u2581\u2581", "a\u2581b c"));
 }
 
 }  // namespace

@@ -179,6 +179,14 @@ void Tokenizer::BuildTokenTables() {
 }
 
 absl::Status Tokenizer::BuildMerges() {
+  if (spec_.merges_from_vocab) {
+    if (!spec_.merges.empty()) {
+      return absl::InvalidArgumentError(
+          "tokenizer: merges are given and also to be derived from the vocabulary");
+    }
+    BuildMergesFromVocab();
+    return absl::OkStatus();
+  }
   merges_.reserve(spec_.merges.size());
   for (size_t rank = 0; rank < spec_.merges.size(); ++rank) {
     const auto& [left, right] = spec_.merges[rank];

@@ -1,10 +1,14 @@
-// BPE tokenizer (GPT-2 / SmolLM2 / Llama 3 / Qwen2 byte-level, and Gemma-3-style
-// SentencePiece BPE with byte fallback), exact against HuggingFace `tokenizers`.
+// BPE tokenizer (GPT-2 / SmolLM2 / Llama 3 / Qwen2 byte-level, and Gemma 3's SentencePiece
+// BPE with byte fallback), exact against HuggingFace `tokenizers`.
 //
 // Loading:
-//   * Tokenizer::FromGguf: a GGUF file's `tokenizer.ggml.*` metadata (model "gpt2": tokens,
+//   * Tokenizer::FromGguf: a GGUF file's `tokenizer.ggml.*` metadata. Model "gpt2": tokens,
 //     merges, token_type, bos/eos ids, add_bos_token/add_eos_token, and `pre`, the
-//     pre-tokenizer name: "smollm", "gpt2", "llama-bpe"/"llama3"/"llama-v3").
+//     pre-tokenizer name: "smollm", "gpt2", "llama-bpe"/"llama3"/"llama-v3". Model "llama"
+//     (SentencePiece BPE) in Gemma's layout (general.architecture gemma/gemma2/gemma3), as
+//     transformers builds it from the file: no merges stored, so they are derived from the
+//     vocabulary (TokenizerSpec::merges_from_vocab); whitespace-run tokens the file spells
+//     with spaces respelled with "▁"; BOS added unless add_bos_token is false.
 //   * Tokenizer::FromTokenizerJson: an HF tokenizer.json (model BPE with vocab + merges,
 //     byte_fallback, fuse_unk, ignore_merges; normalizer NFC / Replace / Sequence;
 //     pre_tokenizer ByteLevel / Split (Isolated, MergedWithPrevious) / Digits / Sequence;
@@ -18,7 +22,7 @@
 // (leftmost, longest first); the text between them is normalized (NFC, Replace), then
 // `normalized` added tokens are matched the same way in the normalized text; what remains
 // is pre-tokenized with the model's regexes and BPE-merged by merge rank, piece by piece.
-// Byte-level tokenizers (a ByteLevel pre-tokenizer; every GGUF) map each piece to the GPT-2
+// Byte-level tokenizers (a ByteLevel pre-tokenizer; every "gpt2" GGUF) map each piece to the GPT-2
 // byte alphabet first; the others (Gemma) start BPE from the piece's characters, a
 // character missing from the vocabulary becoming its UTF-8 bytes' <0xXX> tokens
 // (byte_fallback) or the unknown token (consecutive ones fused into one with fuse_unk).
@@ -77,6 +81,11 @@ struct TokenizerSpec {
   std::vector<std::string> tokens;
   // Merge rules in rank order: (left token, right token).
   std::vector<std::pair<std::string, std::string>> merges;
+  // A SentencePiece vocabulary stores no merges: when set (and `merges` is empty), every
+  // split of a token into two vocabulary tokens is a merge, ranked by the merged token's
+  // id (lower first), then by the longer left part; the order transformers derives for
+  // Gemma's GGUF vocabulary (its generate_merges over token positions).
+  bool merges_from_vocab = false;
   struct AddedToken {
     int32_t id = 0;
     std::string content;
@@ -159,6 +168,8 @@ class Tokenizer {
   // the merge ranks, the added-token tables.
   void BuildTokenTables();
   absl::Status BuildMerges();
+  // BuildMerges for spec_.merges_from_vocab (vocab_merges.cc).
+  void BuildMergesFromVocab();
   absl::Status BuildAddedTables();
   static uint64_t PairKey(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);

@@ -411,6 +411,49 @@ MiniGguf TinyGguf(const std::string& pre = "smollm") {
   return g;
 }
 
+// Gemma's SentencePiece layout in small: control tokens, a space run the file spells with
+// spaces (id 4), a newline token, the 256 byte tokens, and "bc" (269) ranked before "ab"
+// (270) by id.
+MiniGguf TinySentencePieceGguf() {
+  std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "<unk>", "  ", "\n",
+                                     "<start_of_turn>"};
+  std::vector<int32_t> types = {3, 3, 3, 3, 4, 4, 3};
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(absl::StrFormat("<0x%02X>", b));
+    types.push_back(6);
+  }
+  for (const char* t : {"\u2581", "x", "y", "a", "b", "c", "bc", "ab"}) {
+    tokens.push_back(t);
+    types.push_back(1);
+  }
+  MiniGguf g;
+  g.Str("general.architecture", "gemma3")
+      .Str("tokenizer.ggml.model", "llama")
+      .Strs("tokenizer.ggml.tokens", tokens)
+      .I32s("tokenizer.ggml.token_type", types)
+      .U32("tokenizer.ggml.bos_token_id", 2)
+      .U32("tokenizer.ggml.eos_token_id", 1)
+      .U32("tokenizer.ggml.unknown_token_id", 3);
+  return g;
+}
+
+TEST(TokenizerGgufTest, SentencePieceInGemmaLayout) {
+  auto gguf = TinySentencePieceGguf().Build();
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto tok = Tokenizer::FromGguf(**gguf);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ(*(*tok)->TokenString(4), "\u2581\u2581");  // respelled, as transformers does
+  // BOS by default (no add_bos_token); the space run merged from "▁" "▁"; "\n" and
+  // <start_of_turn> matched whole; "abc" -> "a" "bc" ("bc" has the lower id); "é" by
+  // byte fallback (<0xC3> <0xA9>).
+  const std::string text = "x  y\nabc<start_of_turn>\xC3\xA9";
+  EXPECT_THAT(*(*tok)->Encode(text), ElementsAre(2, 264, 4, 265, 5, 266, 269, 6, 7 + 0xC3, 7 + 0xA9));
+  EXPECT_EQ(*(*tok)->Decode(*(*tok)->Encode(text, /*add_special_tokens=*/false)), text);
+  auto no_bos = TinySentencePieceGguf().Bool("tokenizer.ggml.add_bos_token", false).Build();
+  ASSERT_TRUE(no_bos.ok());
+  EXPECT_THAT(*(*Tokenizer::FromGguf(**no_bos))->Encode("x y"), ElementsAre(264, 263, 265));
+}
+
 TEST(TokenizerGgufTest, Loads) {
   auto gguf = TinyGguf().Build();
   ASSERT_TRUE(gguf.ok()) << gguf.status();
@@ -437,8 +480,14 @@ TEST(TokenizerGgufTest, Errors) {
   };
   EXPECT_THAT(message(MiniGguf().Str("general.architecture", "llama")),
               HasSubstr("missing metadata 'tokenizer.ggml.model'"));
-  EXPECT_THAT(message(MiniGguf().Str("tokenizer.ggml.model", "llama")),
-              HasSubstr("only byte-level BPE"));
+  EXPECT_THAT(message(MiniGguf().Str("tokenizer.ggml.model", "bert")),
+              HasSubstr("supported: 'gpt2' (byte-level BPE) and 'llama' (SentencePiece BPE)"));
+  EXPECT_THAT(message(MiniGguf()
+                          .Str("general.architecture", "llama")
+                          .Str("tokenizer.ggml.model", "llama")),
+              HasSubstr("Gemma's layout only (general.architecture gemma, gemma2, gemma3), not for 'llama'"));
+  EXPECT_THAT(message(TinySentencePieceGguf().Bool("tokenizer.ggml.add_space_prefix", true)),
+              HasSubstr("add_space_prefix is true: a SentencePiece dummy prefix is not supported"));
   EXPECT_THAT(message(MiniGguf().Str("tokenizer.ggml.model", "gpt2")),
               HasSubstr("missing metadata 'tokenizer.ggml.tokens'"));
   EXPECT_THAT(message(MiniGguf()

