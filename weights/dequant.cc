@@ -3,14 +3,15 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "formats/weight_format.h"
 #include "util/check.h"
 #include "util/ggml_blocks.h"
+#include "weights/dequant_kquant.h"
 
 namespace dk::weights {
 namespace {
 
-constexpr int64_t kQk = formats::kBlockElems;  // elements per Q8_0 / Q4_0 / Q4_1 block
+// The most elements one block holds (a K-quant super-block).
+constexpr int64_t kMaxBlockElems = ggml::kSuperBlockElems;
 
 inline uint16_t LoadU16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));  // little-endian file data
@@ -24,33 +25,64 @@ inline float LoadF32(const uint8_t* p) {
   return f;
 }
 
-// One block of 32 elements -> f32, in gguf-py's operation order.
-inline void DequantBlock(GgmlType type, const uint8_t* b, float* out) {
+void DequantQ8_0Block(const uint8_t* b, float* out) {
+  const auto* blk = reinterpret_cast<const ggml::BlockQ8_0*>(b);
+  const float d = ggml::F16FieldToF32(blk->d);
+  for (size_t i = 0; i < ggml::kBlockElems; ++i) out[i] = static_cast<float>(blk->qs[i]) * d;
+}
+
+void DequantQ4_0Block(const uint8_t* b, float* out) {
+  const auto* blk = reinterpret_cast<const ggml::BlockQ4_0*>(b);
+  const float d = ggml::F16FieldToF32(blk->d);
+  for (size_t i = 0; i < ggml::kBlockElems; ++i) {
+    out[i] = d * static_cast<float>(ggml::Nibble(blk->qs, i) - 8);
+  }
+}
+
+void DequantQ4_1Block(const uint8_t* b, float* out) {
+  const auto* blk = reinterpret_cast<const ggml::BlockQ4_1*>(b);
+  const float d = ggml::F16FieldToF32(blk->d);
+  const float m = ggml::F16FieldToF32(blk->m);
+  for (size_t i = 0; i < ggml::kBlockElems; ++i) {
+    const float p = d * static_cast<float>(ggml::Nibble(blk->qs, i));
+    out[i] = p + m;
+  }
+}
+
+// Writes one block's elements as f32, in gguf-py's operation order.
+using BlockDequantizer = void (*)(const uint8_t* block, float* out);
+
+// The block dequantizer of `type`; nullptr for the element types (F32, F16, BF16)
+// and the types this library does not dequantize.
+BlockDequantizer BlockDequantizerOf(GgmlType type) {
   switch (type) {
-    case GgmlType::kQ8_0: {
-      const auto* blk = reinterpret_cast<const ggml::BlockQ8_0*>(b);
-      const float d = ggml::F16FieldToF32(blk->d);
-      for (int i = 0; i < kQk; ++i) out[i] = static_cast<float>(blk->qs[i]) * d;
-      return;
-    }
-    case GgmlType::kQ4_0: {
-      const auto* blk = reinterpret_cast<const ggml::BlockQ4_0*>(b);
-      const float d = ggml::F16FieldToF32(blk->d);
-      for (int i = 0; i < kQk; ++i) out[i] = d * static_cast<float>(ggml::Nibble(blk->qs, i) - 8);
-      return;
-    }
-    case GgmlType::kQ4_1: {
-      const auto* blk = reinterpret_cast<const ggml::BlockQ4_1*>(b);
-      const float d = ggml::F16FieldToF32(blk->d);
-      const float m = ggml::F16FieldToF32(blk->m);
-      for (int i = 0; i < kQk; ++i) {
-        const float p = d * static_cast<float>(ggml::Nibble(blk->qs, i));
-        out[i] = p + m;
-      }
-      return;
-    }
-    default:
-      DK_CHECK(false && "not a 32-element block type");
+    case GgmlType::kQ8_0: return DequantQ8_0Block;
+    case GgmlType::kQ4_0: return DequantQ4_0Block;
+    case GgmlType::kQ4_1: return DequantQ4_1Block;
+    case GgmlType::kQ5_0: return internal::DequantQ5_0Block;
+    case GgmlType::kQ5_1: return internal::DequantQ5_1Block;
+    case GgmlType::kQ2_K: return internal::DequantQ2_KBlock;
+    case GgmlType::kQ3_K: return internal::DequantQ3_KBlock;
+    case GgmlType::kQ4_K: return internal::DequantQ4_KBlock;
+    case GgmlType::kQ5_K: return internal::DequantQ5_KBlock;
+    case GgmlType::kQ6_K: return internal::DequantQ6_KBlock;
+    default: return nullptr;
+  }
+}
+
+// Calls `emit(first_element, f32_values, count)` for each block of `n` elements of a
+// block type, in order.
+template <typename Emit>
+void ForEachBlock(GgmlType type, const uint8_t* src, int64_t n, Emit emit) {
+  const BlockDequantizer dequant = BlockDequantizerOf(type);
+  const absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(type);
+  DK_CHECK(dequant != nullptr && traits.ok() && traits->block_size <= kMaxBlockElems);
+  const int64_t elems = traits->block_size;
+  DK_CHECK(n % elems == 0);
+  float tmp[kMaxBlockElems];
+  for (int64_t b = 0; b < n / elems; ++b) {
+    dequant(src + b * traits->type_size, tmp);
+    emit(b * elems, tmp, elems);
   }
 }
 
@@ -63,40 +95,27 @@ bool IsSupportedGgmlType(GgmlType type) {
     case GgmlType::kF32:
     case GgmlType::kF16:
     case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_1:
       return true;
     default:
-      return false;
+      return BlockDequantizerOf(type) != nullptr;
   }
 }
 
 absl::StatusOr<uint64_t> GgmlRowBytes(GgmlType type, int64_t n) {
-  if (!IsSupportedGgmlType(type)) {
-    absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(type);
-    return absl::UnimplementedError(
-        absl::StrCat("unsupported ggml type ",
-                     traits.ok() ? traits->name : "unknown", " (",
-                     static_cast<uint32_t>(type),
-                     "); supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1"));
+  absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(type);
+  if (!IsSupportedGgmlType(type) || !traits.ok()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "unsupported ggml type ", traits.ok() ? traits->name : "unknown", " (",
+        static_cast<uint32_t>(type),
+        "); supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
+        "Q5_K, Q6_K"));
   }
   if (n < 0) return absl::InvalidArgumentError("negative element count");
-  switch (type) {
-    case GgmlType::kF32:
-      return static_cast<uint64_t>(n) * 4;
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-      return static_cast<uint64_t>(n) * 2;
-    default:
-      break;
+  if (n % traits->block_size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("row of ", n, " elements is not a multiple of the ",
+                                                   traits->name, " block size ", traits->block_size));
   }
-  if (n % kQk != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "row of ", n, " elements is not a multiple of the block size ", kQk));
-  }
-  return static_cast<uint64_t>(
-      formats::RowBytes(*formats::FromGgmlTypeId(static_cast<uint32_t>(type)), n));
+  return static_cast<uint64_t>(n / traits->block_size) * static_cast<uint64_t>(traits->type_size);
 }
 
 void DequantizeToF32(GgmlType type, const uint8_t* src, int64_t n, float* out) {
@@ -113,11 +132,9 @@ void DequantizeToF32(GgmlType type, const uint8_t* src, int64_t n, float* out) {
     default:
       break;
   }
-  const uint64_t block_bytes = *GgmlRowBytes(type, kQk);
-  DK_CHECK(n % kQk == 0);
-  for (int64_t b = 0; b < n / kQk; ++b) {
-    DequantBlock(type, src + b * block_bytes, out + b * kQk);
-  }
+  ForEachBlock(type, src, n, [out](int64_t first, const float* v, int64_t count) {
+    std::memcpy(out + first, v, static_cast<size_t>(count) * sizeof(float));
+  });
 }
 
 void DequantizeToBf16(GgmlType type, const uint8_t* src, int64_t n, bf16* out) {
@@ -134,13 +151,9 @@ void DequantizeToBf16(GgmlType type, const uint8_t* src, int64_t n, bf16* out) {
     default:
       break;
   }
-  const uint64_t block_bytes = *GgmlRowBytes(type, kQk);
-  DK_CHECK(n % kQk == 0);
-  float tmp[kQk];
-  for (int64_t b = 0; b < n / kQk; ++b) {
-    DequantBlock(type, src + b * block_bytes, tmp);
-    for (int i = 0; i < kQk; ++i) out[b * kQk + i] = F32ToBf16(tmp[i]);
-  }
+  ForEachBlock(type, src, n, [out](int64_t first, const float* v, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) out[first + i] = F32ToBf16(v[i]);
+  });
 }
 
 int64_t GgufQkRowToHfRow(int64_t gguf_row, int64_t rows, int64_t n_head) {

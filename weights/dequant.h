@@ -1,10 +1,16 @@
 // Conversions of stored tensor elements to f32 / bf16, matching the reference
 // tooling bit for bit:
 //  - f16 -> f32 is exact (subnormals, inf and NaN included);
-//  - ggml block types are dequantized to f32 as gguf-py's numpy code does
-//    (gguf/quants.py: Q8_0 x = d*q; Q4_0 x = d*(q-8); Q4_1 x = d*q + m, each
-//    product and sum rounded to f32 separately, never fused), and then rounded to
-//    bf16 with round-to-nearest-even as torch's .to(torch.bfloat16) does.
+//  - ggml block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants Q2_K ... Q6_K)
+//    are dequantized to f32 as gguf-py's numpy code does (gguf/quants.py, gguf-py
+//    0.19.0): e.g. Q8_0 x = d*q; Q4_1 x = d*q + m; Q4_K x = (d*sc)*q - dmin*mn, each
+//    product and sum rounded to f32 separately, never fused (the K-quant formulas,
+//    and why their products are exact, are in weights/dequant_kquant.cc); then
+//    rounded to bf16 with round-to-nearest-even as torch's .to(torch.bfloat16) does.
+//    Every tensor of a real Q4_K_M file is checked against gguf-py by digest
+//    (weights/dequant_gguf_file_test.cc).
+//  - Other ggml types (IQ*, TQ*, Q8_1, Q8_K, the integer types, ...) are refused:
+//    GgmlRowBytes answers Unimplemented naming the type.
 // This library is built with -ffp-contract=off so that no FMA can change a result.
 //
 // Thread-safety: all functions are pure; safe to call concurrently.
@@ -23,11 +29,13 @@ namespace dk::weights {
 // IEEE binary16 bits -> f32, exactly.
 float F16ToF32(uint16_t h);
 
-// True for the ggml types the loaders can dequantize: F32, F16, BF16, Q8_0, Q4_0, Q4_1.
+// True for the ggml types the loaders can dequantize: F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 bool IsSupportedGgmlType(GgmlType type);
 
-// The bytes `n` elements of `type` occupy; InvalidArgument when `n` is not a
-// multiple of the block size, Unimplemented for an unsupported type.
+// The bytes `n` elements of `type` occupy (ggml's block geometry, GetGgmlTypeTraits);
+// InvalidArgument when `n` is not a multiple of the block size (32, or 256 for the
+// K-quants), Unimplemented naming the type for an unsupported one.
 absl::StatusOr<uint64_t> GgmlRowBytes(GgmlType type, int64_t n);
 
 // Dequantizes `n` elements (`src` holds GgmlRowBytes(type, n) bytes). The type must

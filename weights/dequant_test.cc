@@ -2,13 +2,24 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tools/cpp/runfiles/runfiles.h"
 #include "util/bf16.h"
 
 namespace dk::weights {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(DequantTest, F16ToF32IsExactForEveryValue) {
   for (uint32_t h = 0; h < 65536; ++h) {
@@ -104,8 +115,77 @@ TEST(DequantTest, RowBytes) {
   EXPECT_EQ(*GgmlRowBytes(GgmlType::kF16, 3), 6u);
   EXPECT_EQ(GgmlRowBytes(GgmlType::kQ4_0, 33).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(GgmlRowBytes(GgmlType::kQ4_K, 256).status().code(),
-            absl::StatusCode::kUnimplemented);
+  // ggml's type table: block elements and bytes.
+  EXPECT_EQ(*GgmlRowBytes(GgmlType::kQ5_0, 64), 44u);
+  EXPECT_EQ(*GgmlRowBytes(GgmlType::kQ5_1, 32), 24u);
+  EXPECT_EQ(*GgmlRowBytes(GgmlType::kQ2_K, 512), 168u);
+  EXPECT_EQ(*GgmlRowBytes(GgmlType::kQ3_K, 256), 110u);
+  EXPECT_EQ(*GgmlRowBytes(GgmlType::kQ4_K, 1024), 576u);
+  // K-quant rows hold whole 256-element super-blocks (Gemma's 640 is a Q5_0 row).
+  const absl::Status k_row = GgmlRowBytes(GgmlType::kQ4_K, 640).status();
+  EXPECT_EQ(k_row.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(k_row.message(), HasSubstr("Q4_K block size 256"));
+  EXPECT_EQ(*GgmlRowBytes(GgmlType::kQ5_K, 256), 176u);
+  EXPECT_EQ(*GgmlRowBytes(GgmlType::kQ6_K, 1024), 840u);
+}
+// Types with a ggml block layout but no dequantizer here are refused by name.
+TEST(DequantTest, RefusesTypesItDoesNotDequantize) {
+  for (GgmlType type : {GgmlType::kIQ4_NL, GgmlType::kIQ2_XXS, GgmlType::kIQ4_XS,
+                        GgmlType::kQ8_1, GgmlType::kQ8_K, GgmlType::kI8, GgmlType::kF64,
+                        static_cast<GgmlType>(34) /* TQ1_0 */, static_cast<GgmlType>(35) /* TQ2_0 */,
+                        static_cast<GgmlType>(99) /* unknown */}) {
+    EXPECT_FALSE(IsSupportedGgmlType(type)) << static_cast<int>(type);
+    const absl::StatusOr<uint64_t> bytes = GgmlRowBytes(type, 256);
+    EXPECT_EQ(bytes.status().code(), absl::StatusCode::kUnimplemented) << static_cast<int>(type);
+    const absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(type);
+    EXPECT_THAT(bytes.status().message(),
+                HasSubstr(absl::StrCat("unsupported ggml type ", traits.ok() ? traits->name : "unknown",
+                                       " (", static_cast<int>(type), ")")));
+  }
+  for (GgmlType type : {GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K,
+                        GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    EXPECT_TRUE(IsSupportedGgmlType(type)) << static_cast<int>(type);
+  }
+}
+
+// Crafted blocks of each type dequantized by gguf-py 0.19.0 (random bytes under
+// normal, negative, subnormal and +-65504 f16 scales, all-ones and all-zero blocks;
+// tools/peer/dequant_digests.py blocks): every f32 equal bit for bit, to f32 and bf16.
+TEST(DequantTest, CraftedBlocksEqualGgufPy) {
+  std::string error;
+  std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
+      bazel::tools::cpp::runfiles::Runfiles::CreateForTest(&error));
+  ASSERT_NE(runfiles, nullptr) << error;
+  std::ifstream in(runfiles->Rlocation("decodekit/weights/testdata/dequant_blocks.json"));
+  ASSERT_TRUE(in) << "dequant_blocks.json";
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["cases"].size(), 7u);
+  for (const nlohmann::json& c : doc["cases"]) {
+    const std::string name = c["type"];
+    const auto type = static_cast<GgmlType>(c["ggml_type"].get<uint32_t>());
+    const std::string blocks = absl::HexStringToBytes(c["blocks_hex"].get<std::string>());
+    const std::string want = absl::HexStringToBytes(c["f32_le_hex"].get<std::string>());
+    const int64_t n = static_cast<int64_t>(want.size() / 4);
+    ASSERT_EQ(*GgmlRowBytes(type, n), blocks.size()) << name;
+    std::vector<float> got(n);
+    DequantizeToF32(type, reinterpret_cast<const uint8_t*>(blocks.data()), n, got.data());
+    std::vector<bf16> got16(n);
+    DequantizeToBf16(type, reinterpret_cast<const uint8_t*>(blocks.data()), n, got16.data());
+    int mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t w, g;
+      std::memcpy(&w, want.data() + 4 * i, 4);  // little-endian host
+      std::memcpy(&g, &got[i], 4);
+      float wf;
+      std::memcpy(&wf, &w, 4);
+      if ((w != g || got16[i].bits != F32ToBf16(wf).bits) && ++mismatches <= 5) {
+        ADD_FAILURE() << name << " element " << i << " (block " << i / GetGgmlTypeTraits(type)->block_size
+                      << "): got 0x" << std::hex << g << " (bf16 0x" << got16[i].bits << "), gguf-py 0x"
+                      << w << std::dec << " (" << wf << ")";
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << name;
+  }
 }
 
 // The converter's permutation, written out as loops: HF row (h, j, i) of

@@ -33,7 +33,7 @@ using ::dk::weights::testing::WriteFile;
 using ::testing::HasSubstr;
 
 // ggml type ids.
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ4_K = 12,
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kIQ4_NL = 20,
                    kBF16 = 30;
 
 // f16 encodings of a few scales, with their exact values.
@@ -119,6 +119,9 @@ Encoded Encode(uint32_t type, int64_t rows, int64_t cols, int salt) {
           }
           break;
         }
+        case kIQ4_NL:  // a layout the loaders do not dequantize: its bytes only
+          bytes.append(18, '\0');
+          break;
       }
     }
     e.rows.push_back(bytes);
@@ -302,16 +305,18 @@ TEST(GgufLoadTest, Errors) {
   const elf::ModelShape s = TinyShape();
   {
     auto layout = TinyLayout(s);
-    layout["model.layers.1.mlp.up_proj.weight"].type = kQ4_K;
-    // Q4_K needs 256-element blocks; the encoder writes Q4_0-sized rows, so the reader
-    // may reject the sizes first. Either way: an error, never a crash.
-    const TinyGguf g = WriteTinyGguf("q4k.gguf", s, layout);
+    layout["model.layers.1.mlp.up_proj.weight"].type = kIQ4_NL;
+    // IQ4_NL blocks are Q4_0-sized (32 elements in 18 bytes), so the file is well
+    // formed; the loader refuses the type it cannot dequantize, naming the tensor.
+    const TinyGguf g = WriteTinyGguf("iq4nl.gguf", s, layout);
     auto w = LoadGguf(g.path);
-    EXPECT_FALSE(w.ok());
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kUnimplemented) << w.status();
+    EXPECT_THAT(w.status().message(), HasSubstr("blk.1.ffn_up.weight"));
+    EXPECT_THAT(w.status().message(), HasSubstr("unsupported ggml type IQ4_NL (20)"));
   }
   {
-    // A supported block type with a row length that is not a multiple of 32 is
-    // caught, as is an unsupported type with valid sizes (Q4_K below).
+    // A supported block type with a row length that is not a multiple of its block is
+    // caught, as is an unsupported type with valid sizes (IQ4_NL below).
     GgufWriter w;
     w.KvString("general.architecture", "llama")
         .KvU32("llama.block_count", 1)
@@ -319,12 +324,13 @@ TEST(GgufLoadTest, Errors) {
         .KvU32("llama.feed_forward_length", 256)
         .KvU32("llama.attention.head_count", 4)
         .KvU32("llama.vocab_size", 4);
-    w.Tensor("token_embd.weight", {256, 4}, kQ4_K, std::string(4 * 144, '\0'));
-    const std::string path = TempDir("gguf") + "/q4k_valid.gguf";
+    w.Tensor("token_embd.weight", {256, 4}, kIQ4_NL, std::string(4 * 8 * 18, '\0'));
+    const std::string path = TempDir("gguf") + "/iq4nl_valid.gguf";
     WriteFile(path, w.Bytes());
     auto loaded = LoadGguf(path);
     EXPECT_EQ(loaded.status().code(), absl::StatusCode::kUnimplemented) << loaded.status();
     EXPECT_THAT(loaded.status().message(), HasSubstr("token_embd.weight"));
+    EXPECT_THAT(loaded.status().message(), HasSubstr("IQ4_NL"));
     EXPECT_THAT(loaded.status().message(), HasSubstr(path));
   }
   {
