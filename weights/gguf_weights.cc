@@ -2,6 +2,7 @@
 // dequantized to bf16, the converter's changes undone (gguf_arch.h says which; the
 // file format itself is gguf.h).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -111,7 +112,8 @@ absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::st
   return types;
 }
 
-absl::StatusOr<Weights> LoadGguf(const std::string& path) {
+absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
+                                        const std::function<bool(absl::string_view)>& select) {
   DK_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> owned, GgufFile::Open(path));
   // Kept mapped while the weights live: the StoredBlocks point into it.
   const std::shared_ptr<const GgufFile> file(std::move(owned));
@@ -127,14 +129,20 @@ absl::StatusOr<Weights> LoadGguf(const std::string& path) {
     const std::string name = GgufNameToHf(shape, info.name);
     const auto exp = expected.find(name);
     if (exp == expected.end()) continue;  // no HF counterpart (e.g. rope_freqs)
+    if (select && !select(name)) continue;
     DK_ASSIGN_OR_RETURN(Tensor t, LoadGgufTensor(*f, info, name, exp->second, shape));
     w.Add(name, std::move(t));
   }
-  DK_RETURN_IF_ERROR(CheckWeights(w, shape));
   // Dequantizing touched every page; the blocks are read again (from the page cache)
   // only by an ELF that copies them, so they need not stay resident.
   f->ReleaseResidentPages();
   w.Retain(file);
+  return w;
+}
+
+absl::StatusOr<Weights> LoadGguf(const std::string& path) {
+  DK_ASSIGN_OR_RETURN(Weights w, LoadGgufTensors(path, nullptr));
+  DK_RETURN_IF_ERROR(CheckWeights(w, w.shape()));
   return w;
 }
 

@@ -13,6 +13,7 @@
 #define DK_WEIGHTS_WEIGHTS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -147,6 +148,12 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 // Loaders and MakeSyntheticWeights split work over SharedThreadPool(): call them from
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
+
+// As LoadGguf, only the tensors whose HF name `select` accepts (all when it is
+// empty), without checking that the model is complete: a few tensors of a big file,
+// or of one whose other tensors' types cannot be dequantized.
+absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
+                                        const std::function<bool(absl::string_view)>& select);
 
 // The model shape a GGUF's metadata describes, as LoadGguf reads it; reads only the
 // header (no tensor is dequantized, whatever its type).
