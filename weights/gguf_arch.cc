@@ -66,19 +66,22 @@ std::string ToLowerSnake(absl::string_view s) {
 absl::Status ReadSizes(const GgufFile& f, const std::string& arch, const std::string& path,
                        elf::ModelShape& s) {
   const std::string p = arch + ".";
-  DK_ASSIGN_OR_RETURN(int32_t layers, GgufPositiveInt(f, p + "block_count", 0, elf::kMaxLayers));
-  DK_ASSIGN_OR_RETURN(int32_t hidden, GgufPositiveInt(f, p + "embedding_length", 0, elf::kMaxDimension));
-  DK_ASSIGN_OR_RETURN(int32_t ffn, GgufPositiveInt(f, p + "feed_forward_length", 0, elf::kMaxDimension));
-  DK_ASSIGN_OR_RETURN(int32_t heads, GgufPositiveInt(f, p + "attention.head_count", 0, elf::kMaxHeads));
-  DK_ASSIGN_OR_RETURN(int32_t kv_heads,
-                      GgufPositiveInt(f, p + "attention.head_count_kv", heads, elf::kMaxHeads));
-  DK_ASSIGN_OR_RETURN(int32_t head_dim,
-                      GgufPositiveInt(f, p + "rope.dimension_count", hidden / heads, elf::kMaxHeadDim));
-  if (f.Find(p + "attention.key_length") != nullptr) {
-    DK_ASSIGN_OR_RETURN(head_dim, GgufPositiveInt(f, p + "attention.key_length", 0, elf::kMaxHeadDim));
-  }
-  DK_ASSIGN_OR_RETURN(int32_t context, GgufPositiveInt(f, p + "context_length", 2048, elf::kMaxDimension));
-  int32_t vocab = 0;
+  DK_ASSIGN_OR_RETURN(int32_t v, GgufPositiveInt(f, p + "block_count", 0, elf::kMaxLayers));
+  s.set_n_layers(v);
+  DK_ASSIGN_OR_RETURN(v, GgufPositiveInt(f, p + "embedding_length", 0, elf::kMaxDimension));
+  s.set_hidden(v);
+  DK_ASSIGN_OR_RETURN(v, GgufPositiveInt(f, p + "feed_forward_length", 0, elf::kMaxDimension));
+  s.set_ffn(v);
+  DK_ASSIGN_OR_RETURN(v, GgufPositiveInt(f, p + "attention.head_count", 0, elf::kMaxHeads));
+  s.set_n_heads(v);
+  DK_ASSIGN_OR_RETURN(v, GgufPositiveInt(f, p + "attention.head_count_kv", s.n_heads(), elf::kMaxHeads));
+  s.set_n_kv_heads(v);
+  const std::string head_dim_key =
+      f.Find(p + "attention.key_length") != nullptr ? p + "attention.key_length" : p + "rope.dimension_count";
+  DK_ASSIGN_OR_RETURN(v, GgufPositiveInt(f, head_dim_key, s.hidden() / s.n_heads(), elf::kMaxHeadDim));
+  s.set_head_dim(v);
+  DK_ASSIGN_OR_RETURN(v, GgufPositiveInt(f, p + "context_length", 2048, elf::kMaxDimension));
+  s.set_max_context(v);
   if (const GgufValue* tokens_value = f.Find("tokenizer.ggml.tokens"); tokens_value != nullptr) {
     DK_ASSIGN_OR_RETURN(const GgufArray* tokens, tokens_value->AsArray());
     if (tokens->elements.size() > static_cast<uint64_t>(elf::kMaxDimension)) {
@@ -87,18 +90,11 @@ absl::Status ReadSizes(const GgufFile& f, const std::string& arch, const std::st
                                                      " entries, more than the vocabulary limit ",
                                                      elf::kMaxDimension));
     }
-    vocab = static_cast<int32_t>(tokens->elements.size());
+    s.set_vocab(static_cast<int32_t>(tokens->elements.size()));
   } else {
-    DK_ASSIGN_OR_RETURN(vocab, GgufPositiveInt(f, p + "vocab_size", 0, elf::kMaxDimension));
+    DK_ASSIGN_OR_RETURN(v, GgufPositiveInt(f, p + "vocab_size", 0, elf::kMaxDimension));
+    s.set_vocab(v);
   }
-  s.set_n_layers(layers);
-  s.set_hidden(hidden);
-  s.set_n_heads(heads);
-  s.set_n_kv_heads(kv_heads);
-  s.set_head_dim(head_dim);
-  s.set_ffn(ffn);
-  s.set_vocab(vocab);
-  s.set_max_context(context);
   return absl::OkStatus();
 }
 
