@@ -79,9 +79,13 @@ def main():
                        "first": [int(b) for b in bits[:8]]}
     doc = {"transformers_version": transformers.__version__, "torch_version": torch.__version__,
            "gguf_sha256": file_sha256(args.gguf), "norms": norms}
+    # One line per tensor, so the golden stays short and its diffs readable.
+    lines = [f"  {json.dumps(k)}: {json.dumps(doc[k])}," for k in sorted(doc) if k != "norms"]
+    lines.append('  "norms": {')
+    lines += [f"    {json.dumps(n)}: {json.dumps(norms[n], sort_keys=True)}," for n in sorted(norms)]
+    lines[-1] = lines[-1].rstrip(",")
     with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
+        f.write("{\n" + "\n".join(lines) + "\n  }\n}\n")
     print(f"{len(norms)} norm tensors -> {args.out}")
 
 
