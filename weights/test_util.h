@@ -107,6 +107,15 @@ class GgufWriter {
     ++n_kv_;
     return *this;
   }
+  GgufWriter& KvStringArray(const std::string& key, const std::vector<std::string>& v) {
+    Str(&kv_, key);
+    U32(&kv_, 9);  // array
+    U32(&kv_, 8);  // of strings
+    U64(&kv_, v.size());
+    for (const std::string& e : v) Str(&kv_, e);
+    ++n_kv_;
+    return *this;
+  }
   // `dims` in ggml order (dims[0] contiguous); `type` a ggml type id.
   GgufWriter& Tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type,
                      const std::string& bytes) {

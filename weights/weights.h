@@ -13,6 +13,7 @@
 #define DK_WEIGHTS_WEIGHTS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -136,15 +137,27 @@ std::string HfConfigJson(const elf::ModelShape& shape);
 // so the digest matches the state dict transformers builds.
 absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 
-// GGUF (llama architecture): F32, F16, BF16, Q8_0, Q4_0, Q4_1 tensors, renamed to HF
-// names, Q/K rows un-permuted; Q8_0, Q4_0 and Q4_1 tensors also keep their StoredBlocks
-// (the file stays mapped, its pages released after loading); tied unless the file has output.weight. The shape's
-// name is general.basename + "_" + general.size_label in lower case (else the file
-// stem); max_context is llama.context_length. Llama-3 rope scaling is not read from
-// GGUF (llama.cpp stores it as a rope_freqs tensor).
+// GGUF (general.architecture llama, qwen2, qwen3 or gemma3; gguf_arch.h holds what
+// each converter writes): F32, F16, BF16, Q8_0, Q4_0, Q4_1 tensors, renamed to HF
+// names, llama's Q/K rows un-permuted, Gemma's norms stored as 1 + w returned as HF's
+// w; Q8_0, Q4_0 and Q4_1 tensors also keep their StoredBlocks (the file stays mapped,
+// its pages released after loading); tied unless the file has output.weight. The
+// shape's name is general.basename + "_" + general.size_label in lower case (else
+// the file stem); max_context is <arch>.context_length. RoPE scaling is not read from
+// GGUF (llama.cpp stores Llama 3's as a rope_freqs tensor; another type is refused).
 // Loaders and MakeSyntheticWeights split work over SharedThreadPool(): call them from
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
+
+// As LoadGguf, only the tensors whose HF name `select` accepts (all when it is
+// empty), without checking that the model is complete: a few tensors of a big file,
+// or of one whose other tensors' types cannot be dequantized.
+absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
+                                        const std::function<bool(absl::string_view)>& select);
+
+// The model shape a GGUF's metadata describes, as LoadGguf reads it; reads only the
+// header (no tensor is dequantized, whatever its type).
+absl::StatusOr<elf::ModelShape> GgufShape(const std::string& path);
 
 // How a GGUF stores each tensor LoadGguf loads, by HF name: the ggml type's name
 // ("Q4_1", "Q8_0", "F32", ...). Reads only the header.
