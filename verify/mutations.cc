@@ -198,8 +198,47 @@ std::vector<std::string> MutationNames() {
   return {"k_no_rope_last_layer", "drop_last_layer", "rope_unscaled",      "rope_theta_10000",
           "swap_kv_heads",        "noise_1pct",      "attention_off_by_one", "no_qkv_bias",
           "no_qk_norm",           "no_gelu",         "no_norm_plus_one",     "no_post_ffn_norm",
-          "no_embedding_scale",   "no_sliding_window", "no_local_rope"};
+          "no_embedding_scale",   "no_sliding_window", "no_local_rope",   "qk_norm_weights_one",
+          "no_post_attention_norm", "no_pre_ffn_norm", "rope_bases_swapped"};
 }
+
+namespace {
+
+// The mutations of norms and RoPE bases that real (trained) weights expose: synthetic
+// models whose every norm weight was 1 could not tell them from the correct model.
+// NotFound when `name` is none of them.
+absl::Status ApplyNormMutation(const std::string& name, elf::Program* program, weights::Weights* w) {
+  const elf::ModelShape& m = program->model();
+  if (name == "qk_norm_weights_one") {
+    if (!m.qk_norm()) return absl::InvalidArgumentError("qk_norm_weights_one: the model has no QK-norm");
+    const bf16 identity = m.norm_plus_one() ? bf16{0x0000} : bf16{0x3F80};
+    for (int l = 0; l < m.n_layers(); ++l) {
+      for (const char* t : {"q_norm", "k_norm"}) {
+        auto tensor = Mutable(w, absl::StrCat("model.layers.", l, ".self_attn.", t, ".weight"));
+        if (!tensor.ok()) return tensor.status();
+        std::fill((*tensor)->data.data(), (*tensor)->data.data() + (*tensor)->numel(), identity);
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (name == "no_post_attention_norm") {
+    return DropLaunches(program, "dk_rmsnorm_plus1_bf16", "post_attention_layernorm.weight");
+  }
+  if (name == "no_pre_ffn_norm") {
+    return DropLaunches(program, "dk_rmsnorm_plus1_bf16", "pre_feedforward_layernorm.weight");
+  }
+  if (name == "rope_bases_swapped") {
+    elf::ModelShape* shape = program->mutable_model();
+    if (!(shape->rope_local_theta() > 0)) return absl::InvalidArgumentError("rope_bases_swapped: one RoPE base only");
+    const float global = shape->rope_theta();
+    shape->set_rope_theta(shape->rope_local_theta());
+    shape->set_rope_local_theta(global);
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(name);
+}
+
+}  // namespace
 
 absl::Status ApplyMutation(const std::string& name, elf::Program* program, weights::Weights* w,
                            runtime::HostOpsWrapper* wrap_host) {
@@ -207,6 +246,7 @@ absl::Status ApplyMutation(const std::string& name, elf::Program* program, weigh
   const int last = m.n_layers() - 1;
   const std::string L = absl::StrCat("model.layers.", last, ".");
   const int max_context = m.max_context();
+  if (absl::Status s = ApplyNormMutation(name, program, w); !absl::IsNotFound(s)) return s;
   if (name == "k_no_rope_last_layer") {
     MutatedHostOps::Hooks hooks;
     hooks.k_no_rope_layer = last;

@@ -27,6 +27,11 @@
 //   no_embedding_scale     the embedding row not scaled by sqrt(hidden)
 //   no_sliding_window      every layer attends to all positions (sliding layers too)
 //   no_local_rope          sliding layers' RoPE with the global theta
+//   qk_norm_weights_one    the QK-norm applied with its weights ignored (every q_norm /
+//                          k_norm weight the identity scale: 1, or 0 for (1 + w) norms)
+//   no_post_attention_norm Gemma's post_attention_layernorm launches dropped (a merged stage)
+//   no_pre_ffn_norm        Gemma's pre_feedforward_layernorm launches dropped (a merged stage)
+//   rope_bases_swapped     the global and the sliding layers' RoPE bases swapped
 //
 // Thread-safety: the host-op wrappers are driven by one thread, like the host ops.
 #ifndef DK_VERIFY_MUTATIONS_H_

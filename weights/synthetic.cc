@@ -33,14 +33,28 @@ uint64_t SyntheticTensorKey(uint64_t seed, absl::string_view name) {
   return Mix64(Mix64(seed ^ 0x6a09e667f3bcc908ULL) ^ Fnv1a64(name));
 }
 
-bf16 SyntheticElement(uint64_t key, uint64_t i) {
-  // a = 0.02 * sqrt(3): uniform on [-a, a] has std 0.02. q in [-2^23, 2^23) times
-  // a / 2^23 is one f32 multiply of exact operands, so the result is the same on
-  // every machine and compiler (no FMA can apply).
-  constexpr float kScale = static_cast<float>(0.034641016151377546 / 8388608.0);
+// Element i of the uniform noise of tensor `key`, with standard deviation `std`
+// (uniform on [-a, a], a = std * sqrt(3)): q in [-2^23, 2^23) times a / 2^23 is one
+// f32 multiply of exact operands, so the result is the same on every machine and
+// compiler (no FMA can apply).
+float Uniform(uint64_t key, uint64_t i, double std) {
+  const float scale = static_cast<float>(std * 1.7320508075688772 / 8388608.0);
   const uint64_t z = Mix64(key + (i + 1) * 0x9e3779b97f4a7c15ULL);
   const int32_t q = static_cast<int32_t>(z >> 40) - (1 << 23);
-  return F32ToBf16(static_cast<float>(q) * kScale);
+  return static_cast<float>(q) * scale;
+}
+
+bf16 SyntheticElement(uint64_t key, uint64_t i) { return F32ToBf16(Uniform(key, i, 0.02)); }
+
+// A norm weight scales by 1 + u, u of std 0.3: stored as 1 + u, or as u where the
+// norm scales by (1 + w) (Gemma; its checkpoints store the weight zero-centered).
+// Norms that all scale by exactly 1 let a model with a norm wired to the wrong
+// tensor, or one (1 + w) read as w, pass every check; scales of 1 +- 0.52 do not,
+// and stay close enough to 1 that bf16 noise between two correct implementations
+// stays small over the layers.
+bf16 SyntheticNormElement(uint64_t key, uint64_t i, bool plus_one) {
+  const float u = Uniform(key, i, 0.3);
+  return F32ToBf16(plus_one ? u : 1.0f + u);
 }
 
 }  // namespace
@@ -85,13 +99,7 @@ absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint6
     const int64_t begin = tasks[task].second;
     const int64_t end = std::min(begin + kChunk, job.numel);
     if (job.norm) {
-      // Every norm scales by 1: weight 1.0, or 0.0 where the norm scales by (1 + w)
-      // (Gemma; its checkpoints store the weight zero-centered). A scale of 2 in every
-      // one of Gemma 3's six norms per layer doubled the bf16 noise between two correct
-      // implementations (HF's eager vs sdpa attention: 4.3% vs 1.8% relative L2 after
-      // 18 layers).
-      const bf16 one = norm_plus_one ? bf16{0x0000} : bf16{0x3F80};
-      for (int64_t i = begin; i < end; ++i) job.data[i] = one;
+      for (int64_t i = begin; i < end; ++i) job.data[i] = SyntheticNormElement(job.key, i, norm_plus_one);
       return;
     }
     for (int64_t i = begin; i < end; ++i) job.data[i] = SyntheticElement(job.key, i);

@@ -138,7 +138,9 @@ std::string HfConfigJson(const elf::ModelShape& shape);
 absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 
 // GGUF (general.architecture llama, qwen2, qwen3 or gemma3; gguf_arch.h holds what
-// each converter writes): F32, F16, BF16, Q8_0, Q4_0, Q4_1 tensors, renamed to HF
+// each converter writes): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the
+// K-quants Q2_K ... Q6_K (weights/dequant.h; any other type is refused naming the
+// tensor and its type), renamed to HF
 // names, llama's Q/K rows un-permuted, Gemma's norms stored as 1 + w returned as HF's
 // w; Q8_0, Q4_0 and Q4_1 tensors also keep their StoredBlocks (the file stays mapped,
 // its pages released after loading); tied unless the file has output.weight. The
@@ -169,7 +171,8 @@ absl::StatusOr<Weights> LoadWeights(const std::string& path);
 
 // Deterministic synthetic weights for `shape`: the same seed gives the same bytes on
 // every machine. Linear and embedding weights ~ uniform with std 0.02 (HF's
-// initializer_range), norm weights 1.0 (0.0 with norm_plus_one: a scale of 1 either way). Element i of tensor `name` is a pure
+// initializer_range), norm weights 1 + u with u ~ uniform of std 0.3 (u alone with
+// norm_plus_one: a scale of 1 + u either way). Element i of tensor `name` is a pure
 // function of (seed, FNV-1a-64(name), i) (splitmix64 mixing), so any slice can be
 // generated independently and in parallel. ResourceExhausted when a tensor cannot
 // be allocated (a valid but huge shape), never an abort.
