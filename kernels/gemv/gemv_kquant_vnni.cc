@@ -164,59 +164,91 @@ DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   }
 }
 
-// Q5_0: blocks in pairs as Q4's RowGroupSums takes them ([lo0 hi0 lo1 hi1] nibbles),
-// the fifth bits (qh, bit i for element i) a byte mask of 0x10; the -16 as
-// -16 sum_b d_b dx_b sum_b(x). An odd last block on 256 bits.
+// Q5_0 blocks b0, b1 as Q4's RowGroupSums takes a pair ([lo0 hi0 lo1 hi1] nibbles),
+// the fifth bits (qh, bit i for element i) a byte mask of 0x10: the pair's dot
+// products with its 64 activations, block b0 in lanes 0..7, b1 in lanes 8..15.
+DK_VNNI_TARGET inline __m512i Q5PairDot(const uint8_t* b0, const uint8_t* b1, const int8_t* xq) {
+  constexpr size_t kQh = offsetof(ggml::BlockQ5_0, qh), kQs = offsetof(ggml::BlockQ5_0, qs);
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m256i v = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQs))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQs)), 1);
+  const __m256i lo = _mm256_and_si256(v, mask);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+  __m512i q = _mm512_permutexvar_epi64(halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+  const __mmask64 fifth = U32(b0 + kQh) | (static_cast<uint64_t>(U32(b1 + kQh)) << 32);
+  q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_load_si512(xq));
+}
+
+// One Q5_0 block on 256 bits (an odd last block): its scaled dot product.
+DK_VNNI_TARGET inline float Q5BlockSum(const uint8_t* blk, const int8_t* xq, float scale) {
+  constexpr size_t kQh = offsetof(ggml::BlockQ5_0, qh), kQs = offsetof(ggml::BlockQ5_0, qs);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m)),
+                                      _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
+  q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(U32(blk + kQh), _mm256_set1_epi8(0x10)));
+  const __m256i dot =
+      _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, _mm256_load_si256(reinterpret_cast<const __m256i*>(xq)));
+  const __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Q5_0 rows: blocks in pairs (Q5PairDot), their scales d dx 16 blocks at a time as
+// the Q4 rows take them (one gather of the blocks' first 4 bytes, one conversion,
+// one multiply by dx, a permute per pair), the -16 as -16 sum_b d_b dx_b sum_b(x)
+// (one FMA per 16 blocks). Pairs after the last whole 16 take their scales one by
+// one; an odd last block goes on 256 bits.
 template <typename YT>
 DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x, YT* y) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
-  constexpr size_t kQh = offsetof(ggml::BlockQ5_0, qh), kQs = offsetof(ggml::BlockQ5_0, qs);
+  constexpr size_t kChunk = 16;
   const size_t blocks = cols / ggml::kBlockElems;
-  const __m512i zero = _mm512_setzero_si512();
-  const __m256i mask = _mm256_set1_epi8(0x0F);
-  const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
-  const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i two = _mm512_set1_epi32(2);
+  const __m512i starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(static_cast<int>(kBytes)));
   StreamPrefetch prefetch(w + r0 * blocks * kBytes);
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * blocks * kBytes;
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc = _mm512_setzero_ps(), offs16 = _mm512_setzero_ps();
     float offs = 0.0f;
     size_t b = 0;
+    for (; b + kChunk <= blocks; b += kChunk) {
+      const __m512i head = _mm512_i32gather_epi32(starts, row + b * kBytes, 1);
+      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+      const __m512 scale = _mm512_mul_ps(d, _mm512_loadu_ps(x.d + b));
+      offs16 = _mm512_fmadd_ps(d, _mm512_loadu_ps(x.sx + b), offs16);
+      __m512i pick = pair0;
+      for (size_t p = b; p < b + kChunk; p += 2) {
+        const uint8_t* b0 = row + p * kBytes;
+        prefetch.Through(b0 + 2 * kBytes);
+        const __m512i dot = Q5PairDot(b0, b0 + kBytes, x.q + p * 32);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale), acc);
+        pick = _mm512_add_epi32(pick, two);
+      }
+    }
     for (; b + 2 <= blocks; b += 2) {
       const uint8_t* b0 = row + b * kBytes;
       const uint8_t* b1 = b0 + kBytes;
       prefetch.Through(b1 + kBytes);
-      const __m256i v = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQs))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQs)), 1);
-      const __m256i lo = _mm256_and_si256(v, mask);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-      __m512i q = _mm512_permutexvar_epi64(halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
-      const __mmask64 fifth = U32(b0 + kQh) | (static_cast<uint64_t>(U32(b1 + kQh)) << 32);
-      q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
-      const __m512i dot = _mm512_dpbusd_epi32(zero, q, _mm512_load_si512(x.q + b * 32));
       const float d0 = F16(b0), d1 = F16(b1);
-      const float s0 = d0 * x.d[b], s1 = d1 * x.d[b + 1];
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                            _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(_mm_setr_ps(s0, s1, 0, 0))), acc);
+      const __m128 s = _mm_setr_ps(d0 * x.d[b], d1 * x.d[b + 1], 0, 0);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(b0, b1, x.q + b * 32)),
+                            _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc);
       offs += d0 * x.sx[b] + d1 * x.sx[b + 1];
     }
     float tail = 0.0f;
     if (b < blocks) {
       const uint8_t* blk = row + b * kBytes;
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs));
-      const __m128i m = _mm_set1_epi8(0x0F);
-      __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m)),
-                                          _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
-      q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(U32(blk + kQh), _mm256_set1_epi8(0x10)));
-      const __m256i dot =
-          _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32)));
-      const __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(F16(blk) * x.d[b]));
-      const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-      const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-      tail = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+      tail = Q5BlockSum(blk, x.q + b * 32, F16(blk) * x.d[b]);
       offs += F16(blk) * x.sx[b];
     }
+    offs += _mm512_reduce_add_ps(offs16);
     Store(_mm512_reduce_add_ps(acc) + tail - 16.0f * offs, y + r);
   }
 }
