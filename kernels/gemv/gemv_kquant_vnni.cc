@@ -39,7 +39,8 @@ DK_VNNI_TARGET inline float F16(const uint8_t* p) {
 class StreamPrefetch {
  public:
   static constexpr uintptr_t kAhead = 4096;
-  explicit StreamPrefetch(const uint8_t* start) : next_((reinterpret_cast<uintptr_t>(start) + kAhead) & ~uintptr_t{63}) {}
+  explicit StreamPrefetch(const uint8_t* start)
+      : next_((reinterpret_cast<uintptr_t>(start) + kAhead) & ~uintptr_t{63}) {}
   // Prefetches the lines up to `end` + kAhead.
   DK_VNNI_TARGET void Through(const uint8_t* end) {
     for (const uintptr_t stop = reinterpret_cast<uintptr_t>(end) + kAhead; next_ < stop; next_ += 64) {
@@ -146,8 +147,10 @@ DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
         const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
         const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQh + 32 * n));
-        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), high2));
-        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), high2));
+        const __m256i q0 =
+            _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), high2));
+        const __m256i q1 =
+            _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), high2));
         const __m256i q2 =
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, high2));
         const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),

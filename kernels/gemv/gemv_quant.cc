@@ -309,7 +309,8 @@ template <typename YT>
 void RunKQuant(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows, size_t cols,
                const float* xf, YT* y, ThreadPool* pool) {
   if (act == QuantActivations::kFloat) {
-    ForRowUnits(rows, pool, [&](size_t r0, size_t r1) { internal::KQuantFloatRowsHwy(format, w, cols, r0, r1, xf, y); });
+    ForRowUnits(rows, pool,
+                [&](size_t r0, size_t r1) { internal::KQuantFloatRowsHwy(format, w, cols, r0, r1, xf, y); });
     return;
   }
   internal::Q8Activations xq = QuantizeActivations(xf, cols);
@@ -386,7 +387,9 @@ QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols) {
 void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y) {
   const Q8Activations& xq = *static_cast<const Q8Activations*>(x.act);
   if (IsKQuantKernelFormat(x.format)) {
-    if (static_cast<Int8Path>(x.path) == Int8Path::kAvx512Vnni) return KQuantRowsVnni(x.format, w, x.cols, r0, r1, xq, y);
+    if (static_cast<Int8Path>(x.path) == Int8Path::kAvx512Vnni) {
+      return KQuantRowsVnni(x.format, w, x.cols, r0, r1, xq, y);
+    }
     return KQuantInt8RowsHwy(x.format, w, x.cols, r0, r1, xq, y);
   }
   switch (static_cast<Int8Path>(x.path)) {
