@@ -28,6 +28,9 @@ std::optional<formats::WeightFormat> WeightFormatOfBlocks(BlockFormat format) {
     case Q8_0: return formats::WeightFormat::kQ8_0;
     case Q4_0: return formats::WeightFormat::kQ4_0;
     case Q4_1: return formats::WeightFormat::kQ4_1;
+    case Q5_0: return formats::WeightFormat::kQ5_0;
+    case Q4_K: return formats::WeightFormat::kQ4_K;
+    case Q6_K: return formats::WeightFormat::kQ6_K;
     default: return std::nullopt;
   }
 }
@@ -37,6 +40,9 @@ BlockFormat BlockFormatOf(formats::WeightFormat format) {
     case formats::WeightFormat::kQ8_0: return Q8_0;
     case formats::WeightFormat::kQ4_0: return Q4_0;
     case formats::WeightFormat::kQ4_1: return Q4_1;
+    case formats::WeightFormat::kQ5_0: return Q5_0;
+    case formats::WeightFormat::kQ4_K: return Q4_K;
+    case formats::WeightFormat::kQ6_K: return Q6_K;
     default: return BLOCK_FORMAT_NONE;
   }
 }
@@ -68,7 +74,8 @@ int64_t X12StreamedBytes(const BufferObject& bo) {
 
 namespace {
 
-// Bytes of a BO in a block format: a 2-D row-major BF16 weight, cols % 32 == 0.
+// Bytes of a BO in a block format: a 2-D row-major BF16 weight, cols a multiple of
+// the format's block.
 absl::StatusOr<int64_t> BlockBoBytes(const BufferObject& bo) {
   DK_ASSIGN_OR_RETURN(const formats::WeightFormat f, WeightFormatOf(bo));
   const std::string format(formats::Name(f));
@@ -78,9 +85,9 @@ absl::StatusOr<int64_t> BlockBoBytes(const BufferObject& bo) {
     return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
                                                    " needs a 2-D row_major BF16 weight"));
   }
-  if (bo.shape(1) % formats::kBlockElems != 0) {
+  if (bo.shape(1) % formats::BlockElems(f) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("BO \"", bo.name(), "\": block format ", format,
-                                                   " needs cols % ", formats::kBlockElems, " == 0, cols is ",
+                                                   " needs cols % ", formats::BlockElems(f), " == 0, cols is ",
                                                    bo.shape(1)));
   }
   return formats::TensorBytes(f, bo.shape(0), bo.shape(1));

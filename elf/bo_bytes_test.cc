@@ -52,6 +52,12 @@ TEST(BoBytes, EveryLayoutAndBlockFormat) {
   EXPECT_EQ(*BoBytes(Weight(3, 2048, "", Q8_0)), 3 * 64 * 34);
   EXPECT_EQ(*BoBytes(Weight(3, 2048, "row_major", Q4_0)), 3 * 64 * 18);
   EXPECT_EQ(*BoBytes(Weight(3, 2048, "", Q4_1)), 3 * 64 * 20);
+  EXPECT_EQ(*BoBytes(Weight(3, 2048, "", Q5_0)), 3 * 64 * 22);
+  EXPECT_EQ(*BoBytes(Weight(3, 2048, "", Q4_K)), 3 * 8 * 144);
+  EXPECT_EQ(*BoBytes(Weight(3, 2048, "", Q6_K)), 3 * 8 * 210);
+  // The K-quants' rows are whole 256-element super-blocks.
+  EXPECT_EQ(BoBytes(Weight(3, 2080, "", Q6_K)).status().message(),
+            "BO \"w\": block format q6_k needs cols % 256 == 0, cols is 2080");
   EXPECT_EQ(BoBytes(Weight(3, 2048, "q8_0")).status().message(), "BO \"w\" has unknown layout \"q8_0\"");
   EXPECT_EQ(BoBytes(Weight(3, 2048, "packed_panel_v1", Q8_0)).status().message(),
             "BO \"w\": block format q8_0 needs a 2-D row_major BF16 weight");

@@ -104,7 +104,7 @@ int64_t DTypeBytes(DType dtype);
 // (BLOCK_FORMAT_NONE for the bf16 formats).
 std::optional<formats::WeightFormat> WeightFormatOfBlocks(BlockFormat format);
 BlockFormat BlockFormatOf(formats::WeightFormat format);
-// "" for BLOCK_FORMAT_NONE, else the format's name: "q8_0", "q4_0", "q4_1" (the
+// "" for BLOCK_FORMAT_NONE, else the format's name: "q8_0", ..., "q6_k" (the
 // registry's KernelVariant.block_format of the kernels that read it).
 std::string BlockFormatName(BlockFormat format);
 // A BO's weight format: its block format, else its layout ("" = row_major); an error

@@ -23,6 +23,9 @@ constexpr Row kTable[] = {
     {WeightFormat::kQ8_0, "q8_0", "Q8_0", 8},
     {WeightFormat::kQ4_0, "q4_0", "Q4_0", 2},
     {WeightFormat::kQ4_1, "q4_1", "Q4_1", 3},
+    {WeightFormat::kQ5_0, "q5_0", "Q5_0", 6},
+    {WeightFormat::kQ4_K, "q4_k", "Q4_K", 12},
+    {WeightFormat::kQ6_K, "q6_k", "Q6_K", 14},
 };
 static_assert(std::size(kTable) == std::size(kAllWeightFormats), "one row per format");
 

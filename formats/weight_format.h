@@ -4,15 +4,15 @@
 //
 // A format is how a 2-D weight [rows, cols] stores its elements: bf16 row-major,
 // bf16 in the packed panel layout (kernels/gemv/gemv.h), bf16 in 12 bits each
-// (kernels/gemv/gemv_x12.h), or GGUF's 32-element blocks (util/ggml_blocks.h). Its
+// (kernels/gemv/gemv_x12.h), or GGUF's blocks (util/ggml_blocks.h: 32 elements, 256 for the K-quants). Its
 // canonical name is the one the kernel registry uses: a layout ("row_major",
 // "packed_panel_v1", "packed_panel_x12_v1") for the bf16 formats, a block_format
 // ("q8_0", ...) for the block formats, which the registry pairs with layout
 // "row_major". A block format also has its GGUF type name and id.
 //
-// Adding a format (say GGUF's Q4_K) touches: this library (an enumerator in
-// kAllWeightFormats, its row in weight_format.cc's table, its block size here, and
-// per-format block elements where a block is not 32; its test), its block struct
+// Adding a format (say GGUF's Q5_K) touches: this library (an enumerator in
+// kAllWeightFormats, its row in weight_format.cc's table, its block size and
+// elements here; its test), its block struct
 // (util/ggml_blocks.h), its kernels (kernels/gemv: quantize.cc and the dispatch of
 // gemv_quant.cc / gemv_quant_vnni.cc), its loader (weights/dequant.cc), and for the
 // wire one BlockFormat value in elf/program.proto with its two lines in the one
@@ -38,12 +38,16 @@ enum class WeightFormat : uint8_t {
   kQ8_0,          // "q8_0" (GGUF Q8_0): 34 bytes per 32 elements
   kQ4_0,          // "q4_0" (GGUF Q4_0): 18 bytes per 32 elements
   kQ4_1,          // "q4_1" (GGUF Q4_1): 20 bytes per 32 elements
+  kQ5_0,          // "q5_0" (GGUF Q5_0): 22 bytes per 32 elements
+  kQ4_K,          // "q4_k" (GGUF Q4_K): 144 bytes per 256 elements
+  kQ6_K,          // "q6_k" (GGUF Q6_K): 210 bytes per 256 elements
 };
 
 // Every format, in enum order (tests and tables iterate over it).
 inline constexpr WeightFormat kAllWeightFormats[] = {
     WeightFormat::kBf16RowMajor, WeightFormat::kBf16Packed, WeightFormat::kBf16X12,
     WeightFormat::kQ8_0,         WeightFormat::kQ4_0,       WeightFormat::kQ4_1,
+    WeightFormat::kQ5_0,         WeightFormat::kQ4_K,       WeightFormat::kQ6_K,
 };
 
 // The registry's layout names.
@@ -51,8 +55,10 @@ inline constexpr char kRowMajorName[] = "row_major";
 inline constexpr char kPackedPanelV1Name[] = "packed_panel_v1";
 inline constexpr char kPackedPanelX12V1Name[] = "packed_panel_x12_v1";
 
-// Elements of one GGUF block (Q8_0, Q4_0, Q4_1).
+// Elements of one GGUF block of the 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0),
+// and of one K-quant super-block (Q4_K, Q6_K). BlockElems(f) says which a format has.
 inline constexpr int64_t kBlockElems = 32;
+inline constexpr int64_t kSuperBlockElems = 256;
 
 // The packed panel layout's tile: panels of kPanelRows rows, chunks of kChunkCols
 // columns (one 64-byte line of bf16).
@@ -69,8 +75,11 @@ inline constexpr int64_t kX12RawBytes = kPanelRows * kX12BlockCols * 2;  // 1024
 inline constexpr int64_t kX12HeaderBytes = 64;
 
 constexpr bool IsBlockFormat(WeightFormat f) {
-  return f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0 || f == WeightFormat::kQ4_1;
+  return f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0 || f == WeightFormat::kQ4_1 ||
+         f == WeightFormat::kQ5_0 || f == WeightFormat::kQ4_K || f == WeightFormat::kQ6_K;
 }
+// The K-quants: 256-element super-blocks of sub-blocks with their own scales.
+constexpr bool IsKQuant(WeightFormat f) { return f == WeightFormat::kQ4_K || f == WeightFormat::kQ6_K; }
 
 // Bytes of one block of a block format (2, one bf16 element, for the bf16 formats).
 constexpr int64_t BlockBytes(WeightFormat f) {
@@ -78,14 +87,19 @@ constexpr int64_t BlockBytes(WeightFormat f) {
     case WeightFormat::kQ8_0: return 34;  // f16 d, int8 q[32]
     case WeightFormat::kQ4_0: return 18;  // f16 d, 16 bytes of nibbles
     case WeightFormat::kQ4_1: return 20;  // f16 d, f16 m, 16 bytes of nibbles
+    case WeightFormat::kQ5_0: return 22;  // f16 d, 4 bytes of fifth bits, 16 bytes of nibbles
+    case WeightFormat::kQ4_K: return 144;  // f16 d, f16 dmin, 12 scale bytes, 128 bytes of nibbles
+    case WeightFormat::kQ6_K: return 210;  // 128 + 64 bytes of 6-bit values, 16 int8 scales, f16 d
     default: return 2;
   }
 }
 // Elements of one block (1 for the bf16 formats).
-constexpr int64_t BlockElems(WeightFormat f) { return IsBlockFormat(f) ? kBlockElems : 1; }
+constexpr int64_t BlockElems(WeightFormat f) {
+  return IsKQuant(f) ? kSuperBlockElems : IsBlockFormat(f) ? kBlockElems : 1;
+}
 
-// Bits per weight a GEMV streams: 16 for bf16, 8.5 / 4.5 / 5 for the blocks, 12.25
-// for x12's compact blocks (codes and table; a raw block streams 16).
+// Bits per weight a GEMV streams: 16 for bf16, 8.5 / 4.5 / 5 / 5.5 / 4.5 / 6.5625 for
+// the blocks, 12.25 for x12's compact blocks (codes and table; a raw block streams 16).
 double BitsPerWeight(WeightFormat f);
 
 // The canonical name ("row_major", "q8_0", ...; see the top of this file).

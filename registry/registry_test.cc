@@ -34,7 +34,7 @@ TEST(Registry, TwoKSpecializationsAreDistinctSymbols) {
 }
 
 TEST(Registry, BlockFormatVariantsAreSelectedOnlyByTheirFormat) {
-  for (const char* format : {"q8_0", "q4_0", "q4_1"}) {
+  for (const char* format : {"q8_0", "q4_0", "q4_1", "q5_0", "q4_k", "q6_k"}) {
     SCOPED_TRACE(format);
     auto v = SelectVariant("gemv", kRowMajor, 576, format);
     ASSERT_TRUE(v.ok()) << v.status();

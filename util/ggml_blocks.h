@@ -27,7 +27,7 @@
 
 namespace dk::ggml {
 
-inline constexpr size_t kBlockElems = formats::kBlockElems;  // elements per Q8_0 / Q4_0 / Q4_1 block
+inline constexpr size_t kBlockElems = formats::kBlockElems;  // elements per Q8_0 / Q4_0 / Q4_1 / Q5_0 block
 
 struct BlockQ8_0 {
   uint8_t d[2];  // f16 scale
@@ -48,7 +48,7 @@ static_assert(sizeof(BlockQ4_0) == formats::BlockBytes(formats::WeightFormat::kQ
 static_assert(sizeof(BlockQ4_1) == formats::BlockBytes(formats::WeightFormat::kQ4_1) && alignof(BlockQ4_1) == 1);
 
 // Elements of one K-quant super-block (Q2_K ... Q6_K).
-inline constexpr size_t kSuperBlockElems = 256;
+inline constexpr size_t kSuperBlockElems = formats::kSuperBlockElems;
 
 struct BlockQ5_0 {
   uint8_t d[2];   // f16 scale
@@ -92,8 +92,11 @@ struct BlockQ6_K {
   int8_t scales[kSuperBlockElems / 16];  // 16 sub-blocks, signed 8-bit scales
   uint8_t d[2];                          // f16 super-scale
 };
-// Sizes as ggml's type table gives them (the GGUF reader's GetGgmlTypeTraits).
-static_assert(sizeof(BlockQ5_0) == 22 && alignof(BlockQ5_0) == 1);
+// Sizes as ggml's type table gives them (the GGUF reader's GetGgmlTypeTraits); the
+// ones that are weight formats as formats/weight_format.h sizes them.
+static_assert(sizeof(BlockQ5_0) == formats::BlockBytes(formats::WeightFormat::kQ5_0) && alignof(BlockQ5_0) == 1);
+static_assert(sizeof(BlockQ4_K) == formats::BlockBytes(formats::WeightFormat::kQ4_K));
+static_assert(sizeof(BlockQ6_K) == formats::BlockBytes(formats::WeightFormat::kQ6_K));
 static_assert(sizeof(BlockQ5_1) == 24 && alignof(BlockQ5_1) == 1);
 static_assert(sizeof(BlockQ2_K) == 84 && alignof(BlockQ2_K) == 1);
 static_assert(sizeof(BlockQ3_K) == 110 && alignof(BlockQ3_K) == 1);

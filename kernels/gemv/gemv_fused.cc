@@ -35,7 +35,7 @@ struct PreparedX {
 PreparedX Prepare(WeightFormat format, const bf16* x, size_t cols) {
   PreparedX p{format, {}, {}};
   if (formats::IsBlockFormat(format)) {
-    DK_CHECK(cols % formats::kBlockElems == 0);
+    DK_CHECK(cols % formats::BlockElems(format) == 0);
     p.quant = internal::PrepareQuantX(format, x, cols);
   } else {
     p.bf16 = internal::PrepareBf16X(x, cols);

@@ -14,6 +14,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/gemv_quant_ref.h"
 #include "kernels/gemv/quantize.h"
 #include "kernels/norm/rmsnorm.h"
 #include "kernels/testing/targets.h"
@@ -45,8 +46,12 @@ struct Matrix {
       PackX12GemvWeights(rowmajor.data(), rows, cols, x12.data());
       return {x12.data(), rows};
     }
-    blocks.resize(rows * formats::RowBytes(f, cols));
-    QuantizeWeights(f, rowmajor.data(), rows, cols, blocks.data());
+    if (CanQuantizeWeights(f)) {
+      blocks.resize(rows * formats::RowBytes(f, cols));
+      QuantizeWeights(f, rowmajor.data(), rows, cols, blocks.data());
+    } else {  // a format only read as a file stores it: random blocks
+      blocks = ref::RandomBlocks(f, rows, cols, static_cast<uint32_t>(rowmajor[0].bits));
+    }
     return {blocks.data(), rows};
   }
 };
@@ -80,6 +85,13 @@ struct Shape {
   size_t rows, cols;
 };
 const Shape kShapes[] = {{1, 32}, {7, 64}, {63, 96}, {64, 32}, {65, 160}, {130, 64}, {200, 576}};
+// The same rows for the K-quants, K of 1, 2, 3 and 5 super-blocks.
+const Shape kSuperBlockShapes[] = {{1, 256}, {7, 512}, {63, 768}, {64, 256}, {65, 1280}, {130, 512}, {200, 1280}};
+
+std::vector<Shape> ShapesOf(WeightFormat f) {
+  if (formats::IsKQuant(f)) return {std::begin(kSuperBlockShapes), std::end(kSuperBlockShapes)};
+  return {std::begin(kShapes), std::end(kShapes)};
+}
 
 // fn(format, pool) for every target, both dot paths, every format, 1-3 threads.
 template <typename Fn>
@@ -102,7 +114,7 @@ void ForEachConfiguration(const Fn& fn) {
 
 TEST(FusedGemv, RmsNormGemvIsTheUnfusedLaunchesBitForBit) {
   ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : ShapesOf(f)) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       const auto x = RandomBf16(s.cols, 1, 3.0f), norm = RandomBf16(s.cols, 2, 1.5f);
       std::vector<uint8_t> xs, ns;
@@ -135,7 +147,7 @@ TEST(FusedGemv, RmsNormGemvIsTheUnfusedLaunchesBitForBit) {
 
 TEST(FusedGemv, RmsNormGemvSiluMulIsTheUnfusedLaunchesBitForBit) {
   ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : ShapesOf(f)) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       const auto x = RandomBf16(s.cols, 11, 3.0f), norm = RandomBf16(s.cols, 12, 1.5f);
       Matrix gate(s.rows, s.cols, 13), up(s.rows, s.cols, 14);
@@ -153,7 +165,7 @@ TEST(FusedGemv, RmsNormGemvSiluMulIsTheUnfusedLaunchesBitForBit) {
 
 TEST(FusedGemv, GemvAddIsTheUnfusedLaunchesBitForBit) {
   ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : ShapesOf(f)) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       const auto x = RandomBf16(s.cols, 21, 2.0f), residual = RandomBf16(s.rows, 22, 4.0f);
       std::vector<uint8_t> rs;

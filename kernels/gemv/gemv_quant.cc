@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/gemv/gemv_kquant.h"
 #include "kernels/gemv/gemv_quant_vnni.h"
 #include "kernels/gemv/gemv_rows.h"
 #include "util/aligned_buffer.h"
@@ -290,18 +291,46 @@ internal::Q8Activations QuantizeActivations(const float* x, size_t cols) {
   return {q.data(), d.data(), sum.data(), sx.data()};
 }
 
+// The activations the K-quant rows of `path` read besides q, d and sx.
+void CompleteKQuantActivations(WeightFormat format, Int8Path path, size_t cols, internal::Q8Activations* xq) {
+  if (format == WeightFormat::kQ6_K && path == Int8Path::kAvx512Vnni) xq->sum16 = internal::Sums16(xq->q, cols);
+}
+
+// Rows in units of 4, one stream per thread: rows_fn(r0, r1).
+template <typename Fn>
+void ForRowUnits(size_t rows, ThreadPool* pool, const Fn& rows_fn) {
+  ParallelRanges(pool, (rows + 3) / 4, [&](size_t b0, size_t b1, int) {
+    rows_fn(std::min(rows, 4 * b0), std::min(rows, 4 * b1));
+  });
+}
+
+// Q5_0, Q4_K, Q6_K (gemv_kquant.h): AVX512-VNNI or the portable loops.
+template <typename YT>
+void RunKQuant(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows, size_t cols,
+               const float* xf, YT* y, ThreadPool* pool) {
+  if (act == QuantActivations::kFloat) {
+    ForRowUnits(rows, pool,
+                [&](size_t r0, size_t r1) { internal::KQuantFloatRowsHwy(format, w, cols, r0, r1, xf, y); });
+    return;
+  }
+  internal::Q8Activations xq = QuantizeActivations(xf, cols);
+  const Int8Path path = ChooseInt8Path();
+  CompleteKQuantActivations(format, path, cols, &xq);
+  ForRowUnits(rows, pool, [&](size_t r0, size_t r1) {
+    if (path == Int8Path::kAvx512Vnni) return internal::KQuantRowsVnni(format, w, cols, r0, r1, xq, y);
+    internal::KQuantInt8RowsHwy(format, w, cols, r0, r1, xq, y);
+  });
+}
+
 template <typename XT, typename YT>
 void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
          size_t cols, const XT* x, YT* y, ThreadPool* pool) {
   DK_CHECK(formats::IsBlockFormat(format));
-  DK_CHECK(cols % ggml::kBlockElems == 0);
+  DK_CHECK(cols % formats::BlockElems(format) == 0);
   if (rows == 0) return;
   const float* xf = XAsF32(x, cols);
-  auto run = [&](const auto& rows_fn) {  // units of 4 rows, one stream per thread
-    ParallelRanges(pool, (rows + 3) / 4, [&](size_t b0, size_t b1, int) {
-      rows_fn(std::min(rows, 4 * b0), std::min(rows, 4 * b1));
-    });
-  };
+  if (internal::IsKQuantKernelFormat(format)) return RunKQuant(format, act, w, rows, cols, xf, y, pool);
+  auto run = [&](const auto& rows_fn) { ForRowUnits(rows, pool, rows_fn); };
   if (act == QuantActivations::kFloat) {
     run([&](size_t r0, size_t r1) {
       if constexpr (std::is_same_v<YT, float>) {
@@ -341,22 +370,28 @@ void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t row
 namespace internal {
 
 QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols) {
-  DK_CHECK(cols % ggml::kBlockElems == 0);
+  DK_CHECK(cols % formats::BlockElems(format) == 0);
   thread_local Q8Activations xq;
   xq = QuantizeActivations(XAsF32(x, cols), cols);
   QuantX p;
   p.format = format;
   p.cols = cols;
   p.path = static_cast<int>(ChooseInt8Path());
-  if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && format != WeightFormat::kQ8_0) {
-    xq.quad = QuadActivations(xq.q, cols);
-  }
+  const bool q4 = format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1;
+  if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && q4) xq.quad = QuadActivations(xq.q, cols);
+  CompleteKQuantActivations(format, static_cast<Int8Path>(p.path), cols, &xq);
   p.act = &xq;
   return p;
 }
 
 void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y) {
   const Q8Activations& xq = *static_cast<const Q8Activations*>(x.act);
+  if (IsKQuantKernelFormat(x.format)) {
+    if (static_cast<Int8Path>(x.path) == Int8Path::kAvx512Vnni) {
+      return KQuantRowsVnni(x.format, w, x.cols, r0, r1, xq, y);
+    }
+    return KQuantInt8RowsHwy(x.format, w, x.cols, r0, r1, xq, y);
+  }
   switch (static_cast<Int8Path>(x.path)) {
     case Int8Path::kAvx512Vnni:
       return QuantRowsVnni(x.format, w, x.cols, r0, r1, xq, y);

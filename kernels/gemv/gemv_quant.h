@@ -1,7 +1,9 @@
-// GEMV for decode (M = 1) with weights in GGUF's 32-element block formats:
-// y[n] = sum_k W[n, k] * x[k], W [rows, cols] row-major, each row cols / 32
-// consecutive blocks exactly as a GGUF tensor stores it (util/ggml_blocks.h:
-// Q8_0, Q4_0, Q4_1). cols must be a multiple of 32.
+// GEMV for decode (M = 1) with weights in GGUF's block formats:
+// y[n] = sum_k W[n, k] * x[k], W [rows, cols] row-major, each row its consecutive
+// blocks exactly as a GGUF tensor stores it (util/ggml_blocks.h: Q8_0, Q4_0, Q4_1,
+// Q5_0 of 32 elements; the K-quants Q4_K, Q6_K of 256). cols must be a multiple of
+// the format's block (formats::BlockElems). Q5_0 / Q4_K / Q6_K have their own
+// inner loops (gemv_kquant.h) under the same entry points and strategies.
 //
 // Two ways to treat the activations (QuantActivations):
 //  * kInt8: x is quantized per 32-element block to int8 with an f32 scale
@@ -36,7 +38,7 @@
 
 namespace dk::kernels {
 
-// `format` is a block format (formats::IsBlockFormat): Q8_0, Q4_0 or Q4_1.
+// `format` is a block format (formats::IsBlockFormat).
 using formats::WeightFormat;
 enum class QuantActivations { kInt8, kFloat };
 

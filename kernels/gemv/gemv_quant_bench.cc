@@ -28,8 +28,9 @@ struct Shape {
 };
 // llama32_1b q/o proj, gate/up, down; SmolLM2-135M LM head.
 constexpr Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {49152, 576}};
-constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1};
-constexpr int kBf16 = 3;  // format index of the bf16 baseline
+constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1,
+                                     WeightFormat::kQ5_0, WeightFormat::kQ4_K, WeightFormat::kQ6_K};
+constexpr int kBf16 = 6;  // format index of the bf16 baseline
 constexpr size_t kMinRotationBytes = size_t{256} << 20;
 
 size_t MatrixBytes(const Shape& s, int format) {
@@ -56,11 +57,16 @@ const std::vector<AlignedBuffer<uint8_t>>& WeightSet(const Shape& s, int format)
     }
   } else {
     for (auto& b : w) b = static_cast<uint8_t>(rng());
-    const size_t block = formats::BlockBytes(kFormats[format]);
+    const WeightFormat f = kFormats[format];
+    const size_t block = formats::BlockBytes(f);
+    // Byte offsets of the block's f16 fields: d first, then Q4_1's m / Q4_K's dmin;
+    // Q6_K's d is last.
+    const size_t d_at = f == WeightFormat::kQ6_K ? block - 2 : 0;
+    const bool second = f == WeightFormat::kQ4_1 || f == WeightFormat::kQ4_K;
     for (size_t off = 0; off < bytes; off += block) {
       const uint16_t d = 0x2000 | (rng() & 0x3FF);  // ~2^-7, normal
-      std::memcpy(&w[off], &d, 2);
-      if (kFormats[format] == WeightFormat::kQ4_1) std::memcpy(&w[off + 2], &d, 2);
+      std::memcpy(&w[off + d_at], &d, 2);
+      if (second) std::memcpy(&w[off + 2], &d, 2);
     }
   }
   const size_t copies = std::max<size_t>(1, (kMinRotationBytes + bytes - 1) / bytes);
@@ -80,6 +86,10 @@ void BM_QuantGemv(benchmark::State& state) {
       state.range(1) == 0 ? QuantActivations::kInt8 : QuantActivations::kFloat;
   const int format = static_cast<int>(state.range(2));
   const Shape s = kShapes[state.range(3)];
+  if (format != kBf16 && s.cols % formats::BlockElems(kFormats[format]) != 0) {
+    state.SkipWithError("cols is not a multiple of the format's block");
+    return;
+  }
   const auto& set = WeightSet(s, format);
   std::vector<bf16> x(s.cols);
   for (size_t k = 0; k < s.cols; ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
@@ -119,7 +129,7 @@ void BM_QuantGemv(benchmark::State& state) {
 }
 BENCHMARK(BM_QuantGemv)
     ->ArgNames({"threads", "act", "format", "shape"})
-    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}})
+    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.5)
     ->UseRealTime();
@@ -151,7 +161,7 @@ void BM_QuantGemvHot(benchmark::State& state) {
 }
 BENCHMARK(BM_QuantGemvHot)
     ->ArgNames({"act", "format"})
-    ->ArgsProduct({{0, 1}, {0, 1, 2, 3}})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6}})
     ->MinTime(0.3);
 
 }  // namespace

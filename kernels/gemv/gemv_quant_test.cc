@@ -16,6 +16,7 @@ namespace {
 using testing::ForEachTarget;
 using testing::Misaligned;
 using testing::RandomF32;
+using ref::RandomBlocks;
 
 // Tolerances (u = 2^-24, the f32 unit roundoff; A[n] = sum_k mag[n, k] |x_k| from
 // ref::QuantGemv, which bounds every partial sum a kernel forms, offsets of Q4_0 /
@@ -25,7 +26,10 @@ using testing::RandomF32;
 //    the FMA per block (B = cols / 32 blocks; each accumulator lane takes at most B
 //    of them), the -8 / m term (dx * sum q, times dw or m, summed over B blocks),
 //    and the final reduction (<= 4 levels + 2 adds). First order that is
-//    <= (B + 10) u A; we allow 2 (B + 16) u A.
+//    <= (B + 10) u A; we allow 2 (B + 16) u A. Q5_0 / Q4_K / Q6_K: B counts the
+//    32-element activation blocks; a sub-block's scale (d sc dx) is two or three
+//    roundings, and the -16 / -32 / minimum terms are one product per sub-block
+//    summed like the FMAs, so first order <= (2 B + 12) u A, inside the same bound.
 //  * kFloat vs the exact f64 product: dequantizing is exact (Q8_0, Q4_0) or one or
 //    two roundings (Q4_1's d q + m); each block half goes to its own accumulator, so
 //    a lane takes cols / (2 L) products for L lanes (cols / 2 on the 1-lane scalar
@@ -51,33 +55,16 @@ const Shape kShapes[] = {{1, 32},  {3, 64},   {5, 96},  {7, 32},   {13, 64},
                          {17, 96}, {33, 160}, {1, 2080}, {9, 2080}, {65, 2080},
                          {3, 1088}, {4, 512}};
 
-const WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1};
+// The same for the K-quants' 256-element super-blocks: 1, 2, 3, 5 and 9 of them.
+const Shape kSuperBlockShapes[] = {{1, 256},  {3, 512},  {5, 768},  {7, 256},  {13, 512},
+                                   {17, 768}, {33, 256}, {9, 2304}, {4, 1280}, {65, 2304}};
 
-// A random f16 of either sign with magnitude in [2^-9, 2^-2): scales and minima of
-// the size real checkpoints have.
-uint16_t RandomF16(std::mt19937* rng) {
-  const uint32_t r = (*rng)();
-  const uint32_t exp = 15 - 9 + (r % 7);  // biased exponent
-  return static_cast<uint16_t>(((r >> 3) & 0x8000u) | (exp << 10) | ((r >> 8) & 0x3FFu));
-}
+const WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1,
+                                 WeightFormat::kQ5_0, WeightFormat::kQ4_K, WeightFormat::kQ6_K};
 
-// rows * cols / 32 blocks of random bytes with valid random f16 scales; Q8_0's q
-// covers the whole int8 range (-128 included, which the VNNI sign trick must
-// handle).
-std::vector<uint8_t> RandomBlocks(WeightFormat format, size_t rows, size_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> w(rows * formats::RowBytes(format, cols));
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  const size_t block = formats::BlockBytes(format);
-  for (size_t off = 0; off < w.size(); off += block) {
-    const uint16_t d = RandomF16(&rng);
-    std::memcpy(&w[off], &d, 2);
-    if (format == WeightFormat::kQ4_1) {
-      const uint16_t m = RandomF16(&rng);
-      std::memcpy(&w[off + 2], &m, 2);
-    }
-  }
-  return w;
+std::vector<Shape> ShapesOf(WeightFormat format) {
+  if (formats::IsKQuant(format)) return {std::begin(kSuperBlockShapes), std::end(kSuperBlockShapes)};
+  return {std::begin(kShapes), std::end(kShapes)};
 }
 
 // Reference values for one x, as the strategy and the x type see it.
@@ -172,7 +159,7 @@ void CheckAllVariants(WeightFormat format, QuantActivations act, const Shape& s)
 void CheckEveryTarget(QuantActivations act) {
   ForEachTarget([act](const char*) {
     for (WeightFormat format : kFormats) {
-      for (const Shape& s : kShapes) {
+      for (const Shape& s : ShapesOf(format)) {
         SCOPED_TRACE(::testing::Message() << formats::Name(format) << " " << s.rows << "x"
                                           << s.cols);
         CheckAllVariants(format, act, s);
@@ -200,6 +187,9 @@ TEST(QuantGemv, RowBytesAreGgufs) {
   EXPECT_EQ(formats::RowBytes(WeightFormat::kQ8_0, 2048), 64u * 34u);
   EXPECT_EQ(formats::RowBytes(WeightFormat::kQ4_0, 2048), 64u * 18u);
   EXPECT_EQ(formats::RowBytes(WeightFormat::kQ4_1, 2048), 64u * 20u);
+  EXPECT_EQ(formats::RowBytes(WeightFormat::kQ5_0, 2048), 64u * 22u);
+  EXPECT_EQ(formats::RowBytes(WeightFormat::kQ4_K, 2048), 8u * 144u);
+  EXPECT_EQ(formats::RowBytes(WeightFormat::kQ6_K, 2048), 8u * 210u);
 }
 
 TEST(QuantGemv, ReportsThePaths) {

@@ -31,6 +31,8 @@ struct Q8Activations {
   const float* sx;      // [cols / 32] d * sum (Q4_1's minimum multiplies it)
   // QuantRowsVnni on Q4_0 / Q4_1 only: q re-arranged per four blocks (QuadActivations).
   const int8_t* quad = nullptr;
+  // KQuantRowsVnni on Q6_K only: [cols / 16] sums of q per 16 elements (Sums16).
+  const float* sum16 = nullptr;
 };
 
 // `q` of the first cols / 512 * 16 blocks (whole 16-block chunks) re-arranged as the

@@ -62,7 +62,7 @@ void BlockQ4_1(const float* x, ggml::BlockQ4_1* b) {
 }  // namespace
 
 void QuantizeWeights(WeightFormat format, const bf16* w, size_t rows, size_t cols, uint8_t* out) {
-  DK_CHECK(formats::IsBlockFormat(format));
+  DK_CHECK(CanQuantizeWeights(format));
   DK_CHECK(cols % kBlockElems == 0);
   const size_t block_bytes = formats::BlockBytes(format);
   float x[kBlockElems];

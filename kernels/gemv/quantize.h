@@ -19,8 +19,15 @@
 
 namespace dk::kernels {
 
+// The block formats QuantizeWeights writes: Q8_0, Q4_0, Q4_1. The others (Q5_0 and
+// the K-quants) are only ever read as a GGUF file stores them.
+constexpr bool CanQuantizeWeights(WeightFormat f) {
+  return f == WeightFormat::kQ8_0 || f == WeightFormat::kQ4_0 || f == WeightFormat::kQ4_1;
+}
+
 // `w` [rows, cols] row-major bf16 (cols % 32 == 0) -> rows * formats::RowBytes(format,
 // cols) bytes at `out`, each row its cols / 32 blocks, as gemv_quant.h reads them.
+// `format` must be one CanQuantizeWeights accepts.
 void QuantizeWeights(WeightFormat format, const bf16* w, size_t rows, size_t cols, uint8_t* out);
 
 }  // namespace dk::kernels

@@ -120,14 +120,16 @@ absl::StatusOr<Decision> Decide(const Plan& plan, const elf::BufferObject& w, in
   if (w.block_format() == format && w.blocks_as_stored() == plan.as_stored) {
     return Decision{Action::kAlready, format, cls, ""};
   }
-  if (cols % formats::kBlockElems != 0) return Decision{Action::kUnfit, format, cls, ""};
+  const std::optional<formats::WeightFormat> blocks = elf::WeightFormatOfBlocks(format);
+  if (!blocks || cols % formats::BlockElems(*blocks) != 0) return Decision{Action::kUnfit, format, cls, ""};
   return Decision{Action::kQuantize, format, cls, ""};
 }
 
 // What the run changed and left, for the lineage summary.
 struct Tally {
   std::map<std::string, int> quantized;  // class (+ " FORMAT" for gguf) -> weight BOs this run quantized
-  std::set<std::string> symbols, unfit, requantized;
+  std::set<std::string> symbols, requantized;
+  std::map<int64_t, std::set<std::string>> unfit;  // block elements -> classes (K) not a multiple of them
   std::map<std::string, std::set<std::string>> kept;  // the format they keep ("bf16", "Q8_0") -> classes
   // gguf: (a file type no kernel reads, the block format an earlier stage gave the
   // weight, "" if none) -> classes
@@ -154,9 +156,11 @@ void TallyUnchanged(const std::vector<elf::BufferObject*>& weights, const std::v
       case Action::kAlready:
         ++tally.already;
         break;
-      case Action::kUnfit:
-        tally.unfit.insert(absl::StrCat(d.cls, " (K=", cols, ")"));
+      case Action::kUnfit: {
+        const std::optional<formats::WeightFormat> blocks = elf::WeightFormatOfBlocks(d.format);
+        tally.unfit[blocks ? formats::BlockElems(*blocks) : 0].insert(absl::StrCat(d.cls, " (K=", cols, ")"));
         break;
+      }
       case Action::kQuantize:
         break;
     }
@@ -259,8 +263,8 @@ Notes NotesOf(const Tally& tally, bool as_stored) {
                                     : absl::StrCat(", keeps the earlier ", earlier, ": "),
                     absl::StrJoin(classes, ", "));
   }
-  if (!tally.unfit.empty()) {
-    notes.unfit = absl::StrCat("; not a multiple of 32 columns: ", absl::StrJoin(tally.unfit, ", "));
+  for (const auto& [elems, classes] : tally.unfit) {
+    absl::StrAppend(&notes.unfit, "; not a multiple of ", elems, " columns: ", absl::StrJoin(classes, ", "));
   }
   return notes;
 }

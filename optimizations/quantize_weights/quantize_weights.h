@@ -1,12 +1,12 @@
-// quantize_weights: GEMV weights are stored in one of GGUF's 32-element block
-// formats and their launches switch to the GEMV variant that reads those blocks
-// (row-major; a packed weight goes back to row_major). Schemes:
+// quantize_weights: GEMV weights are stored in one of GGUF's block formats and
+// their launches switch to the GEMV variant that reads those blocks (row-major; a
+// packed weight goes back to row_major). Schemes:
 //  * "q8_0", "q4_0": every weight in that format (f16 scale per block), quantized
 //    once at load from the bf16 weights;
 //  * "gguf": each weight in the block format the GGUF file stores it in (Q8_0,
-//    Q4_0, Q4_1), its blocks copied from the file as they are, never re-quantized
-//    (BufferObject.blocks_as_stored); a weight the file stores as floats (or in a
-//    format no kernel reads) stays bf16. The file's tensor types are the option
+//    Q4_0, Q4_1, Q5_0, Q4_K, Q6_K), its blocks copied from the file as they are,
+//    never re-quantized (BufferObject.blocks_as_stored); a weight the file stores as
+//    floats (or in a format no kernel reads, such as Q5_K) stays bf16. The file's tensor types are the option
 //    `stored` (elf_opt --weights fills it from the GGUF's header).
 // Which weights stay bf16 is the option `keep`; its default depends on the scheme:
 // the LM head for q8_0 / q4_0, nothing for gguf. The embedding table (which the

@@ -205,7 +205,7 @@ std::string StoredFor(const elf::Program& p, const std::map<std::string, std::st
 
 const std::map<std::string, std::string> kMixedFile = {
     {"q_proj", "Q4_1"}, {"k_proj", "Q8_0"},   {"v_proj", "F32"},  {"o_proj", "Q4_0"},
-    {"gate_proj", "Q4_1"}, {"up_proj", "Q4_1"}, {"down_proj", "Q6_K"}, {"lm_head", "Q8_0"}};
+    {"gate_proj", "Q4_1"}, {"up_proj", "Q4_1"}, {"down_proj", "Q5_K"}, {"lm_head", "Q8_0"}};
 
 // scheme gguf: each weight in the block format the file stores it in, its blocks
 // marked as the file's own; floats and formats no kernel reads stay bf16; by default
@@ -229,7 +229,7 @@ TEST(QuantizeWeights, GgufReadsEachWeightAsTheFileStoresIt) {
       if (tensor.find(absl::StrCat(".", c, ".")) != std::string::npos) cls = c;
     }
     const auto it = want.find(cls);
-    if (it == want.end()) {  // v_proj (F32) and down_proj (Q6_K): bf16, packed as before
+    if (it == want.end()) {  // v_proj (F32) and down_proj (Q5_K): bf16, packed as before
       EXPECT_EQ(fs.first, elf::BLOCK_FORMAT_NONE) << tensor;
       EXPECT_EQ(fs.second.rfind("dk_gemv_bf16_packed", 0), 0u) << tensor << " " << fs.second;
       continue;
@@ -247,7 +247,7 @@ TEST(QuantizeWeights, GgufReadsEachWeightAsTheFileStoresIt) {
                    "k_proj q8_0 x2, o_proj q4_0 x2, gate_proj q4_1 x2, up_proj q4_1 x2, lm_head q8_0 x3)"),
             std::string::npos) << r;
   EXPECT_NE(r.find("stored F32 (no block kernel reads it), stays bf16: v_proj"), std::string::npos) << r;
-  EXPECT_NE(r.find("stored Q6_K (no block kernel reads it), stays bf16: down_proj"), std::string::npos) << r;
+  EXPECT_NE(r.find("stored Q5_K (no block kernel reads it), stays bf16: down_proj"), std::string::npos) << r;
   EXPECT_EQ(r.find("kept bf16"), std::string::npos) << r;
 
   // keep still applies; a second run has nothing to do.
@@ -267,16 +267,59 @@ TEST(QuantizeWeights, GgufAfterQ8_0UsesTheFilesBlocks) {
   EXPECT_TRUE(*changed);
   for (const auto& b : p->bos()) {
     if (b.block_format() == elf::BLOCK_FORMAT_NONE) continue;
-    // v_proj (F32 in the file) and down_proj (Q6_K) keep the q8_0 stage's blocks.
+    // v_proj (F32 in the file) and down_proj (Q5_K) keep the q8_0 stage's blocks.
     const bool earlier = b.name().find("v_proj") != std::string::npos || b.name().find("down") != std::string::npos;
     EXPECT_EQ(b.blocks_as_stored(), !earlier) << b.name();
   }
   const std::string& r = Last(*p).reason();
   EXPECT_NE(r.find("stored F32, keeps the earlier q8_0: v_proj"), std::string::npos) << r;
-  EXPECT_NE(r.find("stored Q6_K, keeps the earlier q8_0: down_proj"), std::string::npos) << r;
+  EXPECT_NE(r.find("stored Q5_K, keeps the earlier q8_0: down_proj"), std::string::npos) << r;
   EXPECT_NE(r.find("replaces the earlier q8_0 (the file's own blocks instead)"), std::string::npos) << r;
   // k_proj was Q8_0 already, but quantized at load: now the file's blocks.
   EXPECT_NE(r.find("k_proj q8_0 x1"), std::string::npos) << r;
+}
+
+// A Q4_K_M-style file: the K-quants and Q5_0 are read as stored where K is whole
+// blocks (256 for the K-quants); o_proj's K (64) is not, so it stays bf16.
+TEST(QuantizeWeights, GgufReadsTheKQuantsAsStored) {
+  elf::ModelShape shape = TinyShape(1);
+  shape.set_hidden(256);
+  shape.set_ffn(512);
+  auto base = BuildChain(shape, {"layout_alignment", "buffer_object_reuse", "merge_multi_launch"});
+  ASSERT_TRUE(base.ok()) << base.status();
+  elf::Program p = *base;
+  const std::map<std::string, std::string> file = {
+      {"q_proj", "Q4_K"}, {"k_proj", "Q5_0"},    {"v_proj", "Q6_K"},    {"o_proj", "Q4_K"},
+      {"gate_proj", "Q4_K"}, {"up_proj", "Q4_K"}, {"down_proj", "Q6_K"}, {"lm_head", "Q6_K"}};
+  auto changed = RunWith(p, {"scheme=gguf", StoredFor(p, file)});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(elf::ValidateProgram(p).ok()) << elf::ValidateProgram(p);
+  const std::map<std::string, std::pair<elf::BlockFormat, std::string>> want = {
+      {"q_proj", {elf::Q4_K, "dk_gemv_q4_k_rowmajor"}},    {"k_proj", {elf::Q5_0, "dk_gemv_q5_0_rowmajor"}},
+      {"v_proj", {elf::Q6_K, "dk_gemv_q6_k_rowmajor"}},    {"gate_proj", {elf::Q4_K, "dk_gemv_q4_k_rowmajor"}},
+      {"up_proj", {elf::Q4_K, "dk_gemv_q4_k_rowmajor"}},   {"down_proj", {elf::Q6_K, "dk_gemv_q6_k_rowmajor"}},
+      {"lm_head", {elf::Q6_K, "dk_gemv_q6_k_rowmajor"}}};
+  for (const auto& [tensor, fs] : Gemvs(p)) {
+    std::string cls = "lm_head";
+    for (const char* c : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
+      if (tensor.find(absl::StrCat(".", c, ".")) != std::string::npos) cls = c;
+    }
+    const auto it = want.find(cls);
+    if (it == want.end()) {  // o_proj: K = 64 is not whole Q4_K blocks
+      EXPECT_EQ(fs.first, elf::BLOCK_FORMAT_NONE) << tensor;
+      continue;
+    }
+    EXPECT_EQ(fs, it->second) << tensor;
+  }
+  for (const auto& b : p.bos()) {
+    if (b.block_format() != elf::BLOCK_FORMAT_NONE) EXPECT_TRUE(b.blocks_as_stored()) << b.name();
+  }
+  const std::string& r = Last(p).reason();
+  EXPECT_NE(r.find("q_proj q4_k x1, k_proj q5_0 x1, v_proj q6_k x1, gate_proj q4_k x1, up_proj q4_k x1, "
+                   "down_proj q6_k x1, lm_head q6_k x"),
+            std::string::npos) << r;
+  EXPECT_NE(r.find("not a multiple of 256 columns: o_proj (K=64)"), std::string::npos) << r;
 }
 
 TEST(QuantizeWeights, GgufOptionErrors) {

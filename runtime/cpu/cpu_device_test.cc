@@ -300,6 +300,21 @@ TEST(CpuDevice, LoadRejectsBadLaunches) {
   EXPECT_NE(s.message().find("has no kernel 'attention'"), std::string::npos) << s;
 }
 
+// Q5_0 and the K-quants are sized as GGUF stores them; the device reads them only as
+// a file's own blocks and refuses to make them from bf16 weights.
+TEST(CpuDevice, BlockFormatsWithoutAQuantizerAreReadOnlyAsStored) {
+  auto device = MakeCpuDevice(DeviceOptions{true});
+  EXPECT_EQ(*device->LayoutBytes("row_major", elf::Q4_K, 3, 512), 3u * 2 * 144);
+  EXPECT_EQ(*device->LayoutBytes("", elf::Q6_K, 3, 512), 3u * 2 * 210);
+  EXPECT_EQ(*device->LayoutBytes("", elf::Q5_0, 3, 64), 3u * 2 * 22);
+  EXPECT_FALSE(device->LayoutBytes("", elf::Q4_K, 3, 96).ok());  // not whole super-blocks
+  std::vector<bf16> w(3 * 256);
+  std::vector<uint8_t> out(3 * 144);
+  const absl::Status s = device->PackWeight("row_major", elf::Q4_K, w.data(), 3, 256, out.data());
+  EXPECT_NE(s.message().find("reads q4_k blocks only as a weights file stores them"), std::string::npos) << s;
+  EXPECT_TRUE(device->PackWeight("row_major", elf::Q4_0, w.data(), 3, 256, out.data()).ok());
+}
+
 }  // namespace
 }  // namespace dk::runtime
 

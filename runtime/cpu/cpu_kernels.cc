@@ -354,6 +354,12 @@ absl::StatusOr<size_t> WeightLayoutBytes(const std::string& layout, elf::BlockFo
 absl::Status PackWeightLayout(const std::string& layout, elf::BlockFormat format, const void* src, size_t rows,
                               size_t cols, void* out, ThreadPool* pool) {
   DK_ASSIGN_OR_RETURN(const formats::WeightFormat f, FormatOf(layout, format, cols));
+  if (formats::IsBlockFormat(f) && !kernels::CanQuantizeWeights(f)) {
+    const std::string name = elf::BlockFormatName(format);
+    return absl::InvalidArgumentError(absl::StrCat("the cpu device reads ", name,
+                                                   " blocks only as a weights file stores them (blocks_as_stored); "
+                                                   "it does not quantize bf16 weights to ", name));
+  }
   const bf16* w = static_cast<const bf16*>(src);
   switch (f) {
     case formats::WeightFormat::kBf16RowMajor: std::memcpy(out, src, rows * cols * sizeof(bf16)); break;

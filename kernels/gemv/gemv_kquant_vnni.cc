@@ -1,0 +1,292 @@
+// The AVX512-VNNI rows of Q5_0 / Q4_K / Q6_K (gemv_kquant.h). vpdpbusd takes the
+// formats' unsigned values as they unpack (4, 5 or 6 bits, no offset) against the
+// int8 activations; the offsets (-16, -32) and Q4_K's minimums come in through
+// activation sums, once per block. 64 elements per 512-bit vpdpbusd, in element
+// order, so the activations are read as quantized; each int32 lane's partial dot
+// product is scaled by its sub-block's scale times dx and FMA'd into one f32
+// accumulator per row, reduced at the end.
+#include <immintrin.h>
+
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/gemv/gemv_kquant.h"
+#include "util/aligned_buffer.h"
+#include "util/ggml_blocks.h"
+
+namespace dk::kernels::internal {
+namespace {
+
+#define DK_VNNI_TARGET \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+inline void Store(float v, float* y) { *y = v; }
+inline void Store(float v, bf16* y) { *y = F32ToBf16(v); }
+
+DK_VNNI_TARGET inline float F16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Software prefetch of a thread's weight stream (its rows are consecutive), each
+// cache line once, kAhead bytes ahead of the block being read; as for the other
+// quantized kernels (gemv_quant_vnni.cc), the hardware prefetcher alone leaves the
+// loads waiting on DRAM. Prefetches past the weights are harmless.
+class StreamPrefetch {
+ public:
+  static constexpr uintptr_t kAhead = 4096;
+  explicit StreamPrefetch(const uint8_t* start)
+      : next_((reinterpret_cast<uintptr_t>(start) + kAhead) & ~uintptr_t{63}) {}
+  // Prefetches the lines up to `end` + kAhead.
+  DK_VNNI_TARGET void Through(const uint8_t* end) {
+    for (const uintptr_t stop = reinterpret_cast<uintptr_t>(end) + kAhead; next_ < stop; next_ += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(next_), _MM_HINT_T0);
+    }
+  }
+
+ private:
+  uintptr_t next_;
+};
+
+inline uint32_t U32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// 32 bytes of nibbles -> [low nibbles | high nibbles] (64 values in element order
+// for Q4_K's 32 bytes per two sub-blocks).
+DK_VNNI_TARGET inline __m512i SplitNibbles(const uint8_t* p) {
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, mask)),
+                            _mm256_and_si256(_mm256_srli_epi16(v, 4), mask), 1);
+}
+
+// Lane indices [first x kRun, first + 1 x kRun, ...] spreading a scale vector over
+// the int32 lanes of a dot product (kRun lanes = 4 kRun elements per scale).
+template <int kRun>
+DK_VNNI_TARGET inline __m512i Spread(int first) {
+  return _mm512_add_epi32(_mm512_set1_epi32(first),
+                          _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            kRun == 8 ? 3 : 2));
+}
+
+// Q4_K: per block the 8 6-bit scales and minimums (12 bytes as words a, b, c: scales
+// 0..3 = a & 63, 4..7 = c's low nibbles | a's top 2 bits << 4; minimums 0..3 = b & 63,
+// 4..7 = c's high nibbles | b's top 2 bits << 4), scale_j = d sc_j dx_j for the
+// lanes, dmin m_j dx_j sum_j(x) into the row's minimum sum.
+template <typename YT>
+DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x, YT* y) {
+  constexpr size_t kBytes = sizeof(ggml::BlockQ4_K);
+  const size_t blocks = cols / ggml::kSuperBlockElems;
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i spread[4] = {Spread<8>(0), Spread<8>(2), Spread<8>(4), Spread<8>(6)};
+  StreamPrefetch prefetch(w + r0 * blocks * kBytes);
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * blocks * kBytes;
+    __m512 acc = _mm512_setzero_ps();
+    __m256 mins = _mm256_setzero_ps();
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = row + b * kBytes;
+      prefetch.Through(blk + kBytes);
+      const uint32_t a = U32(blk + 4), bw = U32(blk + 8), c = U32(blk + 12);
+      const uint32_t sc_lo = a & 0x3F3F3F3Fu, sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
+      const uint32_t m_lo = bw & 0x3F3F3F3Fu, m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((bw >> 2) & 0x30303030u);
+      const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(sc_lo, sc_hi, 0, 0)));
+      const __m256 m = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(m_lo, m_hi, 0, 0)));
+      const __m256 dx = _mm256_loadu_ps(x.d + b * 8);
+      mins = _mm256_fmadd_ps(_mm256_mul_ps(m, _mm256_set1_ps(F16(blk + 2))), _mm256_loadu_ps(x.sx + b * 8), mins);
+      const __m512 scale = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_mul_ps(sc, dx), _mm256_set1_ps(F16(blk))));
+      const int8_t* xq = x.q + b * ggml::kSuperBlockElems;
+      for (size_t j = 0; j < 4; ++j) {
+        const __m512i dot = _mm512_dpbusd_epi32(zero, SplitNibbles(blk + 16 + 32 * j),
+                                                _mm512_load_si512(xq + 64 * j));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(spread[j], scale), acc);
+      }
+    }
+    const __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(mins), _mm256_extractf128_ps(mins, 1));
+    const __m128 m2 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
+    Store(_mm512_reduce_add_ps(acc) - _mm_cvtss_f32(_mm_add_ss(m2, _mm_movehdup_ps(m2))), y + r);
+  }
+}
+
+// Q6_K: per 128-element half, ql's 64 bytes and qh's 32 make four 32-element runs
+// (low nibbles of ql[0:32) and ql[32:64), then their high nibbles, each with its
+// bit pair of qh); two runs per vpdpbusd. scale_g = d sc_g dx for the 16 sub-blocks;
+// the -32 is -32 sum_g scale_g sum16_g(x), one FMA per block.
+template <typename YT>
+DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x, YT* y) {
+  constexpr size_t kBytes = sizeof(ggml::BlockQ6_K);
+  constexpr size_t kQh = offsetof(ggml::BlockQ6_K, qh), kScales = offsetof(ggml::BlockQ6_K, scales),
+                   kD = offsetof(ggml::BlockQ6_K, d);
+  const size_t blocks = cols / ggml::kSuperBlockElems;
+  const __m512i zero = _mm512_setzero_si512();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
+  const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  const __m512i spread[4] = {Spread<4>(0), Spread<4>(4), Spread<4>(8), Spread<4>(12)};
+  StreamPrefetch prefetch(w + r0 * blocks * kBytes);
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * blocks * kBytes;
+    __m512 acc = _mm512_setzero_ps(), offs = _mm512_setzero_ps();
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = row + b * kBytes;
+      prefetch.Through(blk + kBytes);
+      const __m512 sc =
+          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kScales))));
+      const __m512 dx = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + b * 8)));
+      const __m512 scale = _mm512_mul_ps(_mm512_mul_ps(sc, dx), _mm512_set1_ps(F16(blk + kD)));
+      offs = _mm512_fmadd_ps(scale, _mm512_loadu_ps(x.sum16 + b * 16), offs);
+      const int8_t* xq = x.q + b * ggml::kSuperBlockElems;
+      for (size_t n = 0; n < 2; ++n) {
+        const uint8_t* ql = blk + 64 * n;
+        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQh + 32 * n));
+        const __m256i q0 =
+            _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), high2));
+        const __m256i q1 =
+            _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), high2));
+        const __m256i q2 =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, high2));
+        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                                           _mm256_and_si256(_mm256_srli_epi16(h, 2), high2));
+        const __m512i lo = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+        const __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(q2), q3, 1);
+        const __m512i dot_lo = _mm512_dpbusd_epi32(zero, lo, _mm512_load_si512(xq + 128 * n));
+        const __m512i dot_hi = _mm512_dpbusd_epi32(zero, hi, _mm512_load_si512(xq + 128 * n + 64));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(spread[2 * n], scale), acc);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(spread[2 * n + 1], scale), acc);
+      }
+    }
+    Store(_mm512_reduce_add_ps(acc) - 32.0f * _mm512_reduce_add_ps(offs), y + r);
+  }
+}
+
+// Q5_0 blocks b0, b1 as Q4's RowGroupSums takes a pair ([lo0 hi0 lo1 hi1] nibbles),
+// the fifth bits (qh, bit i for element i) a byte mask of 0x10: the pair's dot
+// products with its 64 activations, block b0 in lanes 0..7, b1 in lanes 8..15.
+DK_VNNI_TARGET inline __m512i Q5PairDot(const uint8_t* b0, const uint8_t* b1, const int8_t* xq) {
+  constexpr size_t kQh = offsetof(ggml::BlockQ5_0, qh), kQs = offsetof(ggml::BlockQ5_0, qs);
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m256i v = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQs))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQs)), 1);
+  const __m256i lo = _mm256_and_si256(v, mask);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+  __m512i q = _mm512_permutexvar_epi64(halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+  const __mmask64 fifth = U32(b0 + kQh) | (static_cast<uint64_t>(U32(b1 + kQh)) << 32);
+  q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_load_si512(xq));
+}
+
+// One Q5_0 block on 256 bits (an odd last block): its scaled dot product.
+DK_VNNI_TARGET inline float Q5BlockSum(const uint8_t* blk, const int8_t* xq, float scale) {
+  constexpr size_t kQh = offsetof(ggml::BlockQ5_0, qh), kQs = offsetof(ggml::BlockQ5_0, qs);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs));
+  const __m128i m = _mm_set1_epi8(0x0F);
+  __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, m)),
+                                      _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
+  q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(U32(blk + kQh), _mm256_set1_epi8(0x10)));
+  const __m256i dot =
+      _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, _mm256_load_si256(reinterpret_cast<const __m256i*>(xq)));
+  const __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Q5_0 rows: blocks in pairs (Q5PairDot), their scales d dx 16 blocks at a time as
+// the Q4 rows take them (one gather of the blocks' first 4 bytes, one conversion,
+// one multiply by dx, a permute per pair), the -16 as -16 sum_b d_b dx_b sum_b(x)
+// (one FMA per 16 blocks). Pairs after the last whole 16 take their scales one by
+// one; an odd last block goes on 256 bits.
+template <typename YT>
+DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x, YT* y) {
+  constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
+  constexpr size_t kChunk = 16;
+  const size_t blocks = cols / ggml::kBlockElems;
+  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i two = _mm512_set1_epi32(2);
+  const __m512i starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(static_cast<int>(kBytes)));
+  StreamPrefetch prefetch(w + r0 * blocks * kBytes);
+  for (size_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * blocks * kBytes;
+    __m512 acc = _mm512_setzero_ps(), offs16 = _mm512_setzero_ps();
+    float offs = 0.0f;
+    size_t b = 0;
+    for (; b + kChunk <= blocks; b += kChunk) {
+      const __m512i head = _mm512_i32gather_epi32(starts, row + b * kBytes, 1);
+      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+      const __m512 scale = _mm512_mul_ps(d, _mm512_loadu_ps(x.d + b));
+      offs16 = _mm512_fmadd_ps(d, _mm512_loadu_ps(x.sx + b), offs16);
+      __m512i pick = pair0;
+      for (size_t p = b; p < b + kChunk; p += 2) {
+        const uint8_t* b0 = row + p * kBytes;
+        prefetch.Through(b0 + 2 * kBytes);
+        const __m512i dot = Q5PairDot(b0, b0 + kBytes, x.q + p * 32);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale), acc);
+        pick = _mm512_add_epi32(pick, two);
+      }
+    }
+    for (; b + 2 <= blocks; b += 2) {
+      const uint8_t* b0 = row + b * kBytes;
+      const uint8_t* b1 = b0 + kBytes;
+      prefetch.Through(b1 + kBytes);
+      const float d0 = F16(b0), d1 = F16(b1);
+      const __m128 s = _mm_setr_ps(d0 * x.d[b], d1 * x.d[b + 1], 0, 0);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(b0, b1, x.q + b * 32)),
+                            _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc);
+      offs += d0 * x.sx[b] + d1 * x.sx[b + 1];
+    }
+    float tail = 0.0f;
+    if (b < blocks) {
+      const uint8_t* blk = row + b * kBytes;
+      tail = Q5BlockSum(blk, x.q + b * 32, F16(blk) * x.d[b]);
+      offs += F16(blk) * x.sx[b];
+    }
+    offs += _mm512_reduce_add_ps(offs16);
+    Store(_mm512_reduce_add_ps(acc) + tail - 16.0f * offs, y + r);
+  }
+}
+
+template <typename YT>
+void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x,
+              YT* y) {
+  switch (format) {
+    case WeightFormat::kQ5_0: return RowsQ5_0(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ4_K: return RowsQ4K(w, cols, r0, r1, x, y);
+    case WeightFormat::kQ6_K: return RowsQ6K(w, cols, r0, r1, x, y);
+    default: break;  // not one of these formats (gemv_quant.cc dispatches)
+  }
+}
+
+}  // namespace
+
+void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                    const Q8Activations& x, float* y) {
+  Dispatch(format, w, cols, r0, r1, x, y);
+}
+void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
+                    const Q8Activations& x, bf16* y) {
+  Dispatch(format, w, cols, r0, r1, x, y);
+}
+
+const float* Sums16(const int8_t* q, size_t cols) {
+  thread_local AlignedBuffer<float> sums;
+  if (sums.size() < cols / 16) sums = AlignedBuffer<float>(cols / 16);
+  for (size_t g = 0; g < cols / 16; ++g) {
+    int s = 0;
+    for (size_t i = 0; i < 16; ++i) s += q[16 * g + i];
+    sums.data()[g] = static_cast<float>(s);
+  }
+  return sums.data();
+}
+
+}  // namespace dk::kernels::internal
