@@ -17,11 +17,16 @@
 
 namespace dk::registry {
 
-// The layouts a variant reads weights in: the names of formats/weight_format.h.
-inline constexpr absl::string_view kRowMajor = formats::kRowMajorName;
-inline constexpr absl::string_view kPackedPanelV1 = formats::kPackedPanelV1Name;
+// The layouts a variant reads weights in: the names of formats/weight_format.h. Built
+// from pointer and length: string_view's one-argument constructor compares the
+// pointer with null, which GCC's -fsanitize=undefined does not accept in a constant
+// expression for the address of another constant (--config=ubsan).
+inline constexpr absl::string_view kRowMajor(formats::kRowMajorName, sizeof(formats::kRowMajorName) - 1);
+inline constexpr absl::string_view kPackedPanelV1(formats::kPackedPanelV1Name,
+                                                  sizeof(formats::kPackedPanelV1Name) - 1);
 // bf16 weights in 12 bits each, lossless (kernels/gemv/gemv_x12.h); bf16 x only.
-inline constexpr absl::string_view kPackedPanelX12V1 = formats::kPackedPanelX12V1Name;
+inline constexpr absl::string_view kPackedPanelX12V1(formats::kPackedPanelX12V1Name,
+                                                     sizeof(formats::kPackedPanelX12V1Name) - 1);
 
 // The registry compiled into this binary (parsed once).
 const Registry& Get();
