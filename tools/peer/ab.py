@@ -25,9 +25,10 @@ Prepare (idempotent, files under --workdir):
     tied LM head bf16), llama.cpp a Q8_0 GGUF it quantizes from the BF16 one with the
     embedding kept BF16; check_q8.py checks its blocks are ggml's reference Q8_0 of the
     BF16 weights, the rule decodekit applies (stops otherwise).
-  - --stage gguf (smollm2_135m only): decodekit runs decode_gguf (//tools/bench:
-    decode_bench_smollm2_135m_gguf: every GEMV weight in the file's own Q4_1 / Q8_0
-    blocks), llama.cpp the very same Q4_1 GGUF file: the same bytes in both engines.
+  - --stage gguf (smollm2_135m, gemma3_270m): decodekit runs decode_gguf (//tools/bench:
+    decode_bench_<model>_gguf: every GEMV weight in the file's own blocks: SmolLM2's
+    Q4_1 / Q8_0, Gemma 3's Q5_0 / Q4_K / Q6_K / Q8_0), llama.cpp the very same GGUF
+    file: the same bytes in both engines.
 Then per (model, threads), --pairs times: A = decode_bench (decodekit, its weights),
 a read-bandwidth measurement, B = llama_decode.py time (llama.cpp, the BF16 GGUF). Both
 decode --warmup untimed tokens from position 0, then --tokens timed ones (positions
@@ -49,7 +50,8 @@ sys.path.insert(0, HERE)
 import load as bgload  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = sys.executable
-MODELS = ("smollm2_135m", "llama32_1b")
+MODELS = ("smollm2_135m", "llama32_1b", "gemma3_270m")
+GGUF_MODELS = ("smollm2_135m", "gemma3_270m")  # a GGUF of their own (--stage gguf)
 
 
 def log(msg):
@@ -92,9 +94,10 @@ class Prepared:
         suffix = {"bf16": "", "x12": "_x12", "q8_0": "_q8", "gguf": "_gguf"}[self.a.stage]
         return f"//tools/bench:decode_bench_{model}{suffix}"
 
-    def smollm2_gguf(self):
-        return os.path.join(ROOT, "bazel-bin", "tools", "bench", self.bench_target("smollm2_135m").split(":")[1]
-                            + ".runfiles", "smollm2_135m", "model.gguf")
+    def model_gguf(self, model):
+        """The GGUF file the model's bench target reads (its external repository)."""
+        return os.path.join(ROOT, "bazel-bin", "tools", "bench", self.bench_target(model).split(":")[1]
+                            + ".runfiles", model, "model.gguf")
 
     def script(self, model):
         return os.path.join(self.w, self.bench_target(model).split(":")[1] + ".sh")
@@ -109,10 +112,10 @@ class Prepared:
         """The llama.cpp GGUF for `model`, made and checked once."""
         gguf = os.path.join(self.w, f"{model}_bf16.gguf")
         check = gguf + ".digest_check"
+        if self.a.stage == "gguf":
+            return self.model_gguf(model)  # the file decode_gguf reads, block for block
         if model == "smollm2_135m":
-            q4 = self.smollm2_gguf()
-            if self.a.stage == "gguf":
-                return q4  # the file decode_gguf reads, block for block
+            q4 = self.model_gguf(model)
             if not os.path.exists(gguf):
                 run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", q4, "--out",
                      gguf + ".tmp", "--type", "bf16"])
@@ -235,7 +238,7 @@ def summary_rows(results, a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--models", default="smollm2_135m,llama32_1b")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--pairs", type=int, default=6)
     p.add_argument("--stage", default="bf16", choices=["bf16", "x12", "q8_0", "gguf"],
@@ -279,8 +282,10 @@ def main():
     for m in a.models:
         if m not in MODELS:
             raise SystemExit(f"--models: unknown {m}; known: {', '.join(MODELS)}")
-    if a.stage == "gguf" and a.models != ["smollm2_135m"]:
-        raise SystemExit("--stage gguf: only smollm2_135m has a GGUF of its own (use --models smollm2_135m)")
+    if a.stage == "gguf" and any(m not in GGUF_MODELS for m in a.models):
+        raise SystemExit(f"--stage gguf: only {', '.join(GGUF_MODELS)} have a GGUF of their own (use --models)")
+    if a.stage != "gguf" and "gemma3_270m" in a.models:
+        raise SystemExit("gemma3_270m runs its trained Q4_K_M file only: --stage gguf")
 
     prep = Prepared(a)
     prep.build()
