@@ -40,14 +40,11 @@ absl::StatusOr<GgmlTypeTraits> GetGgmlTypeTraits(GgmlType type) {
   switch (static_cast<uint32_t>(type)) {
     case 0: return GgmlTypeTraits{"F32", 1, 4};
     case 1: return GgmlTypeTraits{"F16", 1, 2};
-    case 6: return GgmlTypeTraits{"Q5_0", 32, 22};
     case 7: return GgmlTypeTraits{"Q5_1", 32, 24};
     case 9: return GgmlTypeTraits{"Q8_1", 32, 40};
     case 10: return GgmlTypeTraits{"Q2_K", 256, 84};
     case 11: return GgmlTypeTraits{"Q3_K", 256, 110};
-    case 12: return GgmlTypeTraits{"Q4_K", 256, 144};
     case 13: return GgmlTypeTraits{"Q5_K", 256, 176};
-    case 14: return GgmlTypeTraits{"Q6_K", 256, 210};
     case 15: return GgmlTypeTraits{"Q8_K", 256, 292};
     case 16: return GgmlTypeTraits{"IQ2_XXS", 256, 66};
     case 17: return GgmlTypeTraits{"IQ2_XS", 256, 74};
