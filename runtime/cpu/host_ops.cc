@@ -95,7 +95,7 @@ class CpuHostOps final : public HostOps {
       b.k = it == step.params().end() ? 5 : static_cast<size_t>(it->second);
       int64_t ids = 0, vals = 0;
       DK_RETURN_IF_ERROR(need("ids", &b.out, &ids));
-      DK_RETURN_IF_ERROR(need("values", &b.in2, &vals));
+      DK_RETURN_IF_ERROR(need("values", &b.out2, &vals));
       if (ids != static_cast<int64_t>(b.k) || vals != static_cast<int64_t>(b.k)) {
         return absl::InvalidArgumentError(absl::StrCat("host step 'topk': 'ids' (", ids, " elements) and 'values' (",
                                                        vals, ") must hold k = ", b.k));
@@ -139,8 +139,9 @@ class CpuHostOps final : public HostOps {
     const elf::HostStep* step = nullptr;
     Kind kind = Kind::kEmbedding;
     void* in = nullptr;   // cos, k, q or logits
-    void* in2 = nullptr;  // sin, v, or top-k's values (f32)
-    void* out = nullptr;  // embedding or attention output, or top-k's ids (i32)
+    void* in2 = nullptr;   // sin or v
+    void* out = nullptr;   // embedding or attention output, or top-k's ids (i32)
+    void* out2 = nullptr;  // top-k's logits (f32)
     bool local = false;   // rope_lookup: the sliding layers' table
     bool sliding = false;  // attention: a sliding-window layer
     size_t k = 0;         // topk
@@ -193,7 +194,7 @@ class CpuHostOps final : public HostOps {
   // entries past the finite logits found hold id -1 (and NaN).
   absl::Status TopK(const Bound& b) {
     auto* ids = static_cast<int32_t*>(b.out);
-    auto* vals = static_cast<float*>(b.in2);
+    auto* vals = static_cast<float*>(b.out2);
     static_assert(sizeof(int32_t) == sizeof(uint32_t), "ids are written in place");
     const size_t n = kernels::TopK(static_cast<const float*>(b.in), m_.vocab(), b.k,
                                    reinterpret_cast<uint32_t*>(ids), vals);
