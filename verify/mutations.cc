@@ -206,8 +206,9 @@ namespace {
 
 // The mutations of norms and RoPE bases that real (trained) weights expose: synthetic
 // models whose every norm weight was 1 could not tell them from the correct model.
-// NotFound when `name` is none of them.
-absl::Status ApplyNormMutation(const std::string& name, elf::Program* program, weights::Weights* w) {
+// nullopt when `name` is none of them.
+std::optional<absl::Status> ApplyNormMutation(const std::string& name, elf::Program* program,
+                                              weights::Weights* w) {
   const elf::ModelShape& m = program->model();
   if (name == "qk_norm_weights_one") {
     if (!m.qk_norm()) return absl::InvalidArgumentError("qk_norm_weights_one: the model has no QK-norm");
@@ -235,7 +236,7 @@ absl::Status ApplyNormMutation(const std::string& name, elf::Program* program, w
     shape->set_rope_local_theta(global);
     return absl::OkStatus();
   }
-  return absl::NotFoundError(name);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -246,7 +247,7 @@ absl::Status ApplyMutation(const std::string& name, elf::Program* program, weigh
   const int last = m.n_layers() - 1;
   const std::string L = absl::StrCat("model.layers.", last, ".");
   const int max_context = m.max_context();
-  if (absl::Status s = ApplyNormMutation(name, program, w); !absl::IsNotFound(s)) return s;
+  if (std::optional<absl::Status> s = ApplyNormMutation(name, program, w)) return *s;
   if (name == "k_no_rope_last_layer") {
     MutatedHostOps::Hooks hooks;
     hooks.k_no_rope_layer = last;
