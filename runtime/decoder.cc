@@ -1,5 +1,6 @@
 #include "runtime/decoder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -29,10 +30,11 @@ int64_t Numel(const google::protobuf::RepeatedField<int64_t>& shape) {
 
 struct Decoder::Copy {
   BufferObject* bo = nullptr;
-  uint8_t* host = nullptr;  // host value or weight source
-  size_t bytes = 0;
+  uint8_t* host = nullptr;  // host value (its row 0) or weight source
+  size_t bytes = 0;         // per token row
   bool static_once = false;  // a STATIC BO mirroring a host value: written on first use
   const std::string* value_name = nullptr;
+  size_t host_row_bytes = 0, bo_row_bytes = 0;  // token row strides; 0: one row
 };
 
 struct Decoder::StepPlan {
@@ -68,6 +70,11 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& pro
 }
 
 absl::Status Decoder::Plan(const weights::Weights& weights) {
+  if (options_.prefill_rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill rows (the prompt chunk) must be at least 1, not ", options_.prefill_rows));
+  }
+  PlanRows();
   DK_RETURN_IF_ERROR(PlanValues());
   std::vector<uint8_t*> weight_src;
   DK_RETURN_IF_ERROR(AllocateBos(weights, &weight_src));
@@ -95,13 +102,50 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   return absl::OkStatus();
 }
 
+void Decoder::PlanRows() {
+  // The tail: the steps after the last layer that only turn the last hidden state
+  // into the token (final norm, LM head, top-k). They write no KV cache, so a chunk
+  // needs them for its last token alone.
+  size_t tail = program_.steps_size();
+  for (; tail > 0; --tail) {
+    const elf::Step& st = program_.steps(static_cast<int>(tail) - 1);
+    if (st.has_group() ? st.group().layer() >= 0 : st.host().kind() != "topk") break;
+  }
+  tail_begin_ = tail;
+  bo_rows_.assign(program_.bos_size(), 1);
+  value_rows_.assign(program_.values_size(), 1);
+  const int rows = options_.prefill_rows;
+  if (rows == 1) return;
+  std::map<std::string, int> bo_index, value_index;
+  for (int i = 0; i < program_.bos_size(); ++i) bo_index[program_.bos(i).name()] = i;
+  for (int i = 0; i < program_.values_size(); ++i) value_index[program_.values(i).name()] = i;
+  for (size_t s = 0; s < tail_begin_; ++s) {
+    const elf::Step& st = program_.steps(static_cast<int>(s));
+    if (st.has_host()) {
+      for (const auto& b : st.host().bindings()) value_rows_[value_index.at(b.value())] = rows;
+      continue;
+    }
+    for (const elf::Launch& l : st.group().launches()) {
+      for (const auto& bind : l.bindings()) {
+        const int i = bo_index.at(bind.bo());
+        const elf::BufferObject& b = program_.bos(i);
+        if (!b.weight_tensor().empty() || b.category() == elf::STATIC) continue;  // weights: one copy
+        bo_rows_[i] = rows;
+        if (!b.host_value().empty()) value_rows_[value_index.at(b.host_value())] = rows;
+      }
+    }
+  }
+}
+
 absl::Status Decoder::PlanValues() {
   for (int i = 0; i < program_.values_size(); ++i) {
     const auto& v = program_.values(i);
     value_index_[v.name()] = i;
     // Sizes are ValidateProgram's (positive, at most elf::kMaxBytes), but even
     // those may not fit in memory: an error, not a null buffer written later.
-    const int64_t bytes = Numel(v.shape()) * elf::DTypeBytes(v.dtype());
+    const int64_t row = Numel(v.shape()) * elf::DTypeBytes(v.dtype());
+    value_bytes_.push_back(static_cast<size_t>(row));
+    const int64_t bytes = row * value_rows_[i];
     values_.emplace_back(static_cast<size_t>(bytes));
     if (values_.back().size() != static_cast<size_t>(bytes)) {
       return absl::ResourceExhaustedError(
@@ -130,7 +174,8 @@ absl::Status Decoder::AllocateBos(const weights::Weights& weights, std::vector<u
   for (int i = 0; i < program_.bos_size(); ++i) {
     const elf::BufferObject& b = program_.bos(i);
     bo_index_[b.name()] = i;
-    DK_ASSIGN_OR_RETURN(std::unique_ptr<BufferObject> bo, device_->Allocate(b.name(), b.size_bytes(), b.category()));
+    DK_ASSIGN_OR_RETURN(std::unique_ptr<BufferObject> bo,
+                        device_->Allocate(b.name(), b.size_bytes(), b.category(), bo_rows_[i]));
     bos_.push_back(std::move(bo));
     if (b.weight_tensor().empty()) continue;
     DK_ASSIGN_OR_RETURN((*weight_src)[i], PlaceWeight(i, weights));
@@ -223,7 +268,7 @@ absl::StatusOr<uint8_t*> Decoder::HostBytes(const elf::BufferObject& b) {
   const int vi = value_index_.at(b.host_value());
   const auto& v = program_.values(vi);
   const int64_t offset = b.host_offset() * elf::DTypeBytes(v.dtype());
-  if (v.dtype() != b.dtype() || offset + b.size_bytes() > static_cast<int64_t>(values_[vi].size())) {
+  if (v.dtype() != b.dtype() || offset + b.size_bytes() > static_cast<int64_t>(value_bytes_[vi])) {
     return absl::InvalidArgumentError(absl::StrCat("BO '", b.name(), "' does not fit host value '", v.name(),
                                                    "' at offset ", b.host_offset()));
   }
@@ -235,7 +280,8 @@ absl::Status Decoder::PlanHostStep(const elf::HostStep& step, int index, StepPla
   std::vector<std::pair<std::string, HostOps::Value>> values;
   for (const auto& b : step.bindings()) {
     const int vi = value_index_.at(b.value());
-    values.push_back({b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi)}});
+    const size_t row_bytes = value_rows_[vi] > 1 ? value_bytes_[vi] : 0;
+    values.push_back({b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi), row_bytes}});
     // The token leaves through the top-k step's values (the host checks their types
     // and sizes when it binds the step).
     if (step.kind() == "topk" && b.param() == "ids") topk_ids_value_ = vi;
@@ -267,7 +313,7 @@ absl::Status Decoder::PlanGroup(const elf::LaunchGroup& group, const std::vector
           return absl::InvalidArgumentError(absl::StrCat("OUTPUT BO '", b.name(), "' mirrors no host value"));
         }
         DK_ASSIGN_OR_RETURN(uint8_t* dst, HostBytes(b));
-        plan->reads.push_back(Copy{bos_[i].get(), dst, static_cast<size_t>(b.size_bytes())});
+        plan->reads.push_back(RowStrides(Copy{bos_[i].get(), dst, static_cast<size_t>(b.size_bytes())}, i));
         continue;
       }
       if (seen_out.count(i)) continue;  // produced earlier in this group: already on the device
@@ -282,7 +328,7 @@ absl::Status Decoder::PlanGroup(const elf::LaunchGroup& group, const std::vector
                                                        "' mirrors neither a host value nor a weight"));
       }
       c.static_once = b.category() == elf::STATIC;
-      plan->writes.push_back(c);
+      plan->writes.push_back(RowStrides(c, i));
     }
   }
   return absl::OkStatus();
@@ -293,66 +339,117 @@ absl::StatusOr<StepResult> Decoder::Step(uint32_t token) {
   return last_;
 }
 
-absl::Status Decoder::Advance(uint32_t token) {
+absl::Status Decoder::Advance(uint32_t token) { return RunChunk(absl::Span<const uint32_t>(&token, 1)); }
+
+absl::Status Decoder::Feed(absl::Span<const uint32_t> tokens) {
+  if (tokens.empty()) return absl::InvalidArgumentError("no tokens to feed");
+  const int64_t context = options_.max_context > 0 ? options_.max_context : program_.model().max_context();
+  if (position_ + static_cast<int64_t>(tokens.size()) > context) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "a prompt of ", tokens.size(), " tokens", position_ > 0 ? absl::StrCat(" after ", position_, " others") : "",
+        " does not fit the context of ", context, " positions (raise max_context or shorten the prompt)"));
+  }
+  const size_t chunk = static_cast<size_t>(options_.prefill_rows);
+  for (size_t i = 0; i < tokens.size(); i += chunk) {
+    DK_RETURN_IF_ERROR(RunChunk(tokens.subspan(i, std::min(chunk, tokens.size() - i))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens) {
+  const int m = static_cast<int>(tokens.size());
+  if (m > options_.prefill_rows) {
+    return absl::InvalidArgumentError(absl::StrCat(m, " tokens in one run, the decoder holds ", options_.prefill_rows));
+  }
+  last_row_ = m - 1;
   for (size_t s = 0; s < plan_.size(); ++s) {
+    // Steps before the tail run for every token of the chunk, the tail for its last.
+    const RowRange rows = s < tail_begin_ ? RowRange{0, m} : RowRange{m - 1, 1};
     const StepPlan& plan = plan_[s];
     StepTiming& t = timings_[s];
     t = StepTiming{};
-    if (plan.host != nullptr) {
-      const int64_t t0 = NowNs();
-      absl::Status st = host_->RunHostStep(plan.host_handle, token, position_);
-      t.run_ns = NowNs() - t0;
-      if (!st.ok()) {
-        // Where it happened: a host step's own message (top-k over NaN logits, say)
-        // cannot know the ELF, the step or the position.
-        return absl::Status(st.code(), absl::StrCat("ELF '", elf_name_, "', step ", s, " (host step '",
-                                                    plan.host->kind(), "'), position ", position_, ", input token ",
-                                                    token, ": ", st.message()));
-      }
+    if (plan.host == nullptr) {
+      DK_RETURN_IF_ERROR(RunGroup(s, rows));
       continue;
     }
     const int64_t t0 = NowNs();
-    for (const Copy& c : plan.writes) {
-      if (c.static_once && static_mirrors_written_) {
-        if (options_.validate) {
-          // The BO still holds the bytes of the first token; the value moved on.
-          scratch_.resize(c.bytes);
-          DK_RETURN_IF_ERROR(c.bo->Read(scratch_.data(), c.bytes));
-          if (std::memcmp(scratch_.data(), c.host, c.bytes) != 0) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "BO protocol violation: ELF '", elf_name_, "', group '",
-                program_.steps(static_cast<int>(s)).group().name(), "': STATIC BO '", c.bo->name(),
-                "' mirrors host value '", *c.value_name, "', which changed after the BO was "
-                "written once (position ", position_, "); an activation must not be STATIC"));
-          }
-        }
-        continue;
-      }
-      DK_RETURN_IF_ERROR(c.bo->Write(c.host, c.bytes));
-      DK_RETURN_IF_ERROR(c.bo->SyncToDevice());
-      t.bytes_written += c.bytes;
+    absl::Status st = host_->RunHostStep(plan.host_handle, tokens.subspan(rows.first, rows.count),
+                                         position_ + rows.first, rows.first);
+    t.run_ns = NowNs() - t0;
+    if (!st.ok()) {
+      // Where it happened: a host step's own message (top-k over NaN logits, say)
+      // cannot know the ELF, the step or the position.
+      const std::string where =
+          rows.count == 1 ? absl::StrCat("position ", position_ + rows.first, ", input token ", tokens[rows.first])
+                          : absl::StrCat("positions ", position_, "..", position_ + m - 1);
+      return absl::Status(st.code(), absl::StrCat("ELF '", elf_name_, "', step ", s, " (host step '",
+                                                  plan.host->kind(), "'), ", where, ": ", st.message()));
     }
-    const int64_t t1 = NowNs();
-    DK_ASSIGN_OR_RETURN(std::unique_ptr<Run> run, device_->Start(*loaded_, plan.group));
-    DK_RETURN_IF_ERROR(run->Wait());
-    const int64_t t2 = NowNs();
-    for (const Copy& c : plan.reads) {
-      DK_RETURN_IF_ERROR(c.bo->SyncFromDevice());
-      DK_RETURN_IF_ERROR(c.bo->Read(c.host, c.bytes));
-      t.bytes_read += c.bytes;
-    }
-    t.write_ns = t1 - t0;
-    t.run_ns = t2 - t1;
-    t.read_ns = NowNs() - t2;
   }
   static_mirrors_written_ = true;
-  ++position_;
+  position_ += m;
+  return ReadTopK();
+}
+
+absl::Status Decoder::WriteInputs(size_t s, RowRange rows, StepTiming* t) {
+  for (const Copy& c : plan_[s].writes) {
+    if (c.static_once && static_mirrors_written_) {
+      if (options_.validate) {
+        // The BO still holds the bytes of the first token; the value moved on.
+        scratch_.resize(c.bytes);
+        DK_RETURN_IF_ERROR(c.bo->Read(scratch_.data(), c.bytes));
+        if (std::memcmp(scratch_.data(), c.host + rows.first * c.host_row_bytes, c.bytes) != 0) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "BO protocol violation: ELF '", elf_name_, "', group '",
+              program_.steps(static_cast<int>(s)).group().name(), "': STATIC BO '", c.bo->name(),
+              "' mirrors host value '", *c.value_name, "', which changed after the BO was "
+              "written once (position ", position_ + rows.first, "); an activation must not be STATIC"));
+        }
+      }
+      continue;
+    }
+    for (int r = rows.first; r < rows.first + rows.count; ++r) {
+      DK_RETURN_IF_ERROR(c.bo->Write(c.host + r * c.host_row_bytes, c.bytes, r * c.bo_row_bytes));
+    }
+    DK_RETURN_IF_ERROR(c.bo_row_bytes == 0
+                           ? c.bo->SyncToDevice()
+                           : c.bo->SyncRangeToDevice(rows.count * c.bytes, rows.first * c.bo_row_bytes));
+    t->bytes_written += rows.count * c.bytes;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::RunGroup(size_t s, RowRange rows) {
+  const StepPlan& plan = plan_[s];
+  StepTiming& t = timings_[s];
+  const int64_t t0 = NowNs();
+  DK_RETURN_IF_ERROR(WriteInputs(s, rows, &t));
+  const int64_t t1 = NowNs();
+  DK_ASSIGN_OR_RETURN(std::unique_ptr<Run> run, device_->Start(*loaded_, plan.group, rows));
+  DK_RETURN_IF_ERROR(run->Wait());
+  const int64_t t2 = NowNs();
+  for (const Copy& c : plan.reads) {
+    DK_RETURN_IF_ERROR(c.bo_row_bytes == 0
+                           ? c.bo->SyncFromDevice()
+                           : c.bo->SyncRangeFromDevice(rows.count * c.bytes, rows.first * c.bo_row_bytes));
+    for (int r = rows.first; r < rows.first + rows.count; ++r) {
+      DK_RETURN_IF_ERROR(c.bo->Read(c.host + r * c.host_row_bytes, c.bytes, r * c.bo_row_bytes));
+    }
+    t.bytes_read += rows.count * c.bytes;
+  }
+  t.write_ns = t1 - t0;
+  t.run_ns = t2 - t1;
+  t.read_ns = NowNs() - t2;
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::ReadTopK() {
   // The top-k step's values, best first, up to the first id -1 (no finite logit
   // left); clear() + push_back reuse the vectors' capacity: no allocation after the
   // first token.
   const auto* ids = reinterpret_cast<const int32_t*>(values_[topk_ids_value_].data());
   const auto* vals = reinterpret_cast<const float*>(values_[topk_values_value_].data());
-  const size_t k = values_[topk_ids_value_].size() / sizeof(int32_t);
+  const size_t k = value_bytes_[topk_ids_value_] / sizeof(int32_t);
   last_.top_ids.clear();
   last_.top_logits.clear();
   for (size_t i = 0; i < k && ids[i] >= 0; ++i) {
@@ -362,6 +459,16 @@ absl::Status Decoder::Advance(uint32_t token) {
   if (last_.top_ids.empty()) return absl::InternalError("the program produced no top-k");
   last_.token = last_.top_ids[0];
   return absl::OkStatus();
+}
+
+Decoder::Copy Decoder::RowStrides(Copy c, int bo) const {
+  const elf::BufferObject& b = program_.bos(bo);
+  c.bo_row_bytes = bo_rows_[bo] > 1 ? c.bytes : 0;
+  if (!b.host_value().empty()) {
+    const int vi = value_index_.at(b.host_value());
+    c.host_row_bytes = value_rows_[vi] > 1 ? value_bytes_[vi] : 0;
+  }
+  return c;
 }
 
 void Decoder::Reset() {
@@ -376,8 +483,8 @@ const float* Decoder::logits() const {
 const void* Decoder::value(const std::string& name, size_t* bytes) const {
   for (int i = 0; i < program_.values_size(); ++i) {
     if (program_.values(i).name() != name) continue;
-    if (bytes != nullptr) *bytes = values_[i].size();
-    return values_[i].data();
+    if (bytes != nullptr) *bytes = value_bytes_[i];
+    return values_[i].data() + (value_rows_[i] > 1 ? last_row_ * value_bytes_[i] : 0);
   }
   return nullptr;
 }

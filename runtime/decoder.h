@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "elf/program.pb.h"
 #include "runtime/runtime.h"
 #include "util/aligned_buffer.h"
@@ -59,6 +60,15 @@ class Decoder {
     // and rows already placed before that. A tensor some WRITE BO is rewritten from
     // never gets `last`.
     std::function<void(const std::string& tensor, int64_t begin, int64_t end, bool last)> weight_placed;
+    // The most tokens one run of the program processes (Feed's chunk): every BO
+    // and host value the steps before the LM head use holds this many token rows.
+    // 1: tokens go through one at a time. Each row's result is the one feeding the
+    // tokens one by one gives (the kernels' multi-row forms are bit-identical per
+    // row), so this changes speed and memory, never the output.
+    int prefill_rows = 1;
+    // The positions the host's KV cache holds (0: the model's max_context), for
+    // Feed's up-front check of a prompt's length.
+    int max_context = 0;
   };
   static absl::StatusOr<std::unique_ptr<Decoder>> Create(const elf::Program& program,
                                                          const std::string& elf_name,
@@ -69,6 +79,11 @@ class Decoder {
   // Feeds `token` at position(), runs every step; the top-k of the logits is then
   // last(). Allocates nothing once the first token has run (the hot path).
   absl::Status Advance(uint32_t token);
+  // Feeds `tokens` at positions position() on, options.prefill_rows at a time (one
+  // run per step for all of a chunk's rows); the LM head and top-k run for each
+  // chunk's last token only, whose top-k is then last(). Greedy decode after Feed
+  // chooses what it would after Advance-ing the tokens one by one.
+  absl::Status Feed(absl::Span<const uint32_t> tokens);
   const StepResult& last() const { return last_; }
   // Advance, returning a copy of last().
   absl::StatusOr<StepResult> Step(uint32_t token);
@@ -79,12 +94,12 @@ class Decoder {
   const elf::Program& program() const { return program_; }
   // The BO of program().bos(i), i in [0, program().bos_size()).
   BufferObject* bo(int i) const { return bos_[i].get(); }
-  // Timings of the last Step, one entry per program step.
+  // Timings of the last Advance (or Feed's last chunk), one entry per program step.
   const std::vector<StepTiming>& timings() const { return timings_; }
   // The f32 logits of the last Step (program value "logits").
   const float* logits() const;
-  // The bytes of host value `name` (program value, as of the last Step) and their
-  // size in *bytes; nullptr for a name that is not a host value of the program
+  // The bytes of host value `name` (program value, as of the last token fed: its
+  // row) and their size in *bytes; nullptr for a name that is not a host value of the program
   // (e.g. an activation an optimized ELF keeps in an INTERMEDIATE BO).
   const void* value(const std::string& name, size_t* bytes) const;
 
@@ -111,6 +126,15 @@ class Decoder {
   absl::Status PlanHostStep(const elf::HostStep& step, int index, StepPlan* plan);
   absl::Status PlanGroup(const elf::LaunchGroup& group, const std::vector<uint8_t*>& weight_src,
                          StepPlan* plan);
+  // Which steps form the tail (LM head, top-k) and which BOs / values hold token rows.
+  void PlanRows();
+  // One run of every step for tokens (at most prefill_rows of them).
+  absl::Status RunChunk(absl::Span<const uint32_t> tokens);
+  absl::Status RunGroup(size_t s, RowRange rows);
+  absl::Status WriteInputs(size_t s, RowRange rows, StepTiming* t);
+  absl::Status ReadTopK();
+  // `c` with the token row strides of program BO `bo` and the value it mirrors.
+  Copy RowStrides(Copy c, int bo) const;
 
   elf::Program program_;
   std::string elf_name_;
@@ -118,7 +142,8 @@ class Decoder {
   HostOps* host_ = nullptr;
   std::unique_ptr<LoadedElf> loaded_;
   std::vector<std::unique_ptr<BufferObject>> bos_;
-  std::vector<AlignedBuffer<uint8_t>> values_;           // host values, by index
+  std::vector<AlignedBuffer<uint8_t>> values_;           // host values, by index (value_rows_ rows)
+  std::vector<size_t> value_bytes_;                      // bytes of one row of each
   std::vector<AlignedBuffer<uint8_t>> packed_weights_;   // host copies in device layouts
   std::vector<StepPlan> plan_;
   std::map<std::string, int> value_index_, bo_index_;  // by name (planning)
@@ -126,6 +151,9 @@ class Decoder {
   Options options_;
   StepResult last_;
   std::vector<uint8_t> scratch_;  // validation: a STATIC mirror's bytes
+  size_t tail_begin_ = 0;          // steps [tail_begin_, end) run for a chunk's last token only
+  std::vector<int> bo_rows_, value_rows_;  // token rows each BO / host value holds
+  int last_row_ = 0;                       // the last token's row in the last run
   int logits_value_ = -1;
   int topk_ids_value_ = -1;     // the top-k step's i32 ids and f32 values
   int topk_values_value_ = -1;

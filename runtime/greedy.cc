@@ -18,8 +18,7 @@ double MsSince(Clock::time_point t0) {
 absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt) {
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
   decoder.Reset();
-  for (uint32_t id : prompt) DK_RETURN_IF_ERROR(decoder.Advance(id));
-  return absl::OkStatus();
+  return decoder.Feed(prompt);
 }
 
 absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,

@@ -1,7 +1,7 @@
 // The greedy decode loop, written once for every tool that generates (generate,
 // the verify gate's runner, the profile's timing runs): start a new sequence, feed
-// the prompt one token at a time through the same decode ELF (no separate prefill),
-// then choose greedily.
+// the prompt through the decode ELF in chunks of the decoder's prefill rows
+// (Decoder::Feed: one run per step for a whole chunk), then choose greedily.
 //
 //   runtime::GreedyOptions options;
 //   options.max_new_tokens = 32;
@@ -28,8 +28,8 @@
 
 namespace dk::runtime {
 
-// Starts a new sequence and feeds `prompt` one token at a time; decoder.last() is
-// then the choice after the prompt. InvalidArgument for an empty prompt.
+// Starts a new sequence and feeds `prompt` (Decoder::Feed); decoder.last() is then
+// the choice after the prompt. InvalidArgument for an empty prompt.
 absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt);
 
 struct GreedyOptions {

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "elf/program.pb.h"
 
 namespace dk::runtime {
@@ -34,6 +35,19 @@ class BufferObject {
   // Host side <-> device side (whole BO).
   virtual absl::Status SyncToDevice() = 0;
   virtual absl::Status SyncFromDevice() = 0;
+  // The same for bytes [offset, offset + bytes) only (one token row of a BO that
+  // holds several, as XRT's sync with size and offset).
+  virtual absl::Status SyncRangeToDevice(size_t bytes, size_t offset) = 0;
+  virtual absl::Status SyncRangeFromDevice(size_t bytes, size_t offset) = 0;
+};
+
+// The token rows one run processes: rows [first, first + count) of every BO that
+// holds token rows (Device::Allocate's `rows` > 1); a BO that holds one row is used
+// whole by every run, whatever its first. Decode runs one row; a prompt chunk runs
+// one row per token (the batched prefill, docs/architecture.md s.4).
+struct RowRange {
+  int first = 0;
+  int count = 1;
 };
 
 // A program loaded on a device: launch groups resolved to kernels, BO bindings
@@ -60,16 +74,20 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual std::string description() const = 0;
-  // `category` is the BO's category in the program (validation uses it).
+  // `category` is the BO's category in the program (validation uses it). `rows`
+  // > 1: the BO holds that many token rows of `bytes` each, one after the other
+  // (size() is rows * bytes), and a run's RowRange picks which its kernels use.
   virtual absl::StatusOr<std::unique_ptr<BufferObject>> Allocate(const std::string& name,
                                                                  size_t bytes,
-                                                                 elf::BoCategory category) = 0;
+                                                                 elf::BoCategory category,
+                                                                 int rows) = 0;
   // `elf_name` is used in messages. `bos[i]` is the BO of program.bos(i).
   virtual absl::StatusOr<std::unique_ptr<LoadedElf>> Load(const elf::Program& program,
                                                           const std::string& elf_name,
                                                           std::vector<BufferObject*> bos) = 0;
-  // Starts launch group `group` (0-based, in execution order) of `elf`.
-  virtual absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group) = 0;
+  // Starts launch group `group` (0-based, in execution order) of `elf` over token
+  // rows `rows`, which must lie within every bound BO that holds token rows.
+  virtual absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group, RowRange rows) = 0;
 
   // Weight layouts the device's kernels read: the bytes a [rows, cols] bf16 matrix
   // takes in `layout` and block format `format` (BLOCK_FORMAT_NONE: bf16
@@ -91,6 +109,9 @@ class HostOps {
   struct Value {
     void* data = nullptr;
     const elf::HostValue* info = nullptr;
+    // Bytes from one token row of the value to the next; 0: the value holds one row,
+    // which every row of a run uses.
+    size_t row_bytes = 0;
   };
   // Binds `step` once, before decoding: its kind resolved and its bound values (by
   // parameter name) found. Returns the handle RunHostStep takes; InvalidArgument for
@@ -98,8 +119,13 @@ class HostOps {
   // `step` and the values' memory must outlive the host ops.
   virtual absl::StatusOr<int> BindHostStep(const elf::HostStep& step,
                                            const std::vector<std::pair<std::string, Value>>& values) = 0;
-  // Runs bound step `handle` for the token at `position`.
-  virtual absl::Status RunHostStep(int handle, uint32_t token, int position) = 0;
+  // Runs bound step `handle` for tokens.size() consecutive tokens: tokens[i] is at
+  // position + i and its values are at token row first_row + i (decode: one token,
+  // row 0). Every token's KV entries are written before any attention step reads
+  // them (the program writes a layer's KV before its attention), so row i attends
+  // to positions [0, position + i], as decoding the tokens one by one would.
+  virtual absl::Status RunHostStep(int handle, absl::Span<const uint32_t> tokens, int position,
+                                   int first_row) = 0;
   // Forget the KV cache (a new sequence).
   virtual void Reset() = 0;
 };

@@ -51,8 +51,7 @@ class MutatedHostOps final : public runtime::HostOps {
     std::optional<PlainRope> rope;             // replaces the RoPE tables
   };
   MutatedHostOps(std::unique_ptr<runtime::HostOps> inner, const elf::ModelShape& m, Hooks hooks)
-      : inner_(std::move(inner)), m_(m), hooks_(std::move(hooks)),
-        cos_(m.head_dim() / 2), sin_(m.head_dim() / 2) {}
+      : inner_(std::move(inner)), m_(m), hooks_(std::move(hooks)) {}
 
   absl::StatusOr<int> BindHostStep(const elf::HostStep& step,
                                    const std::vector<std::pair<std::string, Value>>& values) override {
@@ -61,34 +60,51 @@ class MutatedHostOps final : public runtime::HostOps {
     return handle;
   }
 
-  absl::Status RunHostStep(int handle, uint32_t token, int position) override {
+  // Token by token (row by row), so that each hook sees one position: the inner
+  // host ops give each row what a one-token call at its position would.
+  absl::Status RunHostStep(int handle, absl::Span<const uint32_t> tokens, int position, int first_row) override {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      DK_RETURN_IF_ERROR(RunRow(handle, tokens[i], position + static_cast<int>(i), first_row + static_cast<int>(i)));
+    }
+    return absl::OkStatus();
+  }
+  void Reset() override { inner_->Reset(); }
+
+ private:
+  absl::Status RunRow(int handle, uint32_t token, int position, int row) {
     const auto found = bound_.find(handle);
     if (found == bound_.end()) return absl::InvalidArgumentError("mutation: unbound host step");
     const elf::HostStep& step = *found->second.step;
     auto get = [&](const char* param) -> void* {
       for (const auto& [name, v] : found->second.values) {
-        if (name == param) return v.data;
+        if (name == param) return static_cast<uint8_t*>(v.data) + row * v.row_bytes;
       }
       return nullptr;
     };
     const size_t half = m_.head_dim() / 2;
+    if (static_cast<int>(cos_.size()) <= row) {
+      cos_.resize(row + 1, std::vector<float>(half));
+      sin_.resize(row + 1, std::vector<float>(half));
+    }
     if (step.kind() == "kv_write" && step.layer() == hooks_.k_no_rope_layer) {
       // k_rot[i] = k[i] c - k[i+h] s, k_rot[i+h] = k[i+h] c + k[i] s: rotate back.
       bf16* k = static_cast<bf16*>(get("k"));
       if (k == nullptr) return absl::InvalidArgumentError("mutation: kv_write without k");
+      const std::vector<float>&c = cos_[row], &s = sin_[row];
       for (int h = 0; h < m_.n_kv_heads(); ++h) {
         bf16* x = k + h * m_.head_dim();
         for (size_t i = 0; i < half; ++i) {
           const float a = Bf16ToF32(x[i]), b = Bf16ToF32(x[i + half]);
-          x[i] = F32ToBf16(a * cos_[i] + b * sin_[i]);
-          x[i + half] = F32ToBf16(b * cos_[i] - a * sin_[i]);
+          x[i] = F32ToBf16(a * c[i] + b * s[i]);
+          x[i + half] = F32ToBf16(b * c[i] - a * s[i]);
         }
       }
     }
+    const uint32_t one[1] = {token};
     if (step.kind() == "attention" && hooks_.attention_off_by_one && position > 0) {
-      return inner_->RunHostStep(handle, token, position - 1);
+      return inner_->RunHostStep(handle, one, position - 1, row);
     }
-    DK_RETURN_IF_ERROR(inner_->RunHostStep(handle, token, position));
+    DK_RETURN_IF_ERROR(inner_->RunHostStep(handle, one, position, row));
     if (step.kind() == "rope_lookup") {
       bf16* c = static_cast<bf16*>(get("cos"));
       bf16* s = static_cast<bf16*>(get("sin"));
@@ -98,15 +114,14 @@ class MutatedHostOps final : public runtime::HostOps {
         std::memcpy(s, hooks_.rope->sin(position), half * sizeof(bf16));
       }
       for (size_t i = 0; i < half; ++i) {
-        cos_[i] = Bf16ToF32(c[i]);
-        sin_[i] = Bf16ToF32(s[i]);
+        cos_[row][i] = Bf16ToF32(c[i]);
+        sin_[row][i] = Bf16ToF32(s[i]);
       }
     }
     return absl::OkStatus();
   }
-  void Reset() override { inner_->Reset(); }
 
- private:
+
   struct BoundStep {
     const elf::HostStep* step;
     std::vector<std::pair<std::string, Value>> values;
@@ -115,7 +130,7 @@ class MutatedHostOps final : public runtime::HostOps {
   const elf::ModelShape m_;
   Hooks hooks_;
   std::map<int, BoundStep> bound_;  // by the inner host ops' handle
-  std::vector<float> cos_, sin_;  // this position's tables (for un-rotating K)
+  std::vector<std::vector<float>> cos_, sin_;  // each token row's tables (for un-rotating K)
 };
 
 absl::StatusOr<weights::Tensor*> Mutable(weights::Weights* w, const std::string& name) {

@@ -45,9 +45,15 @@ uint8_t* StaticArena::Allocate(size_t bytes) {
   return p;
 }
 
-CpuBo::CpuBo(std::string name, size_t bytes, BoCategory category, std::shared_ptr<Validator> v,
-             const std::shared_ptr<StaticArena>& arena)
-    : name_(std::move(name)), size_(bytes), category_(category), v_(std::move(v)) {
+CpuBo::CpuBo(std::string name, size_t row_bytes, BoCategory category, std::shared_ptr<Validator> v,
+             const std::shared_ptr<StaticArena>& arena, int rows)
+    : name_(std::move(name)),
+      rows_(rows > 1 ? rows : 1),
+      row_bytes_(rows > 1 ? row_bytes : 0),
+      size_(row_bytes * rows_),
+      category_(category),
+      v_(std::move(v)) {
+  const size_t bytes = size_;
   if (category == elf::STATIC && bytes < kHugePageMin) {
     arena_ = arena;
     device_ = arena_->Allocate(bytes);
@@ -112,6 +118,30 @@ absl::Status CpuBo::SyncFromDevice() {
   }
   if (!EnsureHost()) return NoMemory();
   std::memcpy(host_.data(), device_, size_);
+  fetched_version_ = device_version_;
+  return absl::OkStatus();
+}
+
+absl::Status CpuBo::SyncRangeToDevice(size_t bytes, size_t offset) {
+  if (offset > size_ || bytes > size_ - offset) return Range("SyncRangeToDevice", bytes, offset);
+  if (v_->enabled && category_ == elf::INTERMEDIATE) {
+    return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' to the device"));
+  }
+  if (category_ == elf::STATIC) return SyncToDevice();  // written once, whole
+  if (!EnsureHost()) return NoMemory();
+  std::memcpy(device_ + offset, host_.data() + offset, bytes);
+  synced_version_ = host_version_;
+  device_valid_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status CpuBo::SyncRangeFromDevice(size_t bytes, size_t offset) {
+  if (offset > size_ || bytes > size_ - offset) return Range("SyncRangeFromDevice", bytes, offset);
+  if (v_->enabled && category_ == elf::INTERMEDIATE) {
+    return v_->Violation(absl::StrCat("host synced INTERMEDIATE BO '", name_, "' from the device"));
+  }
+  if (!EnsureHost()) return NoMemory();
+  std::memcpy(host_.data() + offset, device_ + offset, bytes);
   fetched_version_ = device_version_;
   return absl::OkStatus();
 }

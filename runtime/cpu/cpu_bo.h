@@ -49,9 +49,10 @@ class StaticArena {
 
 class CpuBo final : public BufferObject {
  public:
-  // The device side comes from `arena` for a STATIC BO under kHugePageMin.
+  // The device side comes from `arena` for a STATIC BO under kHugePageMin. `rows`
+  // > 1: rows token rows of `bytes` each (Device::Allocate).
   CpuBo(std::string name, size_t bytes, elf::BoCategory category, std::shared_ptr<Validator> v,
-        const std::shared_ptr<StaticArena>& arena);
+        const std::shared_ptr<StaticArena>& arena, int rows = 1);
 
   bool ok() const { return device_ != nullptr; }
   const std::string& name() const override { return name_; }
@@ -59,11 +60,19 @@ class CpuBo final : public BufferObject {
   elf::BoCategory category() const { return category_; }
   uint8_t* device() { return device_; }
   const uint8_t* device() const { return device_; }
+  // Bytes from one token row to the next; 0 for a BO of one row (every run's row
+  // reads the same bytes).
+  size_t row_bytes() const { return row_bytes_; }
+  int rows() const { return rows_; }
+  // The device side of token row `row` (row 0 for a BO of one row).
+  uint8_t* device_row(size_t row) const { return device_ + row * row_bytes_; }
 
   absl::Status Write(const void* src, size_t bytes, size_t offset) override;
   absl::Status Read(void* dst, size_t bytes, size_t offset) override;
   absl::Status SyncToDevice() override;
   absl::Status SyncFromDevice() override;
+  absl::Status SyncRangeToDevice(size_t bytes, size_t offset) override;
+  absl::Status SyncRangeFromDevice(size_t bytes, size_t offset) override;
 
   // Called on the device side before / after a launch; `where` names the launch.
   absl::Status CheckReadByLaunch(const std::string& where);
@@ -79,6 +88,8 @@ class CpuBo final : public BufferObject {
   absl::Status Range(const char* op, size_t bytes, size_t offset) const;
 
   const std::string name_;
+  const int rows_;
+  const size_t row_bytes_;
   const size_t size_;
   const elf::BoCategory category_;
   AlignedBuffer<uint8_t> host_;

@@ -142,10 +142,12 @@ class CpuDevice final : public Device {
   }
 
   absl::StatusOr<std::unique_ptr<BufferObject>> Allocate(const std::string& name, size_t bytes,
-                                                         BoCategory category) override {
-    auto bo = std::make_unique<CpuBo>(name, bytes, category, validator_, arena_);
+                                                         BoCategory category, int rows) override {
+    if (rows < 1) return absl::InvalidArgumentError(absl::StrCat("BO '", name, "': ", rows, " rows"));
+    auto bo = std::make_unique<CpuBo>(name, bytes, category, validator_, arena_, rows);
     if (!bo->ok()) {
-      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes for BO '", name, "'"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", rows, " x ", bytes, " bytes for BO '", name, "'"));
     }
     return bo;
   }
@@ -185,21 +187,25 @@ class CpuDevice final : public Device {
     for (KernelTime& t : times_) t = {t.symbol};
   }
 
-  absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group) override {
+  absl::StatusOr<std::unique_ptr<Run>> Start(LoadedElf& elf, int group, RowRange rows) override {
     auto& cpu = static_cast<CpuElf&>(elf);
     if (group < 0 || group >= static_cast<int>(cpu.groups_.size())) {
       return absl::OutOfRangeError(absl::StrCat("no launch group ", group, " in ELF '", cpu.name_, "'"));
     }
+    if (rows.first != 0 || rows.count != 1) DK_RETURN_IF_ERROR(CheckRows(cpu, group, rows));
+    // Several rows: launch by launch (a kernel's rows in one call where it has one).
+    internal::Team* team = cpu.team_ok_[group] && rows.count == 1 ? cpu.team_.get() : nullptr;
     if (!options_.device_thread) {
       // The host waits for every run right after starting it: running the group
       // here, on the host thread, saves two thread hand-offs per run.
-      run_status_ = Execute(cpu.groups_[group], cpu.team_ok_[group] ? cpu.team_.get() : nullptr);
+      run_status_ = Execute(cpu.groups_[group], team, rows);
       return std::unique_ptr<Run>(new CpuRun(this));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
       job_ = &cpu.groups_[group];
-      job_team_ = cpu.team_ok_[group] ? cpu.team_.get() : nullptr;
+      job_team_ = team;
+      job_rows_ = rows;
       done_ = false;
       ++posted_;
       posted_flag_.store(posted_, std::memory_order_release);
@@ -267,6 +273,7 @@ class CpuDevice final : public Device {
     for (;;) {
       const std::vector<LaunchOp>* job;
       internal::Team* team;
+      RowRange rows;
       for (int i = 0; i < spin_ && posted_flag_.load(std::memory_order_acquire) == seen; ++i) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
@@ -279,8 +286,9 @@ class CpuDevice final : public Device {
         seen = posted_;
         job = job_;
         team = job_team_;
+        rows = job_rows_;
       }
-      absl::Status status = Execute(*job, team);
+      absl::Status status = Execute(*job, team, rows);
       {
         std::lock_guard<std::mutex> lock(mu_);
         run_status_ = status;
@@ -306,11 +314,42 @@ class CpuDevice final : public Device {
     t.weight_bytes += op.weight_bytes;
   }
 
-  // A group's launches, in order; with `team`, as one team run of the pool (see
-  // ThreadPool::RunTeam): one job and one barrier per launch instead of a job per
-  // launch. The validator's checks then come first, for the whole group.
-  absl::Status Execute(const std::vector<LaunchOp>& ops, internal::Team* team) {
+  // Rows within every BO of several rows that `group` binds.
+  absl::Status CheckRows(const CpuElf& elf, int group, RowRange rows) const {
+    if (rows.first < 0 || rows.count < 1) {
+      return absl::OutOfRangeError(absl::StrCat("rows [", rows.first, ", +", rows.count, ") in ELF '", elf.name_, "'"));
+    }
+    for (const LaunchOp& op : elf.groups_[group]) {
+      for (const CpuBo* bo : op.bo) {
+        if (bo != nullptr && bo->rows() > 1 && rows.first + rows.count > bo->rows()) {
+          return absl::OutOfRangeError(absl::StrCat(op.where, ": rows [", rows.first, ", ", rows.first + rows.count,
+                                                    ") but BO '", bo->name(), "' holds ", bo->rows()));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // One launch over `rows`: its kernel's multi-row call, or run() row by row.
+  void RunRows(const LaunchOp& op, RowRange rows) {
+    if (rows.count > 1 && op.kernel->run_rows != nullptr) {
+      op.row = 0;
+      op.kernel->run_rows(op, rows.first, rows.count, pool_);
+      return;
+    }
+    for (int r = rows.first; r < rows.first + rows.count; ++r) {
+      op.row = r;
+      op.kernel->run(op, pool_);
+    }
+  }
+
+  // A group's launches, in order, over token rows `rows`; with `team` (one row),
+  // as one team run of the pool (see ThreadPool::RunTeam): one job and one barrier
+  // per launch instead of a job per launch. The validator's checks then come first,
+  // for the whole group.
+  absl::Status Execute(const std::vector<LaunchOp>& ops, internal::Team* team, RowRange rows) {
     if (team != nullptr && pool_->num_threads() > 1) {
+      for (const LaunchOp& op : ops) op.row = rows.first;
       for (const LaunchOp& op : ops) {
         for (CpuBo* in : op.inputs) {
           if (auto s = in->CheckReadByLaunch(op.where); !s.ok()) return s;
@@ -335,7 +374,7 @@ class CpuDevice final : public Device {
       for (CpuBo* in : op.inputs) {
         if (auto s = in->CheckReadByLaunch(op.where); !s.ok()) return s;
       }
-      Timed(op, true, [&] { op.kernel->run(op, pool_); });
+      Timed(op, true, [&] { RunRows(op, rows); });
       for (CpuBo* out : op.outputs) out->MarkWrittenByLaunch();
     }
     return absl::OkStatus();
@@ -354,6 +393,7 @@ class CpuDevice final : public Device {
   uint64_t posted_ = 0;
   const std::vector<LaunchOp>* job_ = nullptr;
   internal::Team* job_team_ = nullptr;
+  RowRange job_rows_;
   absl::Status run_status_;
   std::atomic<bool> done_flag_{false};
   std::atomic<uint64_t> posted_flag_{0};  // posted_, readable without the lock

@@ -51,7 +51,7 @@ Fixture Load(const elf::Program& p, bool validate, const CpuDeviceOptions& cpu =
   f.device = MakeCpuDevice(DeviceOptions{validate}, nullptr, cpu);
   std::vector<BufferObject*> raw;
   for (const auto& b : p.bos()) {
-    f.bos.push_back(*f.device->Allocate(b.name(), b.size_bytes(), b.category()));
+    f.bos.push_back(*f.device->Allocate(b.name(), b.size_bytes(), b.category(), 1));
     raw.push_back(f.bos.back().get());
   }
   auto elf = f.device->Load(p, "toy.elf", raw);
@@ -73,7 +73,7 @@ int ThreadCount() {
 std::vector<bf16> Fill(float v) { return std::vector<bf16>(8, F32ToBf16(v)); }
 
 absl::Status RunGroup(Fixture& f, int g) {
-  auto run = f.device->Start(*f.elf, g);
+  auto run = f.device->Start(*f.elf, g, {});
   if (!run.ok()) return run.status();
   return (*run)->Wait();
 }
@@ -110,7 +110,7 @@ TEST(CpuDevice, RunsGroupsAndMovesBytesOnlyOnSync) {
 TEST(CpuDevice, SmallStaticBosFollowEachOtherInHugePageSlabs) {
   auto device = MakeCpuDevice(DeviceOptions{});
   auto alloc = [&](const std::string& name, size_t bytes, elf::BoCategory c) {
-    auto bo = device->Allocate(name, bytes, c);
+    auto bo = device->Allocate(name, bytes, c, 1);
     EXPECT_TRUE(bo.ok()) << bo.status();
     return *std::move(bo);
   };
@@ -281,7 +281,7 @@ TEST(CpuDevice, LoadRejectsBadLaunches) {
   std::vector<std::unique_ptr<BufferObject>> bos;
   std::vector<BufferObject*> raw;
   for (const auto& b : p.bos()) {
-    bos.push_back(*device->Allocate(b.name(), b.size_bytes(), b.category()));
+    bos.push_back(*device->Allocate(b.name(), b.size_bytes(), b.category(), 1));
     raw.push_back(bos.back().get());
   }
   elf::Program missing = p;

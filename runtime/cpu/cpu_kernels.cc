@@ -48,33 +48,28 @@ absl::StatusOr<formats::WeightFormat> FormatOf(const std::string& layout, elf::B
 
 // ---------------------------------------------------------------- run
 
-template <typename T>
-T* As(CpuBo* bo) {
-  return reinterpret_cast<T*>(bo->device());
-}
-
 // Calls call(x, y) with the GEMV's x and y BOs as the types they hold (f32 or bf16).
 template <typename Fn>
 void WithXY(const LaunchOp& op, const Fn& call) {
   if (op.x_f32) {
-    op.y_f32 ? call(As<float>(op.bo[1]), As<float>(op.bo[2])) : call(As<float>(op.bo[1]), As<bf16>(op.bo[2]));
+    op.y_f32 ? call(op.At<float>(1), op.At<float>(2)) : call(op.At<float>(1), op.At<bf16>(2));
   } else {
-    op.y_f32 ? call(As<bf16>(op.bo[1]), As<float>(op.bo[2])) : call(As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+    op.y_f32 ? call(op.At<bf16>(1), op.At<float>(2)) : call(op.At<bf16>(1), op.At<bf16>(2));
   }
 }
 
 void RunGemv(const LaunchOp& op, ThreadPool* pool) {
-  const bf16* w = As<bf16>(op.bo[0]);
+  const bf16* w = op.At<bf16>(0);
   const size_t rows = op.p[0], cols = op.p[1];
   WithXY(op, [&](const auto* x, auto* y) {
     if (formats::IsBlockFormat(op.format)) {
       // int8 activations (vpdpbusd where present): the faster strategy for every
       // format (kernels/gemv/gemv_quant.h).
-      kernels::QuantGemv(op.format, kernels::QuantActivations::kInt8, As<uint8_t>(op.bo[0]), rows, cols, x, y,
+      kernels::QuantGemv(op.format, kernels::QuantActivations::kInt8, op.At<uint8_t>(0), rows, cols, x, y,
                          pool);
     } else if (op.format == formats::WeightFormat::kBf16X12) {
       if constexpr (std::is_same_v<std::decay_t<decltype(*x)>, bf16>) {
-        kernels::X12Gemv(As<uint8_t>(op.bo[0]), rows, cols, x, y, pool);
+        kernels::X12Gemv(op.At<uint8_t>(0), rows, cols, x, y, pool);
       }  // f32 x is refused at load (CheckGemv)
     } else if (op.format == formats::WeightFormat::kBf16Packed) {
       kernels::PackedGemv(w, rows, cols, x, y, pool);
@@ -86,67 +81,67 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
 // npu2's K-split GEMV: K in chunks of p[2] columns, the partials added in order.
 void RunGemvKSplit(const LaunchOp& op, ThreadPool* pool) {
   WithXY(op, [&](const auto* x, auto* y) {
-    kernels::KSplitGemv(As<bf16>(op.bo[0]), op.format == formats::WeightFormat::kBf16Packed, op.p[0], op.p[1],
+    kernels::KSplitGemv(op.At<bf16>(0), op.format == formats::WeightFormat::kBf16Packed, op.p[0], op.p[1],
                         op.p[2], x, y, pool);
   });
 }
 void RunRmsNorm(const LaunchOp& op, ThreadPool*) {
-  kernels::RmsNorm(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));
+  kernels::RmsNorm(op.At<bf16>(0), op.At<bf16>(1), op.p[0], op.eps, op.At<bf16>(2));
 }
 void RunRope(const LaunchOp& op, ThreadPool*) {
-  bf16* y = As<bf16>(op.bo[3]);
+  bf16* y = op.At<bf16>(3);
   const size_t n = op.p[0] * op.p[1];
-  if (op.bo[3] != op.bo[0]) std::memcpy(y, As<bf16>(op.bo[0]), n * sizeof(bf16));
-  kernels::RopeHalfSplit(y, op.p[0], op.p[1], As<bf16>(op.bo[1]), As<bf16>(op.bo[2]));
+  if (op.bo[3] != op.bo[0]) std::memcpy(y, op.At<bf16>(0), n * sizeof(bf16));
+  kernels::RopeHalfSplit(y, op.p[0], op.p[1], op.At<bf16>(1), op.At<bf16>(2));
 }
 void RunSiluMul(const LaunchOp& op, ThreadPool*) {
-  kernels::SiluMul(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+  kernels::SiluMul(op.At<bf16>(0), op.At<bf16>(1), op.p[0], op.At<bf16>(2));
 }
 void RunAdd(const LaunchOp& op, ThreadPool*) {
-  kernels::Add(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+  kernels::Add(op.At<bf16>(0), op.At<bf16>(1), op.p[0], op.At<bf16>(2));
 }
 void RunRmsNormPlusOne(const LaunchOp& op, ThreadPool*) {
-  kernels::RmsNormPlusOne(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.eps, As<bf16>(op.bo[2]));
+  kernels::RmsNormPlusOne(op.At<bf16>(0), op.At<bf16>(1), op.p[0], op.eps, op.At<bf16>(2));
 }
 void RunHeadRmsNormPlusOne(const LaunchOp& op, ThreadPool*) {
-  kernels::RmsNormHeads(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.p[1], op.eps, As<bf16>(op.bo[2]),
+  kernels::RmsNormHeads(op.At<bf16>(0), op.At<bf16>(1), op.p[0], op.p[1], op.eps, op.At<bf16>(2),
                         /*plus_one=*/true);
 }
 void RunGeluTanhMul(const LaunchOp& op, ThreadPool*) {
-  kernels::GeluTanhMul(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+  kernels::GeluTanhMul(op.At<bf16>(0), op.At<bf16>(1), op.p[0], op.At<bf16>(2));
 }
 void RunHeadRmsNorm(const LaunchOp& op, ThreadPool*) {
-  kernels::RmsNormHeads(As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], op.p[1], op.eps, As<bf16>(op.bo[2]));
+  kernels::RmsNormHeads(op.At<bf16>(0), op.At<bf16>(1), op.p[0], op.p[1], op.eps, op.At<bf16>(2));
 }
 void RunBiasAdd(const LaunchOp& op, ThreadPool*) {
-  kernels::AddBias(As<float>(op.bo[0]), As<bf16>(op.bo[1]), op.p[0], As<bf16>(op.bo[2]));
+  kernels::AddBias(op.At<float>(0), op.At<bf16>(1), op.p[0], op.At<bf16>(2));
 }
 
 // The fused kernels (kernels/gemv/gemv_fused.h); bo[] in the registry's order.
 void RunRmsGemv(const LaunchOp& op, ThreadPool* pool) {
-  const kernels::FusedWeight w{op.bo[2]->device(), static_cast<size_t>(op.p[0])};
-  void* y = op.bo[3]->device();
-  kernels::RmsNormGemv(op.format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1], &w, 1, &y,
+  const kernels::FusedWeight w{op.At<void>(2), static_cast<size_t>(op.p[0])};
+  void* y = op.At<void>(3);
+  kernels::RmsNormGemv(op.format, op.At<bf16>(0), op.At<bf16>(1), op.eps, op.p[1], &w, 1, &y,
                        op.y_f32, pool);
 }
 void RunRmsGemv3(const LaunchOp& op, ThreadPool* pool) {
   kernels::FusedWeight w[3];
   void* y[3];
   for (int i = 0; i < 3; ++i) {
-    w[i] = {op.bo[2 + i]->device(), static_cast<size_t>(op.p[i])};
-    y[i] = op.bo[5 + i]->device();
+    w[i] = {op.At<void>(2 + i), static_cast<size_t>(op.p[i])};
+    y[i] = op.At<void>(5 + i);
   }
-  kernels::RmsNormGemv(op.format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[3], w, 3, y,
+  kernels::RmsNormGemv(op.format, op.At<bf16>(0), op.At<bf16>(1), op.eps, op.p[3], w, 3, y,
                        op.y_f32, pool);
 }
 void RunRmsGemvSiluMul(const LaunchOp& op, ThreadPool* pool) {
   const size_t rows = op.p[0];
-  kernels::RmsNormGemvSiluMul(op.format, As<bf16>(op.bo[0]), As<bf16>(op.bo[1]), op.eps, op.p[1],
-                              {op.bo[2]->device(), rows}, {op.bo[3]->device(), rows}, As<bf16>(op.bo[4]), pool);
+  kernels::RmsNormGemvSiluMul(op.format, op.At<bf16>(0), op.At<bf16>(1), op.eps, op.p[1],
+                              {op.At<void>(2), rows}, {op.At<void>(3), rows}, op.At<bf16>(4), pool);
 }
 void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
-  kernels::GemvAdd(op.format, As<bf16>(op.bo[0]), op.p[1], {op.bo[1]->device(), static_cast<size_t>(op.p[0])},
-                   As<bf16>(op.bo[2]), As<bf16>(op.bo[3]), pool);
+  kernels::GemvAdd(op.format, op.At<bf16>(0), op.p[1], {op.At<void>(1), static_cast<size_t>(op.p[0])},
+                   op.At<bf16>(2), op.At<bf16>(3), pool);
 }
 
 // ---------------------------------------------------------------- check

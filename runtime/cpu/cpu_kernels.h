@@ -44,6 +44,15 @@ struct LaunchOp {
   int64_t weight_bytes = 0;  // with kernel timing: the weight bytes it streams
   std::vector<CpuBo*> inputs, outputs;
   TeamRole team = TeamRole::kNone;
+  // The token row the next run() works on (the device sets it before each call):
+  // every BO of several rows is read and written at this row, the others whole.
+  mutable size_t row = 0;
+
+  // BO `i`'s device bytes at the current row, as T.
+  template <typename T>
+  T* At(int i) const {
+    return static_cast<T*>(static_cast<void*>(bo[i]->device_row(row)));
+  }
 };
 
 // A launch's bound operands as the program states them, for a row's check.
@@ -80,6 +89,10 @@ struct KernelRow {
   // The bound BOs against the launch's parameters (dtypes, sizes, weight layout).
   absl::Status (*check)(const LaunchBinding& launch);
   TeamRole (*team)(const LaunchOp& op);
+  // Rows [first, first + count) in one call, each row's result bit-identical to
+  // run() at that row (the multi-row kernels, kernels/gemv/gemm.h); nullptr: the
+  // device calls run() once per row.
+  void (*run_rows)(const LaunchOp& op, size_t first, size_t count, ThreadPool* pool) = nullptr;
 };
 
 // The row of kernel id `id`; nullptr when the CPU device has no such kernel.

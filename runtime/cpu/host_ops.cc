@@ -50,6 +50,7 @@ class CpuHostOps final : public HostOps {
       for (const auto& [name, v] : values) {
         if (name == param) {
           *out = v.data;
+          b.row_bytes[out == &b.in ? 0 : out == &b.in2 ? 1 : out == &b.out ? 2 : 3] = v.row_bytes;
           if (elements != nullptr) {
             *elements = 1;
             for (const int64_t d : v.info->shape()) *elements *= d;
@@ -107,24 +108,34 @@ class CpuHostOps final : public HostOps {
     return static_cast<int>(bound_.size()) - 1;
   }
 
-  absl::Status RunHostStep(int handle, uint32_t token, int position) override {
+  absl::Status RunHostStep(int handle, absl::Span<const uint32_t> tokens, int position, int first_row) override {
     if (handle < 0 || handle >= static_cast<int>(bound_.size())) {
       return absl::InvalidArgumentError(absl::StrCat("no bound host step ", handle));
     }
-    if (position < 0 || position >= max_context_) {
-      return absl::OutOfRangeError(absl::StrCat("position ", position, " exceeds the KV cache of ",
+    const int last = position + static_cast<int>(tokens.size()) - 1;
+    if (position < 0 || last >= max_context_) {
+      return absl::OutOfRangeError(absl::StrCat("position ", last, " exceeds the KV cache of ",
                                                 max_context_, " positions; raise max_context or "
                                                 "shorten the prompt / generation"));
     }
-    const Bound& b = bound_[handle];
-    switch (b.kind) {
-      case Kind::kEmbedding: return Embed(b, token);
-      case Kind::kRopeLookup: return RopeLookup(b, position);
-      case Kind::kKvWrite: return KvWrite(b, position);
-      case Kind::kAttention: return Attention(b, position);
-      case Kind::kTopK: return TopK(b);
+    if (tokens.empty() || first_row < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("host step over ", tokens.size(), " tokens from row ", first_row));
     }
-    return absl::InternalError("unknown host step kind");
+    const Bound& b = bound_[handle];
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const Row r = b.AtRow(first_row + i);
+      const int pos = position + static_cast<int>(i);
+      absl::Status s;
+      switch (b.kind) {
+        case Kind::kEmbedding: s = Embed(r, tokens[i]); break;
+        case Kind::kRopeLookup: s = RopeLookup(b, r, pos); break;
+        case Kind::kKvWrite: s = KvWrite(b, r, pos); break;
+        case Kind::kAttention: s = Attention(b, r, pos); break;
+        case Kind::kTopK: s = TopK(b, r); break;
+      }
+      DK_RETURN_IF_ERROR(s);
+    }
+    return absl::OkStatus();
   }
 
   void Reset() override {
@@ -135,7 +146,20 @@ class CpuHostOps final : public HostOps {
  private:
   // A step bound once (BindHostStep): its kind and the memory of its values.
   enum class Kind { kEmbedding, kRopeLookup, kKvWrite, kAttention, kTopK };
+  // A step's values at one token row.
+  struct Row {
+    void* in = nullptr;
+    void* in2 = nullptr;
+    void* out = nullptr;
+    void* out2 = nullptr;
+  };
   struct Bound {
+    // The values at token row `row` (a value of one row: the same memory for all).
+    Row AtRow(size_t row) const {
+      auto at = [&](void* p, int i) { return p == nullptr ? p : static_cast<uint8_t*>(p) + row * row_bytes[i]; };
+      return Row{at(in, 0), at(in2, 1), at(out, 2), at(out2, 3)};
+    }
+    size_t row_bytes[4] = {};  // in, in2, out, out2: HostOps::Value::row_bytes
     const elf::HostStep* step = nullptr;
     Kind kind = Kind::kEmbedding;
     void* in = nullptr;   // cos, k, q or logits
@@ -147,7 +171,7 @@ class CpuHostOps final : public HostOps {
     size_t k = 0;         // topk
   };
 
-  absl::Status Embed(const Bound& b, uint32_t token) {
+  absl::Status Embed(const Row& b, uint32_t token) {
     bf16* h = static_cast<bf16*>(b.out);
     DK_RETURN_IF_ERROR(embedding_->Read(token, h));
     if (embedding_scale_ != 0) {
@@ -155,25 +179,25 @@ class CpuHostOps final : public HostOps {
     }
     return absl::OkStatus();
   }
-  absl::Status RopeLookup(const Bound& b, int position) {
+  absl::Status RopeLookup(const Bound& b, const Row& r, int position) {
     const kernels::RopeTable& table = b.local ? *rope_local_ : rope_;
     const size_t half = m_.head_dim() / 2;
-    std::memcpy(b.in, table.cos(position), half * sizeof(bf16));
-    std::memcpy(b.in2, table.sin(position), half * sizeof(bf16));
+    std::memcpy(r.in, table.cos(position), half * sizeof(bf16));
+    std::memcpy(r.in2, table.sin(position), half * sizeof(bf16));
     return absl::OkStatus();
   }
-  absl::Status KvWrite(const Bound& b, int position) {
+  absl::Status KvWrite(const Bound& b, const Row& r, int position) {
     const size_t hd = m_.head_dim();
     bf16* kc = k_cache_.data() + b.step->layer() * kv_stride_;
     bf16* vc = v_cache_.data() + b.step->layer() * kv_stride_;
     for (int h = 0; h < m_.n_kv_heads(); ++h) {
       const size_t at = (size_t{static_cast<size_t>(h)} * max_context_ + position) * hd;
-      std::memcpy(kc + at, static_cast<const bf16*>(b.in) + h * hd, hd * sizeof(bf16));
-      std::memcpy(vc + at, static_cast<const bf16*>(b.in2) + h * hd, hd * sizeof(bf16));
+      std::memcpy(kc + at, static_cast<const bf16*>(r.in) + h * hd, hd * sizeof(bf16));
+      std::memcpy(vc + at, static_cast<const bf16*>(r.in2) + h * hd, hd * sizeof(bf16));
     }
     return absl::OkStatus();
   }
-  absl::Status Attention(const Bound& b, int position) {
+  absl::Status Attention(const Bound& b, const Row& r, int position) {
     const size_t hd = m_.head_dim();
     kernels::AttentionDims dims;
     dims.n_heads = m_.n_heads();
@@ -186,17 +210,17 @@ class CpuHostOps final : public HostOps {
     const size_t first = b.sliding && position >= m_.sliding_window() ? position - m_.sliding_window() + 1 : 0;
     const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(hd);
     const size_t layer = b.step->layer() * kv_stride_;
-    return kernels::DecodeAttention(dims, static_cast<const bf16*>(b.in), k_cache_.data() + layer + first * hd,
+    return kernels::DecodeAttention(dims, static_cast<const bf16*>(r.in), k_cache_.data() + layer + first * hd,
                                     v_cache_.data() + layer + first * hd, position - first,
-                                    static_cast<bf16*>(b.out), pool_, 1.0f / std::sqrt(scalar));
+                                    static_cast<bf16*>(r.out), pool_, 1.0f / std::sqrt(scalar));
   }
   // Writes the k best ids (i32) and their logits to the step's values, best first;
   // entries past the finite logits found hold id -1 (and NaN).
-  absl::Status TopK(const Bound& b) {
-    auto* ids = static_cast<int32_t*>(b.out);
-    auto* vals = static_cast<float*>(b.out2);
+  absl::Status TopK(const Bound& b, const Row& r) {
+    auto* ids = static_cast<int32_t*>(r.out);
+    auto* vals = static_cast<float*>(r.out2);
     static_assert(sizeof(int32_t) == sizeof(uint32_t), "ids are written in place");
-    const size_t n = kernels::TopK(static_cast<const float*>(b.in), m_.vocab(), b.k,
+    const size_t n = kernels::TopK(static_cast<const float*>(r.in), m_.vocab(), b.k,
                                    reinterpret_cast<uint32_t*>(ids), vals);
     for (size_t i = n; i < b.k; ++i) {
       ids[i] = -1;

@@ -1,0 +1,134 @@
+// The batched prefill (Decoder::Feed with prefill rows > 1) against feeding the same
+// tokens one at a time, on every stage of SmolLM2's chain and on Gemma 3's trained
+// GGUF: the logits after the prompt, the top-k and the greedy tokens after it must be
+// bit-identical, whatever the chunk (a chunk that does not divide the prompt, a
+// prompt fed in two calls, Gemma's prompt past its 512-position sliding window).
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "elf/elf.h"
+#include "gtest/gtest.h"
+#include "runtime/cpu/session.h"
+#include "runtime/greedy.h"
+#include "tools/cpp/runfiles/runfiles.h"
+
+namespace dk {
+namespace {
+
+using bazel::tools::cpp::runfiles::Runfiles;
+
+std::string Path(const std::string& rel) {
+  static std::unique_ptr<Runfiles> runfiles(Runfiles::CreateForTest());
+  return runfiles->Rlocation(rel);
+}
+
+// Deterministic ids spread over the vocabulary, with repeats (as text has).
+std::vector<uint32_t> Prompt(int n, int vocab) {
+  std::vector<uint32_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(static_cast<uint32_t>((i % 13) * 7919 + (i / 13) * 104729) % vocab);
+  return ids;
+}
+
+struct Model {
+  elf::Program program;
+  std::shared_ptr<const weights::Weights> weights;
+};
+
+Model Load(const std::string& elf, const std::string& weights) {
+  Model m;
+  auto program = elf::ReadElfFile(Path(elf));
+  EXPECT_TRUE(program.ok()) << program.status();
+  if (!program.ok()) return m;
+  m.program = *program;
+  auto w = runtime::LoadWeightsSpec(Path(weights), m.program.model());
+  EXPECT_TRUE(w.ok()) << w.status();
+  if (w.ok()) m.weights = *w;
+  return m;
+}
+
+std::unique_ptr<runtime::CpuSession> Open(const Model& m, int rows) {
+  runtime::SessionOptions options;
+  options.validate = true;
+  options.prefill_rows = rows;
+  auto s = runtime::CpuSession::Open(m.program, "test.elf", m.weights, options);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+void ExpectSameLogits(runtime::Decoder& a, runtime::Decoder& b, const std::string& where) {
+  const int vocab = a.program().model().vocab();
+  ASSERT_EQ(std::memcmp(a.logits(), b.logits(), vocab * sizeof(float)), 0) << where << ": logits differ";
+  EXPECT_EQ(a.last().top_ids, b.last().top_ids) << where;
+}
+
+// Token by token in `one`, in chunks of `rows` in `many` (split in two Feed calls
+// at `split`), then `decode` greedy tokens each.
+void ExpectSame(const Model& m, int rows, int prompt_len, int split, int decode) {
+  auto one = Open(m, 1), many = Open(m, rows);
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(many, nullptr);
+  const std::vector<uint32_t> prompt = Prompt(prompt_len, m.program.model().vocab());
+  for (uint32_t t : prompt) ASSERT_TRUE(one->decoder().Advance(t).ok());
+  const absl::Span<const uint32_t> all(prompt);
+  ASSERT_TRUE(many->decoder().Feed(all.subspan(0, split)).ok());
+  ASSERT_TRUE(many->decoder().Feed(all.subspan(split)).ok());
+  EXPECT_EQ(many->decoder().position(), prompt_len);
+  ExpectSameLogits(one->decoder(), many->decoder(), "after the prompt");
+  for (int i = 0; i < decode; ++i) {
+    ASSERT_TRUE(one->decoder().Advance(one->decoder().last().token).ok());
+    ASSERT_TRUE(many->decoder().Advance(many->decoder().last().token).ok());
+    ExpectSameLogits(one->decoder(), many->decoder(), "decode step " + std::to_string(i));
+  }
+}
+
+class Smollm2Stages : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Smollm2Stages, ChunkedPromptEqualsTokenByToken) {
+  const Model m = Load(std::string("decodekit/models/smollm2_135m/") + GetParam() + ".elf", "smollm2_135m/model.gguf");
+  ASSERT_NE(m.weights, nullptr);
+  ExpectSame(m, /*rows=*/7, /*prompt_len=*/40, /*split=*/11, /*decode=*/3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Chain, Smollm2Stages,
+                         ::testing::Values("decode", "decode_aligned", "decode_bo", "decode_opt", "decode_fused",
+                                           "decode_x12", "decode_q8", "decode_gguf", "npu2_opt"));
+
+TEST(Gemma3, ChunkedPromptPastTheSlidingWindowEqualsTokenByToken) {
+  const Model m = Load("decodekit/models/gemma3_270m/decode_gguf.elf", "gemma3_270m/model.gguf");
+  ASSERT_NE(m.weights, nullptr);
+  ASSERT_EQ(m.program.model().sliding_window(), 512);
+  ExpectSame(m, /*rows=*/128, /*prompt_len=*/530, /*split=*/300, /*decode=*/2);
+}
+
+TEST(Prefill, BadChunkAndTooLongPromptAreClearErrors) {
+  const Model m = Load("decodekit/models/smollm2_135m/decode_x12.elf", "smollm2_135m/model.gguf");
+  ASSERT_NE(m.weights, nullptr);
+  runtime::SessionOptions options;
+  options.prefill_rows = 0;
+  auto zero = runtime::CpuSession::Open(m.program, "test.elf", m.weights, options);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("prefill rows (the prompt chunk) must be at least 1, not 0"),
+            std::string::npos)
+      << zero.status();
+
+  options.prefill_rows = 8;
+  options.max_context = 16;
+  auto s = runtime::CpuSession::Open(m.program, "test.elf", m.weights, options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<uint32_t> prompt = Prompt(20, m.program.model().vocab());
+  const absl::Status status = runtime::FeedPrompt((*s)->decoder(), prompt);
+  EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(status.message().find("a prompt of 20 tokens does not fit the context of 16 positions"),
+            std::string::npos)
+      << status;
+  ASSERT_TRUE(runtime::FeedPrompt((*s)->decoder(), absl::Span<const uint32_t>(prompt).subspan(0, 10)).ok());
+  const absl::Status more = (*s)->decoder().Feed(absl::Span<const uint32_t>(prompt).subspan(0, 7));
+  EXPECT_NE(more.message().find("a prompt of 7 tokens after 10 others does not fit the context of 16"),
+            std::string::npos)
+      << more;
+}
+
+}  // namespace
+}  // namespace dk
