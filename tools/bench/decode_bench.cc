@@ -92,6 +92,7 @@ std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
   dk::runtime::SessionOptions options;
   options.pool = s->pool.get();
   options.cpu = g_runtime.cpu;
+  options.prefill_rows = g_runtime.prefill_rows;
   if (!g_weights) {
     auto again = dk::runtime::ReadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
     if (!again.ok()) {

@@ -74,6 +74,7 @@ absl::Status Load(Loaded& m) {
   options.validate = absl::GetFlag(FLAGS_validate);
   options.max_context = absl::GetFlag(FLAGS_max_context);
   options.cpu = m.runtime.cpu;
+  options.prefill_rows = m.runtime.prefill_rows;
   const double weight_mb = weights.total_bytes() / 1e6;
   // The session keeps the weights only in its BOs (and the embedding table the host
   // reads), not a second copy: peak memory about the weights' size, not twice it.

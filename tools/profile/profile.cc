@@ -219,6 +219,7 @@ absl::Status LoadGate(Profile& p) {
   p.gate.prompts = p.record.gate_prompts;
   p.gate.validate = true;
   p.gate.cpu = p.runtime.cpu;
+  p.gate.prefill_rows = p.runtime.prefill_rows;
   const dk::tokenizer::Tokenizer* tok = p.tokenizer.get();
   p.gate.decode = [tok](const std::vector<uint32_t>& v) {
     auto text = tok->Decode(std::vector<int32_t>(v.begin(), v.end()));
@@ -295,6 +296,7 @@ absl::Status Measure(Profile& p, size_t i, int tokens, int round, profile::Break
   dk::runtime::SessionOptions options;
   options.validate = false;
   options.cpu = p.runtime.cpu;
+  options.prefill_rows = p.runtime.prefill_rows;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
   p.record.device = session->device().description();
   dk::runtime::Decoder& decoder = session->decoder();
@@ -479,6 +481,7 @@ absl::Status MeasureContexts(Profile& p) {
   if (final_stage < 0) return absl::FailedPreconditionError("no stage to time at longer contexts");
   dk::runtime::SessionOptions options;
   options.cpu = p.runtime.cpu;
+  options.prefill_rows = p.runtime.prefill_rows;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[final_stage], p.elfs[final_stage],
                                                                   p.weights, options));
   DK_RETURN_IF_ERROR(dk::runtime::FeedPrompt(session->decoder(), p.prompt));

@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
   if (!runtime.ok()) return Fail(runtime.status(), dk::kExitUsage);
   in.runtime = *runtime;
   in.setup.cpu = runtime->cpu;
+  in.setup.prefill_rows = runtime->prefill_rows;
   if (absl::Status s = Load(in); !s.ok()) return Fail(s);
   bool passed = false;
   if (absl::Status s = Verify(in, &passed); !s.ok()) return Fail(s);
