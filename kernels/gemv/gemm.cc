@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "kernels/elementwise/elementwise.h"
-#include "kernels/gemv/gemm_rows.h"
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_avx512bf16.h"
 #include "kernels/gemv/gemv_quant_vnni.h"
 #include "kernels/gemv/gemv_rows.h"
 #include "kernels/gemv/gemv_x12.h"
@@ -27,9 +27,18 @@ namespace dk::kernels {
 namespace {
 
 using internal::Bf16X;
-using internal::GemmX;
 using internal::Q8Activations;
 using internal::QuantX;
+
+// m token rows, each prepared exactly as the single-row kernels prepare x.
+struct GemmX {
+  WeightFormat format{};
+  size_t cols = 0;
+  size_t m = 0;
+  const Bf16X* bf16x = nullptr;    // [m], bf16 formats
+  const bf16* const* padded = nullptr;  // [m], their zero-padded x where the vdpbf16ps loops run
+  const QuantX* quant = nullptr;   // [m], block formats
+};
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -75,6 +84,7 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   thread_local std::vector<Bf16X> bx;
   thread_local std::vector<QuantX> qx;
   thread_local std::vector<Q8Activations> acts;
+  thread_local std::vector<const bf16*> padded;
   const size_t row_bytes = PreparedBytes(format, cols);
   uint8_t* arena = Scratch<uint8_t>(3, m * row_bytes);
   GemmX g;
@@ -83,17 +93,23 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   g.m = m;
   const bool block = formats::IsBlockFormat(format);
   if (block) DK_CHECK(cols % formats::BlockElems(format) == 0);
-  (block ? qx.resize(m) : bx.resize(m));
-  if (block) acts.resize(m);
+  if (block) {
+    qx.resize(m);
+    acts.resize(m);
+  } else {
+    bx.resize(m);
+    padded.resize(m);
+  }
   for (size_t i = 0; i < m; ++i) {
     uint8_t* slot = arena + i * row_bytes;
     if (!block) {
       Bf16X p = internal::PrepareBf16X(x + i * x_stride, cols);
-      const size_t padded = RoundUp(cols, kChunkCols);
-      p.padded = Keep(p.padded, padded, &slot);
-      p.xe = Keep(p.xe, padded / 2, &slot);
-      p.xo = Keep(p.xo, padded / 2, &slot);
+      const size_t padded_cols = RoundUp(cols, kChunkCols);
+      p.padded = Keep(p.padded, padded_cols, &slot);
+      p.xe = Keep(p.xe, padded_cols / 2, &slot);
+      p.xo = Keep(p.xo, padded_cols / 2, &slot);
       bx[i] = p;
+      padded[i] = p.padded;
       continue;
     }
     QuantX p = internal::PrepareQuantX(format, x + i * x_stride, cols);
@@ -105,50 +121,63 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
     p.act = &acts[i];
     qx[i] = p;
   }
-  g.bf16 = block ? nullptr : bx.data();
+  g.bf16x = block ? nullptr : bx.data();
+  g.padded = !block && bx[0].dot ? padded.data() : nullptr;
   g.quant = block ? qx.data() : nullptr;
   return g;
 }
 
-// Rows [r0, r1) of W (r0 % kUnitRows == 0, r1 likewise or == rows) for every token
-// row by the single-row kernels, one tile at a time: out[i * out_stride + r - r0].
-void TiledRows(const GemmX& x, const void* w, size_t rows, size_t r0, size_t r1, float* out,
-               size_t out_stride) {
-  const size_t cols = x.cols;
-  const size_t row_bytes = formats::IsBlockFormat(x.format) ? formats::RowBytes(x.format, cols)
-                                                            : RoundUp(cols, kChunkCols) * sizeof(bf16);
-  const size_t tile = std::max(kUnitRows, kTileBytes / row_bytes / kUnitRows * kUnitRows);
+// Token rows per block: a block's x stays in L2 beside a weight tile.
+constexpr size_t kTokenBlock = 64;
+
+// Rows [s, e) of W (s % kUnitRows == 0, e likewise or == rows) for token rows [t0,
+// t1): out[(t - t0) * out_stride + r - s]. The register-blocked kernels where this
+// format and path have one; otherwise the single-row kernels once per token row.
+void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, size_t t0, size_t t1, float* out,
+              size_t out_stride) {
+  const size_t cols = x.cols, n = e - s;
   const size_t chunks = RoundUp(cols, kChunkCols) / kChunkCols;
+  if (x.format == WeightFormat::kBf16Packed && x.padded) {
+    return internal::PackedPanelsDpBf16Tokens(static_cast<const bf16*>(w), rows, chunks, s / kPanelRows,
+                                              (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,
+                                              out_stride);
+  }
   float* abs = x.format == WeightFormat::kBf16X12 ? Scratch<float>(0, rows) : nullptr;
-  for (size_t s = r0; s < r1; s += tile) {
-    const size_t e = std::min(r1, s + tile), n = e - s;
-    for (size_t i = 0; i < x.m; ++i) {
-      float* o = out + i * out_stride + (s - r0);
-      switch (x.format) {
-        case WeightFormat::kBf16RowMajor:
-          internal::Bf16RowMajorRows(static_cast<const bf16*>(w) + s * cols, x.bf16[i], 0, n, o);
-          break;
-        case WeightFormat::kBf16Packed:
-          internal::Bf16PackedRows(static_cast<const bf16*>(w) + s / kPanelRows * chunks * kPanelRows * kChunkCols,
-                                   n, x.bf16[i], 0, n, o);
-          break;
-        case WeightFormat::kBf16X12:  // tables sit after all blocks: rows indexed absolutely
-          internal::Bf16X12Rows(static_cast<const uint8_t*>(w), rows, x.bf16[i], s, e, abs);
-          std::memcpy(o, abs + s, n * sizeof(float));
-          break;
-        default:
-          internal::QuantRows(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), x.quant[i],
-                              0, n, o);
-          break;
-      }
+  for (size_t i = t0; i < t1; ++i) {
+    float* o = out + (i - t0) * out_stride;
+    switch (x.format) {
+      case WeightFormat::kBf16RowMajor:
+        internal::Bf16RowMajorRows(static_cast<const bf16*>(w) + s * cols, x.bf16x[i], 0, n, o);
+        break;
+      case WeightFormat::kBf16Packed:
+        internal::Bf16PackedRows(static_cast<const bf16*>(w) + s / kPanelRows * chunks * kPanelRows * kChunkCols, n,
+                                 x.bf16x[i], 0, n, o);
+        break;
+      case WeightFormat::kBf16X12:  // tables sit after all blocks: rows indexed absolutely
+        internal::Bf16X12Rows(static_cast<const uint8_t*>(w), rows, x.bf16x[i], s, e, abs);
+        std::memcpy(o, abs + s, n * sizeof(float));
+        break;
+      default:
+        internal::QuantRows(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), x.quant[i], 0,
+                            n, o);
+        break;
     }
   }
 }
 
-// out[i * out_stride + r - r0] = (W X[i])[r] for r in [r0, r1).
+// out[i * out_stride + r - r0] = (W X[i])[r] for r in [r0, r1) (r0 % kUnitRows == 0,
+// r1 likewise or == rows), tile by tile, each tile for every block of token rows.
 void Rows(const GemmX& x, const FusedWeight& w, size_t r0, size_t r1, float* out, size_t out_stride) {
-  if (internal::FastGemmRows(x, w.data, w.rows, r0, r1, out, out_stride)) return;
-  TiledRows(x, w.data, w.rows, r0, r1, out, out_stride);
+  const size_t row_bytes = formats::IsBlockFormat(x.format) ? formats::RowBytes(x.format, x.cols)
+                                                            : RoundUp(x.cols, kChunkCols) * sizeof(bf16);
+  const size_t tile = std::max(kUnitRows, kTileBytes / row_bytes / kUnitRows * kUnitRows);
+  for (size_t s = r0; s < r1; s += tile) {
+    const size_t e = std::min(r1, s + tile);
+    for (size_t t0 = 0; t0 < x.m; t0 += kTokenBlock) {
+      TileRows(x, w.data, w.rows, s, e, t0, std::min(x.m, t0 + kTokenBlock), out + t0 * out_stride + (s - r0),
+               out_stride);
+    }
+  }
 }
 
 // The units of all weights j < n (unit_rows rows each) spread over the pool as one
