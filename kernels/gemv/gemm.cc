@@ -142,6 +142,10 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
                                               (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,
                                               out_stride);
   }
+  if (x.format == WeightFormat::kBf16X12 && x.padded) {
+    return internal::Bf16X12RowsTokens(static_cast<const uint8_t*>(w), rows, cols, s, e, x.padded + t0, t1 - t0, out,
+                                       out_stride);
+  }
   float* abs = x.format == WeightFormat::kBf16X12 ? Scratch<float>(0, rows) : nullptr;
   for (size_t i = t0; i < t1; ++i) {
     float* o = out + (i - t0) * out_stride;

@@ -18,6 +18,7 @@
 #include "kernels/gemv/gemv_quant_ref.h"
 #include "kernels/gemv/gemv_ref.h"
 #include "kernels/gemv/gemv_test_matrix.h"
+#include "kernels/gemv/gemv_x12.h"
 #include "kernels/norm/rmsnorm.h"
 #include "kernels/testing/targets.h"
 
@@ -230,6 +231,20 @@ TEST(Gemm, GemmAddIsTheFusedSingleRowCallBitForBit) {
       }
     }
   });
+}
+
+// The x12 matrices of these tests hold both compact and raw (spilled) blocks, so the
+// bit-for-bit tests cover both decodes.
+TEST(Gemm, X12TestMatricesHaveCompactAndRawBlocks) {
+  for (const Shape& s : kBf16Shapes) {
+    if (s.rows < 64) continue;
+    Matrix mat(s.rows, s.cols, 3 + s.rows);
+    const FusedWeight w = mat.As(WeightFormat::kBf16X12);
+    const X12PackStats stats = X12GemvStats(static_cast<const uint8_t*>(w.data), s.rows, s.cols);
+    EXPECT_FALSE(stats.plain);
+    EXPECT_GT(stats.raw_blocks, 0u) << s.rows << "x" << s.cols;
+    EXPECT_LT(stats.raw_blocks, stats.blocks) << s.rows << "x" << s.cols;
+  }
 }
 
 TEST(Gemm, NoRowsOrNoTokensIsANoOp) {

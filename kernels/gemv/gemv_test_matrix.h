@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -27,7 +28,17 @@ struct Matrix {
   std::vector<uint8_t> x12;
   std::vector<uint8_t> blocks;
 
-  Matrix(size_t r, size_t c, uint32_t seed) : rows(r), cols(c), rowmajor(RandomBf16(r * c, seed, 0.2f)) {}
+  // Random values with, now and then, four in a row far outside their range (tiny,
+  // large), so that some x12 blocks need more than 8 exponents and go raw.
+  Matrix(size_t r, size_t c, uint32_t seed) : rows(r), cols(c), rowmajor(RandomBf16(r * c, seed, 0.2f)) {
+    const uint16_t spikes[] = {0x2000, 0x0a00, 0x3f80, 0xc2c8};
+    std::mt19937 rng(seed);
+    for (size_t i = 0; i + 4 <= rowmajor.size(); ++i) {
+      if (rng() % 3000 == 0) {
+        for (size_t j = 0; j < 4; ++j) rowmajor[i + j] = bf16{spikes[j]};
+      }
+    }
+  }
   FusedWeight As(WeightFormat f) {
     if (f == WeightFormat::kBf16RowMajor) return {rowmajor.data(), rows};
     if (f == WeightFormat::kBf16Packed) {
