@@ -38,6 +38,7 @@ struct GemmX {
   const Bf16X* bf16x = nullptr;    // [m], bf16 formats
   const bf16* const* padded = nullptr;  // [m], their zero-padded x where the vdpbf16ps loops run
   const QuantX* quant = nullptr;   // [m], block formats
+  const Q8Activations* const* acts = nullptr;  // [m], their int8 activations
 };
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
@@ -85,6 +86,7 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   thread_local std::vector<QuantX> qx;
   thread_local std::vector<Q8Activations> acts;
   thread_local std::vector<const bf16*> padded;
+  thread_local std::vector<const Q8Activations*> act_ptrs;
   const size_t row_bytes = PreparedBytes(format, cols);
   uint8_t* arena = Scratch<uint8_t>(3, m * row_bytes);
   GemmX g;
@@ -96,6 +98,7 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   if (block) {
     qx.resize(m);
     acts.resize(m);
+    act_ptrs.resize(m);
   } else {
     bx.resize(m);
     padded.resize(m);
@@ -119,11 +122,13 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
                Keep(a.sum, blocks, &slot), Keep(a.sx, blocks, &slot),
                Keep(a.quad, blocks / 16 * 16 * 32, &slot), Keep(a.sum16, cols / 16, &slot)};
     p.act = &acts[i];
+    act_ptrs[i] = &acts[i];
     qx[i] = p;
   }
   g.bf16x = block ? nullptr : bx.data();
   g.padded = !block && bx[0].dot ? padded.data() : nullptr;
   g.quant = block ? qx.data() : nullptr;
+  g.acts = block ? act_ptrs.data() : nullptr;
   return g;
 }
 
@@ -145,6 +150,10 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
   if (x.format == WeightFormat::kBf16X12 && x.padded) {
     return internal::Bf16X12RowsTokens(static_cast<const uint8_t*>(w), rows, cols, s, e, x.padded + t0, t1 - t0, out,
                                        out_stride);
+  }
+  if (x.format == WeightFormat::kQ8_0 && x.quant[0].avx512_vnni) {
+    return internal::Q8RowsVnniTokens(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), cols,
+                                      n, x.acts + t0, t1 - t0, out, out_stride);
   }
   float* abs = x.format == WeightFormat::kBf16X12 ? Scratch<float>(0, rows) : nullptr;
   for (size_t i = t0; i < t1; ++i) {
