@@ -9,6 +9,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_avx512bf16.h"
+#include "kernels/gemv/gemv_kquant.h"
 #include "kernels/gemv/gemv_quant_vnni.h"
 #include "kernels/gemv/gemv_rows.h"
 #include "kernels/gemv/gemv_x12.h"
@@ -154,6 +155,10 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
   if (x.format == WeightFormat::kQ8_0 && x.quant[0].avx512_vnni) {
     return internal::Q8RowsVnniTokens(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), cols,
                                       n, x.acts + t0, t1 - t0, out, out_stride);
+  }
+  if (internal::IsKQuantKernelFormat(x.format) && x.quant[0].avx512_vnni) {
+    return internal::KQuantRowsVnniTokens(x.format, static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols),
+                                          cols, n, x.acts + t0, t1 - t0, out, out_stride);
   }
   float* abs = x.format == WeightFormat::kBf16X12 ? Scratch<float>(0, rows) : nullptr;
   for (size_t i = t0; i < t1; ++i) {
