@@ -5,6 +5,7 @@
 // GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/gemv/gemv.h"
@@ -114,6 +115,73 @@ void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p
 void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
                         const bf16* x, bf16* y) {
   Packed(packed, rows, chunks, p0, p1, x, y);
+}
+
+}  // namespace dk::kernels::internal
+
+namespace dk::kernels::internal {
+namespace {
+
+// kRows rows of one panel (from row `r`) times kTokens token rows: each loaded
+// weight chunk feeds kTokens accumulators. Every (row, token) pair keeps Packed's
+// two accumulators and their sequence of vdpbf16ps, so its sum is Packed's bit for bit.
+template <size_t kRows, size_t kTokens>
+DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t chunks, size_t r, const bf16* const* x,
+                                     float* out, size_t out_stride, size_t n) {
+  constexpr size_t kPanel = kPanelRows * kChunkCols;
+  __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = acc1[i][t] = _mm512_setzero_ps();
+  }
+  size_t c = 0;
+  for (; c + 2 <= chunks; c += 2) {
+    const bf16* block = panel + c * kPanel + r * kChunkCols;
+#pragma GCC unroll 4
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512bh w0 = Load(block + i * kChunkCols), w1 = Load(block + kPanel + i * kChunkCols);
+#pragma GCC unroll 4
+      for (size_t t = 0; t < kTokens; ++t) {
+        acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
+        acc1[i][t] = _mm512_dpbf16_ps(acc1[i][t], w1, Load(x[t] + (c + 1) * kChunkCols));
+      }
+    }
+  }
+  if (c < chunks) {
+    const bf16* block = panel + c * kPanel + r * kChunkCols;
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512bh w0 = Load(block + i * kChunkCols);
+      for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
+    }
+  }
+  for (size_t i = 0; i < kRows && r + i < n; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
+    }
+  }
+}
+
+// All token rows over rows [0, n) of one panel, n <= 8: out[t * out_stride + row].
+template <size_t kRows, size_t kTokens>
+DK_BF16_TARGET void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, const bf16* const* x, size_t m,
+                                   float* out, size_t out_stride) {
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) {
+    for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, kTokens>(panel, chunks, r, x + t, out + t * out_stride, out_stride, n);
+  }
+  for (; t < m; ++t) {
+    for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, 1>(panel, chunks, r, x + t, out + t * out_stride, out_stride, n);
+  }
+}
+
+}  // namespace
+
+void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
+                              const bf16* const* x, size_t m, float* out, size_t out_stride) {
+  constexpr size_t kPanel = kPanelRows * kChunkCols;
+  for (size_t p = p0; p < p1; ++p) {
+    const size_t n = std::min(kPanelRows, rows - p * kPanelRows);
+    PanelAllTokens<4, 3>(packed + p * chunks * kPanel, chunks, n, x, m, out + (p - p0) * kPanelRows, out_stride);
+  }
 }
 
 }  // namespace dk::kernels::internal

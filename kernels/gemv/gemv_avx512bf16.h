@@ -26,6 +26,12 @@ void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p
 void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
                         const bf16* x, bf16* y);
 
+// PackedPanelsDpBf16 for m token rows x[t] (each as `x` above) at once, each loaded
+// weight chunk applied to several of them: out[t * out_stride + r - 8 p0] for the rows
+// r of panels [p0, p1), bit-identical to PackedPanelsDpBf16 on x[t] alone.
+void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
+                              const bf16* const* x, size_t m, float* out, size_t out_stride);
+
 }  // namespace dk::kernels::internal
 
 #endif  // DK_KERNELS_GEMV_GEMV_AVX512BF16_H_

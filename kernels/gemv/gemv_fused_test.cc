@@ -15,6 +15,7 @@
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
 #include "kernels/gemv/gemv_quant_ref.h"
+#include "kernels/gemv/gemv_test_matrix.h"
 #include "kernels/gemv/quantize.h"
 #include "kernels/norm/rmsnorm.h"
 #include "kernels/testing/targets.h"
@@ -24,61 +25,10 @@ namespace {
 
 using testing::ForEachTarget;
 using testing::Misaligned;
+using testing::ExpectBitEqual;
+using testing::Matrix;
 using testing::RandomBf16;
-
-// One weight matrix in a format, from random bf16 values.
-struct Matrix {
-  size_t rows = 0, cols = 0;
-  std::vector<bf16> rowmajor;
-  PackedGemvWeights packed;
-  std::vector<uint8_t> x12;
-  std::vector<uint8_t> blocks;
-
-  Matrix(size_t r, size_t c, uint32_t seed) : rows(r), cols(c), rowmajor(RandomBf16(r * c, seed, 0.2f)) {}
-  FusedWeight As(WeightFormat f) {
-    if (f == WeightFormat::kBf16RowMajor) return {rowmajor.data(), rows};
-    if (f == WeightFormat::kBf16Packed) {
-      if (packed.rows == 0) packed = PackGemvWeights(rowmajor.data(), rows, cols);
-      return {packed.data.data(), rows};
-    }
-    if (f == WeightFormat::kBf16X12) {
-      x12.resize(X12GemvBytes(rows, cols));
-      PackX12GemvWeights(rowmajor.data(), rows, cols, x12.data());
-      return {x12.data(), rows};
-    }
-    if (CanQuantizeWeights(f)) {
-      blocks.resize(rows * formats::RowBytes(f, cols));
-      QuantizeWeights(f, rowmajor.data(), rows, cols, blocks.data());
-    } else {  // a format only read as a file stores it: random blocks
-      blocks = ref::RandomBlocks(f, rows, cols, static_cast<uint32_t>(rowmajor[0].bits));
-    }
-    return {blocks.data(), rows};
-  }
-};
-
-// The unfused GEMV of the launch the fused kernel replaces.
-template <typename YT>
-void UnfusedGemv(WeightFormat f, const FusedWeight& w, size_t cols, const bf16* x, YT* y, ThreadPool* pool) {
-  if (formats::IsBlockFormat(f)) {
-    QuantGemv(f, QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
-  } else if (f == WeightFormat::kBf16Packed) {
-    PackedGemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
-  } else if (f == WeightFormat::kBf16X12) {
-    X12Gemv(static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
-  } else {
-    Gemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
-  }
-}
-
-template <typename T>
-void ExpectBitEqual(const std::vector<T>& want, const T* got, const char* what) {
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (std::memcmp(&want[i], &got[i], sizeof(T)) != 0) {
-      ADD_FAILURE() << what << ": element " << i << " of " << want.size() << " differs";
-      return;
-    }
-  }
-}
+using testing::UnfusedGemv;
 
 // Rows around the 8-row unit / panel and the 64-row SiLU unit; K of 1 block, odd blocks, decode size.
 struct Shape {

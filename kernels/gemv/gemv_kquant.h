@@ -52,6 +52,12 @@ void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r
 void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                     const Q8Activations& x, bf16* y);
 
+// KQuantRowsVnni on rows [0, n) for m token rows x[t] at once (each block's weights
+// unpacked once for several of them): out[t * out_stride + r], bit-identical to
+// KQuantRowsVnni on x[t] alone.
+void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x,
+                          size_t m, float* out, size_t out_stride);
+
 // sum(q) of each 16 consecutive activations of `q` [cols], as f32 (exact): per-thread
 // scratch of the caller, valid until its next call.
 const float* Sums16(const int8_t* q, size_t cols);

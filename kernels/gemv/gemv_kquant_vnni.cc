@@ -76,12 +76,17 @@ DK_VNNI_TARGET inline __m512i Spread(int first) {
                                             kRun == 8 ? 3 : 2));
 }
 
+// The rows below run kTokens token rows x[t] at once: a block's weights are unpacked
+// once and each token row keeps its own accumulators and sequence of operations, so
+// its sums are the single-row call's (kTokens = 1) bit for bit. out(t, r, value).
+
 // Q4_K: per block the 8 6-bit scales and minimums (12 bytes as words a, b, c: scales
 // 0..3 = a & 63, 4..7 = c's low nibbles | a's top 2 bits << 4; minimums 0..3 = b & 63,
 // 4..7 = c's high nibbles | b's top 2 bits << 4), scale_j = d sc_j dx_j for the
 // lanes, dmin m_j dx_j sum_j(x) into the row's minimum sum.
-template <typename YT>
-DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x, YT* y) {
+template <size_t kTokens, typename Out>
+DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+                            const Out& out) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ4_K);
   const size_t blocks = cols / ggml::kSuperBlockElems;
   const __m512i zero = _mm512_setzero_si512();
@@ -89,8 +94,12 @@ DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   StreamPrefetch prefetch(w + r0 * blocks * kBytes);
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * blocks * kBytes;
-    __m512 acc = _mm512_setzero_ps();
-    __m256 mins = _mm256_setzero_ps();
+    __m512 acc[kTokens];
+    __m256 mins[kTokens];
+    for (size_t t = 0; t < kTokens; ++t) {
+      acc[t] = _mm512_setzero_ps();
+      mins[t] = _mm256_setzero_ps();
+    }
     for (size_t b = 0; b < blocks; ++b) {
       const uint8_t* blk = row + b * kBytes;
       prefetch.Through(blk + kBytes);
@@ -99,19 +108,27 @@ DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
       const uint32_t m_lo = bw & 0x3F3F3F3Fu, m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((bw >> 2) & 0x30303030u);
       const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(sc_lo, sc_hi, 0, 0)));
       const __m256 m = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(m_lo, m_hi, 0, 0)));
-      const __m256 dx = _mm256_loadu_ps(x.d + b * 8);
-      mins = _mm256_fmadd_ps(_mm256_mul_ps(m, _mm256_set1_ps(F16(blk + 2))), _mm256_loadu_ps(x.sx + b * 8), mins);
-      const __m512 scale = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_mul_ps(sc, dx), _mm256_set1_ps(F16(blk))));
-      const int8_t* xq = x.q + b * ggml::kSuperBlockElems;
-      for (size_t j = 0; j < 4; ++j) {
-        const __m512i dot = _mm512_dpbusd_epi32(zero, SplitNibbles(blk + 16 + 32 * j),
-                                                _mm512_load_si512(xq + 64 * j));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(spread[j], scale), acc);
+      const __m256 m_dmin = _mm256_mul_ps(m, _mm256_set1_ps(F16(blk + 2)));
+      const __m256 d = _mm256_set1_ps(F16(blk));
+      __m512i q[4];
+      for (size_t j = 0; j < 4; ++j) q[j] = SplitNibbles(blk + 16 + 32 * j);
+#pragma GCC unroll 4
+      for (size_t t = 0; t < kTokens; ++t) {
+        const __m256 dx = _mm256_loadu_ps(x[t]->d + b * 8);
+        mins[t] = _mm256_fmadd_ps(m_dmin, _mm256_loadu_ps(x[t]->sx + b * 8), mins[t]);
+        const __m512 scale = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_mul_ps(sc, dx), d));
+        const int8_t* xq = x[t]->q + b * ggml::kSuperBlockElems;
+        for (size_t j = 0; j < 4; ++j) {
+          const __m512i dot = _mm512_dpbusd_epi32(zero, q[j], _mm512_load_si512(xq + 64 * j));
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(spread[j], scale), acc[t]);
+        }
       }
     }
-    const __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(mins), _mm256_extractf128_ps(mins, 1));
-    const __m128 m2 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
-    Store(_mm512_reduce_add_ps(acc) - _mm_cvtss_f32(_mm_add_ss(m2, _mm_movehdup_ps(m2))), y + r);
+    for (size_t t = 0; t < kTokens; ++t) {
+      const __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(mins[t]), _mm256_extractf128_ps(mins[t], 1));
+      const __m128 m2 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
+      out(t, r, _mm512_reduce_add_ps(acc[t]) - _mm_cvtss_f32(_mm_add_ss(m2, _mm_movehdup_ps(m2))));
+    }
   }
 }
 
@@ -119,8 +136,9 @@ DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
 // (low nibbles of ql[0:32) and ql[32:64), then their high nibbles, each with its
 // bit pair of qh); two runs per vpdpbusd. scale_g = d sc_g dx for the 16 sub-blocks;
 // the -32 is -32 sum_g scale_g sum16_g(x), one FMA per block.
-template <typename YT>
-DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x, YT* y) {
+template <size_t kTokens, typename Out>
+DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+                            const Out& out) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ6_K);
   constexpr size_t kQh = offsetof(ggml::BlockQ6_K, qh), kScales = offsetof(ggml::BlockQ6_K, scales),
                    kD = offsetof(ggml::BlockQ6_K, d);
@@ -132,16 +150,15 @@ DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   StreamPrefetch prefetch(w + r0 * blocks * kBytes);
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * blocks * kBytes;
-    __m512 acc = _mm512_setzero_ps(), offs = _mm512_setzero_ps();
+    __m512 acc[kTokens], offs[kTokens];
+    for (size_t t = 0; t < kTokens; ++t) acc[t] = offs[t] = _mm512_setzero_ps();
     for (size_t b = 0; b < blocks; ++b) {
       const uint8_t* blk = row + b * kBytes;
       prefetch.Through(blk + kBytes);
       const __m512 sc =
           _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kScales))));
-      const __m512 dx = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_loadu_ps(x.d + b * 8)));
-      const __m512 scale = _mm512_mul_ps(_mm512_mul_ps(sc, dx), _mm512_set1_ps(F16(blk + kD)));
-      offs = _mm512_fmadd_ps(scale, _mm512_loadu_ps(x.sum16 + b * 16), offs);
-      const int8_t* xq = x.q + b * ggml::kSuperBlockElems;
+      const __m512 d = _mm512_set1_ps(F16(blk + kD));
+      __m512i q[4];  // lo, hi of each half
       for (size_t n = 0; n < 2; ++n) {
         const uint8_t* ql = blk + 64 * n;
         const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
@@ -155,22 +172,30 @@ DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, high2));
         const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
                                            _mm256_and_si256(_mm256_srli_epi16(h, 2), high2));
-        const __m512i lo = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-        const __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(q2), q3, 1);
-        const __m512i dot_lo = _mm512_dpbusd_epi32(zero, lo, _mm512_load_si512(xq + 128 * n));
-        const __m512i dot_hi = _mm512_dpbusd_epi32(zero, hi, _mm512_load_si512(xq + 128 * n + 64));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(spread[2 * n], scale), acc);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(spread[2 * n + 1], scale), acc);
+        q[2 * n] = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+        q[2 * n + 1] = _mm512_inserti64x4(_mm512_castsi256_si512(q2), q3, 1);
+      }
+#pragma GCC unroll 4
+      for (size_t t = 0; t < kTokens; ++t) {
+        const __m512 dx = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_loadu_ps(x[t]->d + b * 8)));
+        const __m512 scale = _mm512_mul_ps(_mm512_mul_ps(sc, dx), d);
+        offs[t] = _mm512_fmadd_ps(scale, _mm512_loadu_ps(x[t]->sum16 + b * 16), offs[t]);
+        const int8_t* xq = x[t]->q + b * ggml::kSuperBlockElems;
+        for (size_t j = 0; j < 4; ++j) {
+          const __m512i dot = _mm512_dpbusd_epi32(zero, q[j], _mm512_load_si512(xq + 64 * j));
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(spread[j], scale), acc[t]);
+        }
       }
     }
-    Store(_mm512_reduce_add_ps(acc) - 32.0f * _mm512_reduce_add_ps(offs), y + r);
+    for (size_t t = 0; t < kTokens; ++t) out(t, r, _mm512_reduce_add_ps(acc[t]) - 32.0f * _mm512_reduce_add_ps(offs[t]));
   }
 }
 
 // Q5_0 blocks b0, b1 as Q4's RowGroupSums takes a pair ([lo0 hi0 lo1 hi1] nibbles),
-// the fifth bits (qh, bit i for element i) a byte mask of 0x10: the pair's dot
-// products with its 64 activations, block b0 in lanes 0..7, b1 in lanes 8..15.
-DK_VNNI_TARGET inline __m512i Q5PairDot(const uint8_t* b0, const uint8_t* b1, const int8_t* xq) {
+// the fifth bits (qh, bit i for element i) a byte mask of 0x10: the pair's 64
+// unsigned values, which vpdpbusd dots with its 64 activations (block b0 in lanes
+// 0..7, b1 in lanes 8..15).
+DK_VNNI_TARGET inline __m512i Q5PairValues(const uint8_t* b0, const uint8_t* b1) {
   constexpr size_t kQh = offsetof(ggml::BlockQ5_0, qh), kQs = offsetof(ggml::BlockQ5_0, qs);
   const __m256i mask = _mm256_set1_epi8(0x0F);
   const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
@@ -179,9 +204,12 @@ DK_VNNI_TARGET inline __m512i Q5PairDot(const uint8_t* b0, const uint8_t* b1, co
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQs)), 1);
   const __m256i lo = _mm256_and_si256(v, mask);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-  __m512i q = _mm512_permutexvar_epi64(halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+  const __m512i q = _mm512_permutexvar_epi64(halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
   const __mmask64 fifth = U32(b0 + kQh) | (static_cast<uint64_t>(U32(b1 + kQh)) << 32);
-  q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
+  return _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
+}
+
+DK_VNNI_TARGET inline __m512i Q5PairDot(__m512i q, const int8_t* xq) {
   return _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_load_si512(xq));
 }
 
@@ -201,13 +229,14 @@ DK_VNNI_TARGET inline float Q5BlockSum(const uint8_t* blk, const int8_t* xq, flo
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-// Q5_0 rows: blocks in pairs (Q5PairDot), their scales d dx 16 blocks at a time as
+// Q5_0 rows: blocks in pairs (Q5PairValues), their scales d dx 16 blocks at a time as
 // the Q4 rows take them (one gather of the blocks' first 4 bytes, one conversion,
 // one multiply by dx, a permute per pair), the -16 as -16 sum_b d_b dx_b sum_b(x)
 // (one FMA per 16 blocks). Pairs after the last whole 16 take their scales one by
 // one; an odd last block goes on 256 bits.
-template <typename YT>
-DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x, YT* y) {
+template <size_t kTokens, typename Out>
+DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+                             const Out& out) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
   constexpr size_t kChunk = 16;
   const size_t blocks = cols / ggml::kBlockElems;
@@ -218,20 +247,31 @@ DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1
   StreamPrefetch prefetch(w + r0 * blocks * kBytes);
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * blocks * kBytes;
-    __m512 acc = _mm512_setzero_ps(), offs16 = _mm512_setzero_ps();
-    float offs = 0.0f;
+    __m512 acc[kTokens], offs16[kTokens];
+    float offs[kTokens];
+    for (size_t t = 0; t < kTokens; ++t) {
+      acc[t] = offs16[t] = _mm512_setzero_ps();
+      offs[t] = 0.0f;
+    }
     size_t b = 0;
     for (; b + kChunk <= blocks; b += kChunk) {
       const __m512i head = _mm512_i32gather_epi32(starts, row + b * kBytes, 1);
       const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
-      const __m512 scale = _mm512_mul_ps(d, _mm512_loadu_ps(x.d + b));
-      offs16 = _mm512_fmadd_ps(d, _mm512_loadu_ps(x.sx + b), offs16);
+      __m512 scale[kTokens];
+      for (size_t t = 0; t < kTokens; ++t) {
+        scale[t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t]->d + b));
+        offs16[t] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[t]->sx + b), offs16[t]);
+      }
       __m512i pick = pair0;
       for (size_t p = b; p < b + kChunk; p += 2) {
         const uint8_t* b0 = row + p * kBytes;
         prefetch.Through(b0 + 2 * kBytes);
-        const __m512i dot = Q5PairDot(b0, b0 + kBytes, x.q + p * 32);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale), acc);
+        const __m512i q = Q5PairValues(b0, b0 + kBytes);
+#pragma GCC unroll 4
+        for (size_t t = 0; t < kTokens; ++t) {
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t]->q + p * 32)),
+                                   _mm512_permutexvar_ps(pick, scale[t]), acc[t]);
+        }
         pick = _mm512_add_epi32(pick, two);
       }
     }
@@ -240,42 +280,64 @@ DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1
       const uint8_t* b1 = b0 + kBytes;
       prefetch.Through(b1 + kBytes);
       const float d0 = F16(b0), d1 = F16(b1);
-      const __m128 s = _mm_setr_ps(d0 * x.d[b], d1 * x.d[b + 1], 0, 0);
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(b0, b1, x.q + b * 32)),
-                            _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc);
-      offs += d0 * x.sx[b] + d1 * x.sx[b + 1];
+      const __m512i q = Q5PairValues(b0, b1);
+      for (size_t t = 0; t < kTokens; ++t) {
+        const __m128 s = _mm_setr_ps(d0 * x[t]->d[b], d1 * x[t]->d[b + 1], 0, 0);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t]->q + b * 32)),
+                                 _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc[t]);
+        offs[t] += d0 * x[t]->sx[b] + d1 * x[t]->sx[b + 1];
+      }
     }
-    float tail = 0.0f;
-    if (b < blocks) {
-      const uint8_t* blk = row + b * kBytes;
-      tail = Q5BlockSum(blk, x.q + b * 32, F16(blk) * x.d[b]);
-      offs += F16(blk) * x.sx[b];
+    for (size_t t = 0; t < kTokens; ++t) {
+      float tail = 0.0f;
+      if (b < blocks) {
+        const uint8_t* blk = row + b * kBytes;
+        tail = Q5BlockSum(blk, x[t]->q + b * 32, F16(blk) * x[t]->d[b]);
+        offs[t] += F16(blk) * x[t]->sx[b];
+      }
+      offs[t] += _mm512_reduce_add_ps(offs16[t]);
+      out(t, r, _mm512_reduce_add_ps(acc[t]) + tail - 16.0f * offs[t]);
     }
-    offs += _mm512_reduce_add_ps(offs16);
-    Store(_mm512_reduce_add_ps(acc) + tail - 16.0f * offs, y + r);
+  }
+}
+
+// Rows [r0, r1) of `format` for kTokens token rows.
+template <size_t kTokens, typename Out>
+void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+              const Out& out) {
+  switch (format) {
+    case WeightFormat::kQ5_0: return RowsQ5_0<kTokens>(w, cols, r0, r1, x, out);
+    case WeightFormat::kQ4_K: return RowsQ4K<kTokens>(w, cols, r0, r1, x, out);
+    case WeightFormat::kQ6_K: return RowsQ6K<kTokens>(w, cols, r0, r1, x, out);
+    default: break;  // not one of these formats (gemv_quant.cc dispatches)
   }
 }
 
 template <typename YT>
-void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x,
-              YT* y) {
-  switch (format) {
-    case WeightFormat::kQ5_0: return RowsQ5_0(w, cols, r0, r1, x, y);
-    case WeightFormat::kQ4_K: return RowsQ4K(w, cols, r0, r1, x, y);
-    case WeightFormat::kQ6_K: return RowsQ6K(w, cols, r0, r1, x, y);
-    default: break;  // not one of these formats (gemv_quant.cc dispatches)
-  }
+void SingleRow(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x,
+               YT* y) {
+  const Q8Activations* xs[1] = {&x};
+  Dispatch<1>(format, w, cols, r0, r1, xs, [y](size_t, size_t r, float v) { Store(v, y + r); });
 }
 
 }  // namespace
 
 void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                     const Q8Activations& x, float* y) {
-  Dispatch(format, w, cols, r0, r1, x, y);
+  SingleRow(format, w, cols, r0, r1, x, y);
 }
 void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                     const Q8Activations& x, bf16* y) {
-  Dispatch(format, w, cols, r0, r1, x, y);
+  SingleRow(format, w, cols, r0, r1, x, y);
+}
+
+void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x,
+                          size_t m, float* out, size_t out_stride) {
+  constexpr size_t kTokens = 4;
+  size_t t0 = 0;
+  auto at = [&](size_t t, size_t r, float v) { out[(t0 + t) * out_stride + r] = v; };
+  for (; t0 + kTokens <= m; t0 += kTokens) Dispatch<kTokens>(format, w, cols, 0, n, x + t0, at);
+  for (; t0 < m; ++t0) Dispatch<1>(format, w, cols, 0, n, x + t0, at);
 }
 
 const float* Sums16(const int8_t* q, size_t cols) {

@@ -377,6 +377,7 @@ QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols) {
   p.format = format;
   p.cols = cols;
   p.path = static_cast<int>(ChooseInt8Path());
+  p.avx512_vnni = p.path == static_cast<int>(Int8Path::kAvx512Vnni);
   const bool q4 = format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1;
   if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && q4) xq.quad = QuadActivations(xq.q, cols);
   CompleteKQuantActivations(format, static_cast<Int8Path>(p.path), cols, &xq);

@@ -320,6 +320,86 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   }
 }
 
+// RowGroupQ8Chunked for kTokens token rows x[t] at once: each weight pair's load,
+// sign mask and |w| serve every token row; each (row, token) pair keeps its own
+// accumulator, scales and FMA order, so its sum is RowGroupQ8Chunked's bit for bit.
+// out[t * out_stride + r + i].
+template <size_t kRows, size_t kTokens>
+DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* const* x,
+                                    float* out, size_t out_stride) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
+  constexpr size_t kChunk = 16;
+  const size_t chunked = blocks / kChunk * kChunk;
+  float rest[kTokens][kRows] = {};
+  if (chunked < blocks) {  // RowGroup's loop over the blocks after the last whole chunk (or all)
+    for (size_t t = 0; t < kTokens; ++t) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, *x[t], rest[t]);
+  }
+  if (chunked == 0) {  // RowGroup: the sums alone
+    for (size_t t = 0; t < kTokens; ++t) {
+      for (size_t i = 0; i < kRows; ++i) out[t * out_stride + r + i] = rest[t][i];
+    }
+    return;
+  }
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i starts = BlockStarts<kBlock>();
+  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i two = _mm512_set1_epi32(2);
+  const uint8_t* rows[kRows];
+  __m512 acc[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * blocks * kBlock;
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < chunked; b += kChunk) {
+    __m512 scale[kRows][kTokens];
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
+      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+      for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(dw, _mm512_loadu_ps(x[t]->d + b));
+    }
+    __m512i pick = pair0;
+#pragma GCC unroll 2
+    for (size_t pair = 0; pair < kChunk / 2; ++pair) {
+      const size_t b0 = b + 2 * pair;
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kRows; ++i) {
+        const uint8_t* blk = rows[i] + b0 * kBlock;
+        const __m512i wq = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+        const __mmask64 negative = _mm512_movepi8_mask(wq);
+        const __m512i magnitude = _mm512_abs_epi8(wq);
+#pragma GCC unroll 8
+        for (size_t t = 0; t < kTokens; ++t) {
+          const __m512i xq = _mm512_load_si512(x[t]->q + b0 * 32);
+          const __m512i dot = _mm512_dpbusd_epi32(zero, magnitude, _mm512_mask_sub_epi8(xq, negative, zero, xq));
+          acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i][t]), acc[i][t]);
+        }
+      }
+      pick = _mm512_add_epi32(pick, two);
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    for (size_t i = 0; i < kRows; ++i) out[t * out_stride + r + i] = _mm512_reduce_add_ps(acc[i][t]) + rest[t][i];
+  }
+}
+
+// Rows [0, n) of Q8_0 W for token rows [0, m), kRows rows x kTokens token rows at a time.
+template <size_t kRows, size_t kTokens>
+DK_VNNI_TARGET void Q8TokensAllRows(const uint8_t* w, size_t blocks, size_t n, const Q8Activations* const* x,
+                                    size_t m, float* out, size_t out_stride) {
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) {
+    size_t r = 0;
+    for (; r + kRows <= n; r += kRows) Q8ChunkedTokens<kRows, kTokens>(w, blocks, r, x + t, out + t * out_stride, out_stride);
+    for (; r < n; ++r) Q8ChunkedTokens<1, kTokens>(w, blocks, r, x + t, out + t * out_stride, out_stride);
+  }
+  for (; t < m; ++t) {
+    for (size_t r = 0; r < n; ++r) Q8ChunkedTokens<1, 1>(w, blocks, r, x + t, out + t * out_stride, out_stride);
+  }
+}
+
 template <WeightFormat F, typename YT>
 DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
                          const Q8Activations& x, YT* y) {
@@ -454,6 +534,11 @@ void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0
 void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1,
                    const Q8Activations& x, bf16* y) {
   Dispatch(format, w, cols, r0, r1, x, y);
+}
+
+void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x, size_t m, float* out,
+                      size_t out_stride) {
+  Q8TokensAllRows<2, 4>(w, cols / ggml::kBlockElems, n, x, m, out, out_stride);
 }
 
 }  // namespace dk::kernels::internal

@@ -42,6 +42,7 @@ struct QuantX {
   WeightFormat format{};
   size_t cols = 0;
   int path = 0;           // the int8 inner loop this CPU and target take
+  bool avx512_vnni = false;  // that loop is QuantRowsVnni (gemv_quant_vnni.h)
   const void* act = nullptr;  // internal::Q8Activations
 };
 QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols);  // cols % 32 == 0

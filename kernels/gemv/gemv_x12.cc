@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_avx512bf16.h"
 #include "kernels/gemv/gemv_rows.h"
 #include "util/aligned_buffer.h"
 #include "util/check.h"
@@ -192,6 +193,69 @@ DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0
     const size_t base = p * kPanelRows;
     for (size_t r = 0; r < kPanelRows && base + r < g.rows; ++r) {
       y[base + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+    }
+  }
+}
+
+// Block (p, q)'s rows [r, r + kRows) decoded once each (as Block does) and applied to
+// kTokens token rows: chunk 2q into acc0, 2q + 1 into acc1 (kBoth false: an odd last
+// chunk, alone), `col` the block's first column in every x[t].
+template <bool kBoth, size_t kRows, size_t kTokens>
+DK_X12_TARGET inline void BlockTokens(const uint8_t* x12, const Geometry& g, const uint8_t* block,
+                                      const uint8_t* table, size_t r, const bf16* const* x, size_t col,
+                                      __m512 (*acc0)[kTokens], __m512 (*acc1)[kTokens]) {
+  const __m512i shift = _mm512_set_epi64(0x0004000400040004ll, 0x0004000400040004ll, 0x0004000400040004ll,
+                                         0x0004000400040004ll, 0, 0, 0, 0);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  const bool compact = __builtin_expect(table[8] & 0x80, 1);
+  const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+  const uint8_t* raw = compact ? nullptr : x12 + g.spill + kRawBytes * LoadU32(table);
+#pragma GCC unroll 4
+  for (size_t i = 0; i < kRows; ++i) {
+    __m512bh w0, w1;
+    if (compact) {
+      const uint8_t* row = block + (r + i) * kRowBytes;
+      const __m512i codes =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kPairCols)));
+      const __m512i upper = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srlv_epi16(codes, shift), low_nibble));
+      const __m512i lower = _mm512_loadu_si512(row);
+      w0 = (__m512bh)_mm512_unpacklo_epi8(lower, upper);
+      w1 = (__m512bh)_mm512_unpackhi_epi8(lower, upper);
+    } else {
+      w0 = LoadBh(raw + (r + i) * 64);
+      w1 = LoadBh(raw + kRawBytes / 2 + (r + i) * 64);
+    }
+#pragma GCC unroll 6
+    for (size_t t = 0; t < kTokens; ++t) {
+      acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, LoadBh(x[t] + col));
+      if (kBoth) acc1[i][t] = _mm512_dpbf16_ps(acc1[i][t], w1, LoadBh(x[t] + col + kChunkCols));
+    }
+  }
+}
+
+// Rows [r, r + kRows) of panel p (n of its rows real) for kTokens token rows:
+// out[t * out_stride + row in panel]; each (row, token) pair is PanelsDpBf16's sum.
+template <size_t kRows, size_t kTokens>
+DK_X12_TARGET void PanelTile(const uint8_t* x12, const Geometry& g, size_t p, size_t r, size_t n,
+                             const bf16* const* x, float* out, size_t out_stride) {
+  const uint8_t* data = x12 + p * g.pairs * kBlockBytes;
+  const uint8_t* tables = x12 + g.tables + p * g.pairs * kTableBytes;
+  __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = acc1[i][t] = _mm512_setzero_ps();
+  }
+  const size_t full = g.chunks / 2;
+  for (size_t q = 0; q < full; ++q) {
+    BlockTokens<true, kRows, kTokens>(x12, g, data + q * kBlockBytes, tables + q * kTableBytes, r, x, q * kPairCols,
+                                      acc0, acc1);
+  }
+  if (g.chunks % 2) {
+    BlockTokens<false, kRows, kTokens>(x12, g, data + full * kBlockBytes, tables + full * kTableBytes, r, x,
+                                       full * kPairCols, acc0, acc1);
+  }
+  for (size_t i = 0; i < kRows && r + i < n; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
     }
   }
 }
@@ -395,6 +459,28 @@ void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, siz
     DecodePanel(x12, g, p, panel);
     const size_t base = p * kPanelRows, n = std::min(kPanelRows, rows - base);
     Bf16PackedRows(panel, n, x, 0, n, y + base);
+  }
+}
+
+void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, size_t r1,
+                       const bf16* const* x, size_t m, float* out, size_t out_stride) {
+  DK_CHECK(r0 % kPanelRows == 0 && (r1 % kPanelRows == 0 || r1 == rows) && r1 <= rows);
+  const Geometry g = Geo(rows, cols);
+  const size_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
+  if (Plain(x12, g)) {
+    return PackedPanelsDpBf16Tokens(reinterpret_cast<const bf16*>(x12), rows, g.chunks, p0, p1, x, m, out, out_stride);
+  }
+  constexpr size_t kRows = 4, kTokens = 3;
+  for (size_t p = p0; p < p1; ++p) {
+    const size_t n = std::min(kPanelRows, rows - p * kPanelRows);
+    float* o = out + (p - p0) * kPanelRows;
+    size_t t = 0;
+    for (; t + kTokens <= m; t += kTokens) {
+      for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, kTokens>(x12, g, p, r, n, x + t, o + t * out_stride, out_stride);
+    }
+    for (; t < m; ++t) {
+      for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, 1>(x12, g, p, r, n, x + t, o + t * out_stride, out_stride);
+    }
   }
 }
 

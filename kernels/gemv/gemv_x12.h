@@ -84,6 +84,12 @@ struct Bf16X;  // gemv_rows.h
 // y[r] for r in [r0, r1) (r0 % kPanelRows == 0; r1 % kPanelRows == 0 or r1 == rows),
 // bit-identical to Bf16PackedRows on the packed layout of the same matrix.
 void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, size_t r1, float* y);
+
+// Bf16X12Rows's vdpbf16ps loop (AVX512_BF16 CPUs only) for m token rows x[t] at once,
+// each x[t] zero-padded to whole 32-column chunks, each weight decoded once for
+// several of them: out[t * out_stride + r - r0], bit-identical to Bf16X12Rows on x[t].
+void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, size_t r1,
+                       const bf16* const* x, size_t m, float* out, size_t out_stride);
 }  // namespace internal
 
 }  // namespace dk::kernels

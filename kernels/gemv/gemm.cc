@@ -1,0 +1,326 @@
+#include "kernels/gemv/gemm.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_avx512bf16.h"
+#include "kernels/gemv/gemv_kquant.h"
+#include "kernels/gemv/gemv_quant_vnni.h"
+#include "kernels/gemv/gemv_rows.h"
+#include "kernels/gemv/gemv_x12.h"
+#include "kernels/norm/rmsnorm.h"
+#include "util/aligned_buffer.h"
+#include "util/check.h"
+
+// Loop order. The single-row kernels stream the whole matrix per token; here the
+// rows each thread owns are cut into tiles of at most kTileBytes of weights, and
+// every token row runs over a tile while it is in L2, so the weights come from DRAM
+// once per call. On AVX-512 CPUs the bf16 (vdpbf16ps) and Q8_0 (VNNI) paths go
+// further: each loaded weight vector feeds several token rows' accumulators held
+// in registers (gemm_avx512.cc). Elsewhere a tile runs the single-row kernels once
+// per token row (gemv_rows.h), which is bit-identical by construction.
+namespace dk::kernels {
+namespace {
+
+using internal::Bf16X;
+using internal::Q8Activations;
+using internal::QuantX;
+
+// m token rows, each prepared exactly as the single-row kernels prepare x.
+struct GemmX {
+  WeightFormat format{};
+  size_t cols = 0;
+  size_t m = 0;
+  const Bf16X* bf16x = nullptr;    // [m], bf16 formats
+  const bf16* const* padded = nullptr;  // [m], their zero-padded x where the vdpbf16ps loops run
+  const QuantX* quant = nullptr;   // [m], block formats
+  const Q8Activations* const* acts = nullptr;  // [m], their int8 activations
+};
+
+size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// Units of work are 8-row panels: a multiple of the packed layouts' panel and of the
+// quantized kernels' row groups (4).
+constexpr size_t kUnitRows = kPanelRows;
+// Weights of one tile: well inside a core's L2, with room for the token rows.
+constexpr size_t kTileBytes = 192 * 1024;
+// SiLU*mul's units: as gemv_fused.cc, a multiple of every SIMD width SiluMul uses, so
+// each unit splits vector / scalar tail as the whole-length call does.
+constexpr size_t kSiluUnitRows = 64;
+
+// Per-thread scratch of the calling thread (grown, never shrunk); `slot` keeps
+// buffers of one call apart (f32: 0 x12 rows, 1 RowsInBlocks, 2 and 3 gate and up;
+// bf16: 2 normed x; bytes: 3 prepared x).
+template <typename T>
+T* Scratch(int slot, size_t n) {
+  thread_local AlignedBuffer<T> buffers[4];
+  if (buffers[slot].size() < n) buffers[slot] = AlignedBuffer<T>(n);
+  return buffers[slot].data();
+}
+
+// Bytes of one token row's prepared data, each part 64-byte aligned.
+size_t PreparedBytes(WeightFormat format, size_t cols) {
+  if (!formats::IsBlockFormat(format)) return 2 * RoundUp(cols, kChunkCols) * sizeof(float);
+  const size_t blocks = cols / 32;
+  return RoundUp(cols, 64) * 2 + 4 * RoundUp(blocks * 4, 64) + RoundUp(cols / 16 * 4, 64);
+}
+
+// Copies `n` bytes to *arena and advances it (64-byte steps); nullptr stays nullptr.
+template <typename T>
+const T* Keep(const T* src, size_t n, uint8_t** arena) {
+  if (src == nullptr) return nullptr;
+  std::memcpy(*arena, src, n * sizeof(T));
+  const T* kept = reinterpret_cast<const T*>(*arena);
+  *arena += RoundUp(n * sizeof(T), 64);
+  return kept;
+}
+
+// Each token row prepared by the single-row preparation (PrepareBf16X / PrepareQuantX,
+// which leave it in per-thread scratch), then copied to a slot of its own.
+GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols) {
+  thread_local std::vector<Bf16X> bx;
+  thread_local std::vector<QuantX> qx;
+  thread_local std::vector<Q8Activations> acts;
+  thread_local std::vector<const bf16*> padded;
+  thread_local std::vector<const Q8Activations*> act_ptrs;
+  const size_t row_bytes = PreparedBytes(format, cols);
+  uint8_t* arena = Scratch<uint8_t>(3, m * row_bytes);
+  GemmX g;
+  g.format = format;
+  g.cols = cols;
+  g.m = m;
+  const bool block = formats::IsBlockFormat(format);
+  if (block) DK_CHECK(cols % formats::BlockElems(format) == 0);
+  if (block) {
+    qx.resize(m);
+    acts.resize(m);
+    act_ptrs.resize(m);
+  } else {
+    bx.resize(m);
+    padded.resize(m);
+  }
+  for (size_t i = 0; i < m; ++i) {
+    uint8_t* slot = arena + i * row_bytes;
+    if (!block) {
+      Bf16X p = internal::PrepareBf16X(x + i * x_stride, cols);
+      const size_t padded_cols = RoundUp(cols, kChunkCols);
+      p.padded = Keep(p.padded, padded_cols, &slot);
+      p.xe = Keep(p.xe, padded_cols / 2, &slot);
+      p.xo = Keep(p.xo, padded_cols / 2, &slot);
+      bx[i] = p;
+      padded[i] = p.padded;
+      continue;
+    }
+    QuantX p = internal::PrepareQuantX(format, x + i * x_stride, cols);
+    const Q8Activations& a = *static_cast<const Q8Activations*>(p.act);
+    const size_t blocks = cols / 32;
+    acts[i] = {Keep(a.q, cols, &slot),  Keep(a.d, blocks, &slot),
+               Keep(a.sum, blocks, &slot), Keep(a.sx, blocks, &slot),
+               Keep(a.quad, blocks / 16 * 16 * 32, &slot), Keep(a.sum16, cols / 16, &slot)};
+    p.act = &acts[i];
+    act_ptrs[i] = &acts[i];
+    qx[i] = p;
+  }
+  g.bf16x = block ? nullptr : bx.data();
+  g.padded = !block && bx[0].dot ? padded.data() : nullptr;
+  g.quant = block ? qx.data() : nullptr;
+  g.acts = block ? act_ptrs.data() : nullptr;
+  return g;
+}
+
+// Token rows per block: a block's x stays in L2 beside a weight tile.
+constexpr size_t kTokenBlock = 64;
+
+// Rows [s, e) of W (s % kUnitRows == 0, e likewise or == rows) for token rows [t0,
+// t1): out[(t - t0) * out_stride + r - s]. The register-blocked kernels where this
+// format and path have one; otherwise the single-row kernels once per token row.
+void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, size_t t0, size_t t1, float* out,
+              size_t out_stride) {
+  const size_t cols = x.cols, n = e - s;
+  const size_t chunks = RoundUp(cols, kChunkCols) / kChunkCols;
+  if (x.format == WeightFormat::kBf16Packed && x.padded) {
+    return internal::PackedPanelsDpBf16Tokens(static_cast<const bf16*>(w), rows, chunks, s / kPanelRows,
+                                              (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,
+                                              out_stride);
+  }
+  if (x.format == WeightFormat::kBf16X12 && x.padded) {
+    return internal::Bf16X12RowsTokens(static_cast<const uint8_t*>(w), rows, cols, s, e, x.padded + t0, t1 - t0, out,
+                                       out_stride);
+  }
+  if (x.format == WeightFormat::kQ8_0 && x.quant[0].avx512_vnni) {
+    return internal::Q8RowsVnniTokens(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), cols,
+                                      n, x.acts + t0, t1 - t0, out, out_stride);
+  }
+  if (internal::IsKQuantKernelFormat(x.format) && x.quant[0].avx512_vnni) {
+    return internal::KQuantRowsVnniTokens(x.format, static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols),
+                                          cols, n, x.acts + t0, t1 - t0, out, out_stride);
+  }
+  float* abs = x.format == WeightFormat::kBf16X12 ? Scratch<float>(0, rows) : nullptr;
+  for (size_t i = t0; i < t1; ++i) {
+    float* o = out + (i - t0) * out_stride;
+    switch (x.format) {
+      case WeightFormat::kBf16RowMajor:
+        internal::Bf16RowMajorRows(static_cast<const bf16*>(w) + s * cols, x.bf16x[i], 0, n, o);
+        break;
+      case WeightFormat::kBf16Packed:
+        internal::Bf16PackedRows(static_cast<const bf16*>(w) + s / kPanelRows * chunks * kPanelRows * kChunkCols, n,
+                                 x.bf16x[i], 0, n, o);
+        break;
+      case WeightFormat::kBf16X12:  // tables sit after all blocks: rows indexed absolutely
+        internal::Bf16X12Rows(static_cast<const uint8_t*>(w), rows, x.bf16x[i], s, e, abs);
+        std::memcpy(o, abs + s, n * sizeof(float));
+        break;
+      default:
+        internal::QuantRows(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), x.quant[i], 0,
+                            n, o);
+        break;
+    }
+  }
+}
+
+// out[i * out_stride + r - r0] = (W X[i])[r] for r in [r0, r1) (r0 % kUnitRows == 0,
+// r1 likewise or == rows), tile by tile, each tile for every block of token rows.
+void Rows(const GemmX& x, const FusedWeight& w, size_t r0, size_t r1, float* out, size_t out_stride) {
+  const size_t row_bytes = formats::IsBlockFormat(x.format) ? formats::RowBytes(x.format, x.cols)
+                                                            : RoundUp(x.cols, kChunkCols) * sizeof(bf16);
+  const size_t tile = std::max(kUnitRows, kTileBytes / row_bytes / kUnitRows * kUnitRows);
+  for (size_t s = r0; s < r1; s += tile) {
+    const size_t e = std::min(r1, s + tile);
+    for (size_t t0 = 0; t0 < x.m; t0 += kTokenBlock) {
+      TileRows(x, w.data, w.rows, s, e, t0, std::min(x.m, t0 + kTokenBlock), out + t0 * out_stride + (s - r0),
+               out_stride);
+    }
+  }
+}
+
+// The units of all weights j < n (unit_rows rows each) spread over the pool as one
+// job; body(j, r0, r1) per weight for the rows of each range's units of it (as
+// ForUnits in gemv_fused.cc).
+template <typename F>
+void ForUnits(const FusedWeight* w, int n, size_t unit_rows, ThreadPool* pool, const F& body) {
+  size_t first[kMaxFusedWeights + 1] = {0};
+  for (int j = 0; j < n; ++j) first[j + 1] = first[j] + (w[j].rows + unit_rows - 1) / unit_rows;
+  if (first[n] == 0) return;
+  ParallelRanges(pool, first[n], [&](size_t u0, size_t u1, int) {
+    int j = 0;
+    for (size_t u = u0; u < u1;) {
+      while (u >= first[j + 1]) ++j;
+      const size_t end = std::min(u1, first[j + 1]);
+      body(j, (u - first[j]) * unit_rows, std::min(w[j].rows, (end - first[j]) * unit_rows));
+      u = end;
+    }
+  });
+}
+
+// Rows [r0, r1) of W for every token row, in blocks of at most `block` rows: f32
+// results in per-thread scratch, handed to emit(i, c0, c1, acc) (acc[r - c0]).
+template <typename Emit>
+void RowsInBlocks(const GemmX& x, const FusedWeight& w, size_t r0, size_t r1, size_t block, const Emit& emit) {
+  float* acc = Scratch<float>(1, x.m * block);
+  for (size_t c0 = r0; c0 < r1; c0 += block) {
+    const size_t c1 = std::min(r1, c0 + block);
+    Rows(x, w, c0, c1, acc, block);
+    for (size_t i = 0; i < x.m; ++i) emit(i, c0, c1, acc + i * block);
+  }
+}
+
+// Rows of one output block per call of RowsInBlocks for bf16 results.
+constexpr size_t kBlockRows = 256;
+
+void StoreBf16(const float* acc, size_t n, bf16* y) {
+  for (size_t r = 0; r < n; ++r) y[r] = F32ToBf16(acc[r]);
+}
+
+template <typename YT>
+void GemmAny(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
+             size_t m, YT* y, size_t y_stride, ThreadPool* pool) {
+  if (rows == 0 || m == 0) return;
+  const GemmX px = PrepareRows(format, x, x_stride, m, cols);
+  const FusedWeight fw{w, rows};
+  ForUnits(&fw, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
+    if constexpr (std::is_same_v<YT, float>) {
+      Rows(px, fw, r0, r1, y + r0, y_stride);
+    } else {
+      RowsInBlocks(px, fw, r0, r1, kBlockRows, [&](size_t i, size_t c0, size_t c1, const float* acc) {
+        StoreBf16(acc, c1 - c0, y + i * y_stride + c0);
+      });
+    }
+  });
+}
+
+// Each token row RmsNorm'd into per-thread scratch, as the fused single-row kernels do.
+GemmX NormAndPrepare(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm, float eps,
+                     size_t cols) {
+  bf16* xn = Scratch<bf16>(2, m * cols);
+  for (size_t i = 0; i < m; ++i) RmsNorm(x + i * x_stride, norm, cols, eps, xn + i * cols);
+  return PrepareRows(format, xn, cols, m, cols);
+}
+
+}  // namespace
+
+void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
+          size_t m, float* y, size_t y_stride, ThreadPool* pool) {
+  GemmAny(format, w, rows, cols, x, x_stride, m, y, y_stride, pool);
+}
+void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
+          size_t m, bf16* y, size_t y_stride, ThreadPool* pool) {
+  GemmAny(format, w, rows, cols, x, x_stride, m, y, y_stride, pool);
+}
+
+void RmsNormGemm(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm, float eps,
+                 size_t cols, const FusedWeight* w, int n, void* const* y, const size_t* y_stride, bool y_f32,
+                 ThreadPool* pool) {
+  DK_CHECK(n >= 1 && n <= kMaxFusedWeights);
+  if (m == 0) return;
+  const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
+  ForUnits(w, n, kUnitRows, pool, [&](int j, size_t r0, size_t r1) {
+    if (y_f32) return Rows(px, w[j], r0, r1, static_cast<float*>(y[j]) + r0, y_stride[j]);
+    RowsInBlocks(px, w[j], r0, r1, kBlockRows, [&](size_t i, size_t c0, size_t c1, const float* acc) {
+      StoreBf16(acc, c1 - c0, static_cast<bf16*>(y[j]) + i * y_stride[j] + c0);
+    });
+  });
+}
+
+void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm,
+                        float eps, size_t cols, FusedWeight gate, FusedWeight up, bf16* y, size_t y_stride,
+                        ThreadPool* pool) {
+  DK_CHECK(gate.rows == up.rows);
+  if (m == 0) return;
+  const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
+  ForUnits(&gate, 1, kSiluUnitRows, pool, [&](int, size_t r0, size_t r1) {
+    float* g = Scratch<float>(2, m * kSiluUnitRows);
+    float* u = Scratch<float>(3, m * kSiluUnitRows);
+    for (size_t c0 = r0; c0 < r1; c0 += kSiluUnitRows) {  // SiluMul per unit, as the single-row call splits
+      const size_t c1 = std::min(r1, c0 + kSiluUnitRows);
+      Rows(px, gate, c0, c1, g, kSiluUnitRows);
+      Rows(px, up, c0, c1, u, kSiluUnitRows);
+      bf16 gb[kSiluUnitRows], ub[kSiluUnitRows];
+      for (size_t i = 0; i < m; ++i) {
+        StoreBf16(g + i * kSiluUnitRows, c1 - c0, gb);
+        StoreBf16(u + i * kSiluUnitRows, c1 - c0, ub);
+        SiluMul(gb, ub, c1 - c0, y + i * y_stride + c0);
+      }
+    }
+  });
+}
+
+void GemmAdd(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols, FusedWeight w,
+             const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool) {
+  if (m == 0) return;
+  const GemmX px = PrepareRows(format, x, x_stride, m, cols);
+  ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
+    // Add rounds each element alone, so its pieces need not be GemvAdd's.
+    RowsInBlocks(px, w, r0, r1, kBlockRows, [&](size_t i, size_t c0, size_t c1, const float* acc) {
+      bf16 o[kBlockRows];
+      StoreBf16(acc, c1 - c0, o);
+      Add(residual + i * residual_stride + c0, o, c1 - c0, y + i * y_stride + c0);
+    });
+  });
+}
+
+}  // namespace dk::kernels

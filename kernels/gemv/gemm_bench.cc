@@ -1,0 +1,117 @@
+// Multi-row GEMM (gemm.h) throughput for batched prefill, in GFLOP/s = 2 rows cols m
+// / time, at the llama32_1b (2048x2048 q/o, 8192x2048 gate/up, 2048x8192 down) and
+// SmolLM2-135M (576x576, 1536x576, 576x1536) shapes, per weight format, for m token
+// rows in {1, 8, 64, 512} and 1 or 2 threads. Weights rotate over >= 64 MiB of
+// distinct matrices so that, as in a prefill over many layers, they come from DRAM.
+//   ./bazelw run --config=opt //kernels/gemv:gemm_bench -- --benchmark_filter=...
+// Arguments: format (kFormats index), shape (kShapes index), m, threads.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kernels/gemv/gemm.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/gemv_quant_ref.h"
+#include "kernels/gemv/gemv_x12.h"
+#include "kernels/gemv/quantize.h"
+#include "util/aligned_buffer.h"
+
+namespace dk::kernels {
+namespace {
+
+struct Shape {
+  size_t rows, cols;
+};
+constexpr Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {576, 576}, {1536, 576}, {576, 1536}};
+constexpr WeightFormat kFormats[] = {WeightFormat::kBf16Packed, WeightFormat::kBf16X12, WeightFormat::kQ8_0,
+                                     WeightFormat::kQ4_K,       WeightFormat::kQ5_0,    WeightFormat::kQ6_K,
+                                     WeightFormat::kBf16RowMajor, WeightFormat::kQ4_0};
+constexpr size_t kMinRotationBytes = size_t{64} << 20;
+
+// Random bf16 weights of a trained matrix's range (about 1e-2, few exponents per block).
+std::vector<bf16> RandomWeights(size_t n, uint32_t* state) {
+  std::vector<bf16> w(n);
+  for (auto& e : w) {
+    *state = *state * 1664525u + 1013904223u;
+    e = F32ToBf16(static_cast<float>(static_cast<int32_t>(*state >> 8)) * 1e-9f);
+  }
+  return w;
+}
+
+// One matrix of `s` in `f`.
+AlignedBuffer<uint8_t> MakeWeights(WeightFormat f, const Shape& s, uint32_t* state) {
+  if (formats::IsBlockFormat(f) && !CanQuantizeWeights(f)) {  // only read from files: random blocks
+    const std::vector<uint8_t> blocks = ref::RandomBlocks(f, s.rows, s.cols, *state += 7);
+    AlignedBuffer<uint8_t> out(blocks.size(), PageMode::kHugePages);
+    std::copy(blocks.begin(), blocks.end(), out.data());
+    return out;
+  }
+  const std::vector<bf16> w = RandomWeights(s.rows * s.cols, state);
+  size_t bytes = s.rows * s.cols * sizeof(bf16);
+  if (f == WeightFormat::kBf16Packed) bytes = PackedGemvElements(s.rows, s.cols) * sizeof(bf16);
+  if (f == WeightFormat::kBf16X12) bytes = X12GemvBytes(s.rows, s.cols);
+  if (formats::IsBlockFormat(f)) bytes = s.rows * formats::RowBytes(f, s.cols);
+  AlignedBuffer<uint8_t> out(bytes, PageMode::kHugePages);
+  if (f == WeightFormat::kBf16RowMajor) std::copy(w.begin(), w.end(), reinterpret_cast<bf16*>(out.data()));
+  if (f == WeightFormat::kBf16Packed) PackGemvWeights(w.data(), s.rows, s.cols, reinterpret_cast<bf16*>(out.data()));
+  if (f == WeightFormat::kBf16X12) PackX12GemvWeights(w.data(), s.rows, s.cols, out.data());
+  if (formats::IsBlockFormat(f)) QuantizeWeights(f, w.data(), s.rows, s.cols, out.data());
+  return out;
+}
+
+const std::vector<AlignedBuffer<uint8_t>>& WeightSet(WeightFormat f, const Shape& s) {
+  static auto* sets = new std::map<std::tuple<int, size_t, size_t>, std::vector<AlignedBuffer<uint8_t>>>();
+  auto& set = (*sets)[{static_cast<int>(f), s.rows, s.cols}];
+  if (!set.empty()) return set;
+  uint32_t state = 12345;
+  set.push_back(MakeWeights(f, s, &state));
+  const size_t copies = std::max<size_t>(1, (kMinRotationBytes + set[0].size() - 1) / set[0].size());
+  while (set.size() < copies) set.push_back(MakeWeights(f, s, &state));
+  return set;
+}
+
+void BM_Gemm(benchmark::State& state) {
+  const WeightFormat f = kFormats[state.range(0)];
+  const Shape s = kShapes[state.range(1)];
+  const size_t m = static_cast<size_t>(state.range(2));
+  ThreadPool pool(static_cast<int>(state.range(3)));
+  const auto& set = WeightSet(f, s);
+  std::vector<bf16> x(m * s.cols);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
+  std::vector<bf16> y(m * s.rows);
+  size_t i = 0, calls = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    Gemm(f, set[i].data(), s.rows, s.cols, x.data(), s.cols, m, y.data(), s.rows, &pool);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % set.size();
+    ++calls;
+  }
+  state.counters["GFLOP/s"] = 2.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
+  state.SetLabel(std::string(formats::Name(f)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                 " " + (formats::IsBlockFormat(f) ? QuantGemvTargetName(QuantActivations::kInt8) : GemvTargetName()));
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int f = 0; f < static_cast<int>(std::size(kFormats)); ++f) {
+    for (int s = 0; s < static_cast<int>(std::size(kShapes)); ++s) {
+      for (int m : {1, 8, 64, 512}) {
+        for (int threads : {1, 2}) b->Args({f, s, m, threads});
+      }
+    }
+  }
+}
+BENCHMARK(BM_Gemm)->Apply(Args)->UseRealTime()->MinTime(0.2);
+
+}  // namespace
+}  // namespace dk::kernels
+
+BENCHMARK_MAIN();

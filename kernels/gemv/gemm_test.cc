@@ -1,0 +1,259 @@
+// The multi-row kernels (gemm.h) against the single-row ones: row i of every result
+// must be BIT-identical to the single-row call on X[i] (Gemv / PackedGemv / X12Gemv /
+// QuantGemv(kInt8); the fused gemv_fused.h kernels), on every SIMD target, both bf16
+// GEMV paths (vdpbf16ps and widening), both int8 paths (VNNI and Highway), each
+// weight format, 1 to 3 threads, m in {1, 2, 3, 7, 8, 9, 33}, odd row counts (not a
+// multiple of the panel), odd cols where the format allows, strided and misaligned
+// rows. Plus the f64 reference within the single-row tests' tolerances.
+#include "kernels/gemv/gemm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemv_check.h"
+#include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/gemv_quant_ref.h"
+#include "kernels/gemv/gemv_ref.h"
+#include "kernels/gemv/gemv_test_matrix.h"
+#include "kernels/gemv/gemv_x12.h"
+#include "kernels/norm/rmsnorm.h"
+#include "kernels/testing/targets.h"
+
+namespace dk::kernels {
+namespace {
+
+using testing::ExpectBitEqual;
+using testing::ForEachTarget;
+using testing::Matrix;
+using testing::Misaligned;
+using testing::RandomBf16;
+using testing::UnfusedGemv;
+
+const size_t kMs[] = {1, 2, 3, 7, 8, 9, 33};
+
+struct Shape {
+  size_t rows, cols;
+};
+// Odd row counts around the 8-row panel and unit, odd cols (bf16 formats) and K of
+// one to several blocks; one shape crosses the 64-row SiLU unit and a tile.
+const Shape kBf16Shapes[] = {{1, 31}, {13, 75}, {67, 130}, {200, 576}};
+const Shape kBlockShapes[] = {{1, 32}, {13, 96}, {67, 160}, {200, 576}};
+const Shape kSuperBlockShapes[] = {{1, 256}, {13, 512}, {67, 768}, {130, 1280}};
+
+std::vector<Shape> ShapesOf(WeightFormat f) {
+  if (formats::IsKQuant(f)) return {std::begin(kSuperBlockShapes), std::end(kSuperBlockShapes)};
+  if (formats::IsBlockFormat(f)) return {std::begin(kBlockShapes), std::end(kBlockShapes)};
+  return {std::begin(kBf16Shapes), std::end(kBf16Shapes)};
+}
+
+// fn(format, pool) for every target, both dot / int8 paths, every format, 1-3 threads.
+template <typename Fn>
+void ForEachConfiguration(const Fn& fn) {
+  ThreadPool pool2(2), pool3(3);
+  ForEachTarget([&](const char*) {
+    for (bool fast : {true, false}) {
+      SetGemvBf16DotEnabled(fast);
+      SetQuantGemvVnniEnabled(fast);
+      SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
+      for (WeightFormat f : formats::kAllWeightFormats) {
+        SCOPED_TRACE(formats::Name(f));
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
+      }
+    }
+  });
+  SetGemvBf16DotEnabled(true);
+  SetQuantGemvVnniEnabled(true);
+}
+
+// m token rows of `cols` at a stride of cols + 3 elements, misaligned by 2 bytes.
+struct Tokens {
+  std::vector<bf16> data;
+  std::vector<uint8_t> storage;
+  const bf16* p = nullptr;
+  size_t stride = 0;
+  Tokens(size_t m, size_t cols, uint32_t seed, float scale) : data(RandomBf16(m * (cols + 3), seed, scale)) {
+    stride = cols + 3;
+    p = Misaligned(data, 2, &storage);
+  }
+  const bf16* Row(size_t i) const { return p + i * stride; }
+};
+
+template <typename YT>
+void ExpectRowsAreSingleRowCalls(WeightFormat f, const FusedWeight& w, size_t cols, const Tokens& x, size_t m,
+                                 ThreadPool* pool) {
+  const size_t stride = w.rows + 5;
+  std::vector<YT> got(m * stride + 1);
+  std::memset(static_cast<void*>(got.data()), 0x7f, got.size() * sizeof(YT));
+  Gemm(f, w.data, w.rows, cols, x.p, x.stride, m, got.data(), stride, pool);
+  std::vector<YT> want(w.rows);
+  for (size_t i = 0; i < m; ++i) {
+    UnfusedGemv(f, w, cols, x.Row(i), want.data(), pool);
+    ExpectBitEqual(want, got.data() + i * stride, sizeof(YT) == 4 ? "f32 y" : "bf16 y");
+    for (size_t r = w.rows; r < stride && i + 1 < m; ++r) {
+      uint8_t bytes[sizeof(YT)];
+      std::memcpy(bytes, &got[i * stride + r], sizeof(YT));
+      ASSERT_EQ(bytes[0], 0x7f) << "wrote into the stride gap after row " << i;
+    }
+  }
+  uint8_t last[sizeof(YT)];
+  std::memcpy(last, &got[m * stride], sizeof(YT));
+  EXPECT_EQ(last[0], 0x7f) << "wrote past the end of y";
+}
+
+TEST(Gemm, EachRowIsTheSingleRowGemvBitForBit) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+    for (const Shape& s : ShapesOf(f)) {
+      Matrix mat(s.rows, s.cols, 3 + s.rows);
+      const FusedWeight w = mat.As(f);
+      const Tokens x(33, s.cols, 1 + s.cols, 3.0f);
+      for (size_t m : kMs) {
+        SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
+        ExpectRowsAreSingleRowCalls<float>(f, w, s.cols, x, m, pool);
+        ExpectRowsAreSingleRowCalls<bf16>(f, w, s.cols, x, m, pool);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  });
+}
+
+// Row n of y within the single-row tests' tolerances of the f64 reference: the
+// bf16 formats' (gemv_check.h) and, for block formats, the tight kInt8 bound of
+// gemv_quant_test.cc against the same quantized activations: 2 (B + 16) u A.
+void ExpectNearReference(WeightFormat f, const Matrix& mat, const FusedWeight& w, const bf16* x, const float* y) {
+  std::vector<float> xf(mat.cols);
+  for (size_t k = 0; k < mat.cols; ++k) xf[k] = Bf16ToF32(x[k]);
+  if (!formats::IsBlockFormat(f)) {
+    std::vector<double> abs;
+    const auto want = ref::Gemv(mat.rowmajor.data(), mat.rows, mat.cols, xf.data(), &abs);
+    return testing::ExpectClose(want, abs, y, mat.rows, "vs f64 reference");
+  }
+  std::vector<double> scales, abs;
+  const std::vector<double> xq = ref::QuantizeActivations(xf.data(), mat.cols, &scales);
+  const auto want = ref::QuantGemv(f, static_cast<const uint8_t*>(w.data), mat.rows, mat.cols, xq.data(), &abs);
+  for (size_t n = 0; n < mat.rows; ++n) {
+    const double tol = 2.0 * (mat.cols / 32.0 + 16) * 0x1p-24 * abs[n] + 1e-30;
+    ASSERT_NEAR(y[n], want[n], tol) << "vs f64 reference, row " << n;
+  }
+}
+
+TEST(Gemm, MatchesTheReference) {
+  ForEachTarget([](const char*) {
+    ThreadPool pool(2);
+    for (WeightFormat f : formats::kAllWeightFormats) {
+      SCOPED_TRACE(formats::Name(f));
+      const Shape s = ShapesOf(f).back();
+      Matrix mat(s.rows, s.cols, 9);
+      const FusedWeight w = mat.As(f);
+      const size_t m = 9;
+      const Tokens x(m, s.cols, 10, 2.0f);
+      std::vector<float> y(m * s.rows);
+      Gemm(f, w.data, w.rows, s.cols, x.p, x.stride, m, y.data(), s.rows, &pool);
+      for (size_t i = 0; i < m; ++i) ExpectNearReference(f, mat, w, x.Row(i), y.data() + i * s.rows);
+    }
+  });
+}
+
+TEST(Gemm, RmsNormGemmIsTheFusedSingleRowCallBitForBit) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+    for (const Shape& s : ShapesOf(f)) {
+      const size_t m = s.rows < 100 ? 9 : 3;
+      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
+      const Tokens x(m, s.cols, 31, 3.0f);
+      const auto norm = RandomBf16(s.cols, 32, 1.5f);
+      Matrix mats[3] = {{s.rows, s.cols, 33}, {s.rows / 2 + 1, s.cols, 34}, {s.rows + 9, s.cols, 35}};
+      const FusedWeight w[3] = {mats[0].As(f), mats[1].As(f), mats[2].As(f)};
+      for (bool y_f32 : {false, true}) {
+        std::vector<uint8_t> got[3];
+        void* out[3];
+        size_t stride[3];
+        for (int j = 0; j < 3; ++j) {
+          stride[j] = w[j].rows + 1;
+          got[j].assign(m * stride[j] * 4, 0x55);
+          out[j] = got[j].data();
+        }
+        RmsNormGemm(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, w, 3, out, stride, y_f32, pool);
+        for (size_t i = 0; i < m; ++i) {
+          std::vector<uint8_t> want[3];
+          void* wout[3];
+          for (int j = 0; j < 3; ++j) {
+            want[j].resize(w[j].rows * 4);
+            wout[j] = want[j].data();
+          }
+          RmsNormGemv(f, x.Row(i), norm.data(), 1e-5f, s.cols, w, 3, wout, y_f32, pool);
+          const size_t elem = y_f32 ? 4 : 2;
+          for (int j = 0; j < 3; ++j) {
+            ASSERT_EQ(std::memcmp(want[j].data(), got[j].data() + i * stride[j] * elem, w[j].rows * elem), 0)
+                << "weight " << j << " token row " << i << (y_f32 ? " f32" : " bf16");
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(Gemm, RmsNormGemmSiluMulIsTheFusedSingleRowCallBitForBit) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+    for (const Shape& s : ShapesOf(f)) {
+      const size_t m = s.rows < 100 ? 9 : 3;
+      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
+      const Tokens x(m, s.cols, 41, 3.0f);
+      const auto norm = RandomBf16(s.cols, 42, 1.5f);
+      Matrix gate(s.rows, s.cols, 43), up(s.rows, s.cols, 44);
+      const FusedWeight wg = gate.As(f), wu = up.As(f);
+      const size_t stride = s.rows + 3;
+      std::vector<bf16> got(m * stride), want(s.rows);
+      RmsNormGemmSiluMul(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, wg, wu, got.data(), stride, pool);
+      for (size_t i = 0; i < m; ++i) {
+        RmsNormGemvSiluMul(f, x.Row(i), norm.data(), 1e-5f, s.cols, wg, wu, want.data(), pool);
+        ExpectBitEqual(want, got.data() + i * stride, "silu(gate) * up");
+      }
+    }
+  });
+}
+
+TEST(Gemm, GemmAddIsTheFusedSingleRowCallBitForBit) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+    for (const Shape& s : ShapesOf(f)) {
+      const size_t m = s.rows < 100 ? 9 : 3;
+      SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
+      const Tokens x(m, s.cols, 51, 2.0f), residual(m, s.rows, 52, 4.0f);
+      Matrix mat(s.rows, s.cols, 53);
+      const FusedWeight w = mat.As(f);
+      const size_t stride = s.rows + 1;
+      std::vector<bf16> got(m * stride), want(s.rows);
+      GemmAdd(f, x.p, x.stride, m, s.cols, w, residual.p, residual.stride, got.data(), stride, pool);
+      for (size_t i = 0; i < m; ++i) {
+        GemvAdd(f, x.Row(i), s.cols, w, residual.Row(i), want.data(), pool);
+        ExpectBitEqual(want, got.data() + i * stride, "residual + W x");
+      }
+    }
+  });
+}
+
+// The x12 matrices of these tests hold both compact and raw (spilled) blocks, so the
+// bit-for-bit tests cover both decodes.
+TEST(Gemm, X12TestMatricesHaveCompactAndRawBlocks) {
+  for (const Shape& s : kBf16Shapes) {
+    if (s.rows < 64) continue;
+    Matrix mat(s.rows, s.cols, 3 + s.rows);
+    const FusedWeight w = mat.As(WeightFormat::kBf16X12);
+    const X12PackStats stats = X12GemvStats(static_cast<const uint8_t*>(w.data), s.rows, s.cols);
+    EXPECT_FALSE(stats.plain);
+    EXPECT_GT(stats.raw_blocks, 0u) << s.rows << "x" << s.cols;
+    EXPECT_LT(stats.raw_blocks, stats.blocks) << s.rows << "x" << s.cols;
+  }
+}
+
+TEST(Gemm, NoRowsOrNoTokensIsANoOp) {
+  std::vector<bf16> w(64), x(64);
+  float y = 7.0f;
+  Gemm(WeightFormat::kBf16RowMajor, w.data(), 0, 64, x.data(), 64, 1, &y, 1, nullptr);
+  Gemm(WeightFormat::kBf16RowMajor, w.data(), 1, 64, x.data(), 64, 0, &y, 1, nullptr);
+  EXPECT_EQ(y, 7.0f);
+}
+
+}  // namespace
+}  // namespace dk::kernels
