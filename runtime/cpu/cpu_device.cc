@@ -333,7 +333,7 @@ class CpuDevice final : public Device {
   // One launch over `rows`: its kernel's multi-row call, or run() row by row.
   void RunRows(const LaunchOp& op, RowRange rows) {
     if (rows.count > 1 && op.kernel->run_rows != nullptr) {
-      op.row = 0;
+      op.row = rows.first;
       op.kernel->run_rows(op, rows.first, rows.count, pool_);
       return;
     }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "formats/weight_format.h"
+#include "kernels/gemv/gemm.h"
 #include "kernels/gemv/gemv_fused.h"
 #include "kernels/gemv/gemv_quant.h"
 #include "kernels/elementwise/elementwise.h"
@@ -144,6 +145,64 @@ void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
                    op.At<bf16>(2), op.At<bf16>(3), pool);
 }
 
+// ---------------------------------------------------------------- several rows
+
+// The multi-row forms (kernels/gemv/gemm.h), each row bit-identical to run() at that
+// row. op.row is the first row; strides come from the BOs (in elements of T).
+template <typename T>
+size_t Stride(const LaunchOp& op, int i) {
+  return op.bo[i]->row_bytes() / sizeof(T);
+}
+// Calls run() row by row (what the device does for a kernel without rows).
+void RowByRow(void (*run)(const LaunchOp&, ThreadPool*), const LaunchOp& op, size_t first, size_t count,
+              ThreadPool* pool) {
+  for (size_t r = first; r < first + count; ++r) {
+    op.row = r;
+    run(op, pool);
+  }
+}
+void RunGemvRows(const LaunchOp& op, size_t first, size_t count, ThreadPool* pool) {
+  // f32 x (a baseline's F32 activations) has no multi-row form.
+  if (op.x_f32) return RowByRow(&RunGemv, op, first, count, pool);
+  const size_t rows = op.p[0], cols = op.p[1];
+  const auto call = [&](auto* y) {
+    using Y = std::remove_pointer_t<decltype(y)>;
+    kernels::Gemm(op.format, op.At<void>(0), rows, cols, op.At<bf16>(1), Stride<bf16>(op, 1), count, y,
+                  Stride<Y>(op, 2), pool);
+  };
+  op.y_f32 ? call(op.At<float>(2)) : call(op.At<bf16>(2));
+}
+void RunRmsGemvRows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) {
+  const kernels::FusedWeight w{op.At<void>(2), static_cast<size_t>(op.p[0])};
+  void* y = op.At<void>(3);
+  const size_t y_stride = op.y_f32 ? Stride<float>(op, 3) : Stride<bf16>(op, 3);
+  kernels::RmsNormGemm(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.At<bf16>(1), op.eps, op.p[1], &w,
+                       1, &y, &y_stride, op.y_f32, pool);
+}
+void RunRmsGemv3Rows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) {
+  kernels::FusedWeight w[3];
+  void* y[3];
+  size_t y_stride[3];
+  for (int i = 0; i < 3; ++i) {
+    w[i] = {op.At<void>(2 + i), static_cast<size_t>(op.p[i])};
+    y[i] = op.At<void>(5 + i);
+    y_stride[i] = op.y_f32 ? Stride<float>(op, 5 + i) : Stride<bf16>(op, 5 + i);
+  }
+  kernels::RmsNormGemm(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.At<bf16>(1), op.eps, op.p[3], w,
+                       3, y, y_stride, op.y_f32, pool);
+}
+void RunRmsGemvSiluMulRows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) {
+  const size_t rows = op.p[0];
+  kernels::RmsNormGemmSiluMul(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.At<bf16>(1), op.eps,
+                              op.p[1], {op.At<void>(2), rows}, {op.At<void>(3), rows}, op.At<bf16>(4),
+                              Stride<bf16>(op, 4), pool);
+}
+void RunGemvAddRows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) {
+  kernels::GemmAdd(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.p[1],
+                   {op.At<void>(1), static_cast<size_t>(op.p[0])}, op.At<bf16>(2), Stride<bf16>(op, 2),
+                   op.At<bf16>(3), Stride<bf16>(op, 3), pool);
+}
+
 // ---------------------------------------------------------------- check
 
 absl::Status CheckGemv(const LaunchBinding& b) {
@@ -259,7 +318,7 @@ TeamRole GemvTeam(const LaunchOp& op) {
 // Which parameters a kernel binds (inputs first, in the order of LaunchOp::bo) comes
 // from the registry.
 constexpr KernelRow kKernels[] = {
-    {"gemv", &RunGemv, &CheckGemv, &GemvTeam},
+    {"gemv", &RunGemv, &CheckGemv, &GemvTeam, &RunGemvRows},
     {"gemv_ksplit", &RunGemvKSplit, &CheckGemvKSplit, &OwnJobs},
     {"rmsnorm", &RunRmsNorm, &CheckRmsNorm, &Single},
     {"rmsnorm_plus1", &RunRmsNormPlusOne, &CheckRmsNorm, &Single},
@@ -270,10 +329,10 @@ constexpr KernelRow kKernels[] = {
     {"gelu_tanh_mul", &RunGeluTanhMul, &CheckElementwise, &Single},
     {"add", &RunAdd, &CheckElementwise, &Single},
     {"bias_add", &RunBiasAdd, &CheckBiasAdd, &Single},
-    {"rms_gemv", &RunRmsGemv, &CheckRmsGemv, &GemvTeam},
-    {"rms_gemv3", &RunRmsGemv3, &CheckRmsGemv3, &GemvTeam},
-    {"rms_gemv_silu_mul", &RunRmsGemvSiluMul, &CheckRmsGemvSiluMul, &GemvTeam},
-    {"gemv_add", &RunGemvAdd, &CheckGemvAdd, &GemvTeam},
+    {"rms_gemv", &RunRmsGemv, &CheckRmsGemv, &GemvTeam, &RunRmsGemvRows},
+    {"rms_gemv3", &RunRmsGemv3, &CheckRmsGemv3, &GemvTeam, &RunRmsGemv3Rows},
+    {"rms_gemv_silu_mul", &RunRmsGemvSiluMul, &CheckRmsGemvSiluMul, &GemvTeam, &RunRmsGemvSiluMulRows},
+    {"gemv_add", &RunGemvAdd, &CheckGemvAdd, &GemvTeam, &RunGemvAddRows},
 };
 
 }  // namespace

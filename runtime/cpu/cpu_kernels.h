@@ -89,9 +89,9 @@ struct KernelRow {
   // The bound BOs against the launch's parameters (dtypes, sizes, weight layout).
   absl::Status (*check)(const LaunchBinding& launch);
   TeamRole (*team)(const LaunchOp& op);
-  // Rows [first, first + count) in one call, each row's result bit-identical to
-  // run() at that row (the multi-row kernels, kernels/gemv/gemm.h); nullptr: the
-  // device calls run() once per row.
+  // Rows [first, first + count) in one call (the device sets op.row = first), each
+  // row's result bit-identical to run() at that row (the multi-row kernels,
+  // kernels/gemv/gemm.h); nullptr: the device calls run() once per row.
   void (*run_rows)(const LaunchOp& op, size_t first, size_t count, ThreadPool* pool) = nullptr;
 };
 
