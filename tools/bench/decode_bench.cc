@@ -45,6 +45,11 @@ ABSL_FLAG(int, tokens, 128, "timed tokens (benchmark iterations) per thread coun
 ABSL_FLAG(int, warmup, 8, "untimed tokens first, from position 0");
 ABSL_FLAG(int, bandwidth_every, 4,
           "sample the read bandwidth before every N-th timed token (untimed)");
+ABSL_FLAG(int, prompt_tokens, 0,
+          "> 0: time prompt processing instead of decode (BM_Prompt): each iteration starts a new "
+          "sequence and feeds this many tokens in chunks of --prefill_chunk; reports tokens/s and the "
+          "time to the first new token");
+ABSL_FLAG(int, prompts, 5, "BM_Prompt's timed prompts (iterations) per thread count, after one untimed");
 ABSL_FLAG(bool, paired_floor, false,
           "also stream the token's weight bytes (a separate buffer) before every timed token and "
           "after the last (untimed): x_floor_paired, and split by that floor's bandwidth mode");
@@ -285,6 +290,43 @@ void BM_Decode(benchmark::State& state) {
   state.SetLabel(g_program.model().name());
 }
 
+// Prompt processing: each iteration is a new sequence fed --prompt_tokens tokens
+// (Decoder::Feed, --prefill_chunk rows per run) up to the first new token's top-k.
+void BM_Prompt(benchmark::State& state) {
+  std::unique_ptr<Setup> s = OpenSetup(state, static_cast<int>(state.range(0)));
+  if (s == nullptr) return;
+  dk::runtime::Decoder& decoder = s->session->decoder();
+  std::vector<uint32_t> prompt;
+  const uint32_t vocab = static_cast<uint32_t>(g_program.model().vocab());
+  for (int i = 0; i < absl::GetFlag(FLAGS_prompt_tokens); ++i) prompt.push_back((1 + 7919u * i) % vocab);
+  auto feed = [&] {
+    decoder.Reset();
+    return decoder.Feed(prompt);
+  };
+  if (absl::Status r = feed(); !r.ok()) {  // untimed: page faults, first-touch of the row buffers
+    state.SkipWithError(std::string(r.message()).c_str());
+    return;
+  }
+  std::vector<double> ms;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const absl::Status r = feed();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.message()).c_str());
+      return;
+    }
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  state.counters["prompt_tokens"] = static_cast<double>(prompt.size());
+  state.counters["ttft_ms"] = median;  // the prompt fed and the first new token chosen
+  state.counters["tokens_per_s"] = prompt.size() / (median * 1e-3);
+  state.counters["prefill_chunk"] = g_runtime.prefill_rows;
+  state.SetLabel(g_program.model().name());
+}
+
 int Fail(const absl::Status& s) { return dk::ExitWithError("decode_bench", s); }
 
 }  // namespace
@@ -297,7 +339,9 @@ int main(int argc, char** argv) {
         dk::cli::RequireRange("context", absl::GetFlag(FLAGS_context), 1, dk::elf::kMaxDimension),
         dk::cli::RequireRange("tokens", absl::GetFlag(FLAGS_tokens), 1, 1 << 20),
         dk::cli::RequireRange("warmup", absl::GetFlag(FLAGS_warmup), 0, 1 << 20),
-        dk::cli::RequireRange("bandwidth_every", absl::GetFlag(FLAGS_bandwidth_every), 1, 1 << 20)}) {
+        dk::cli::RequireRange("bandwidth_every", absl::GetFlag(FLAGS_bandwidth_every), 1, 1 << 20),
+        dk::cli::RequireRange("prompt_tokens", absl::GetFlag(FLAGS_prompt_tokens), 0, dk::elf::kMaxDimension),
+        dk::cli::RequireRange("prompts", absl::GetFlag(FLAGS_prompts), 1, 1 << 20)}) {
     if (!s.ok()) return dk::ExitWithError("decode_bench", s, dk::kExitUsage);
   }
   const std::string weights_spec = absl::GetFlag(FLAGS_weights);
@@ -314,6 +358,14 @@ int main(int argc, char** argv) {
   auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
   if (!program.ok()) return Fail(program.status());
   g_program = *program;
+  if (absl::GetFlag(FLAGS_prompt_tokens) > g_program.model().max_context()) {
+    return dk::ExitWithError(
+        "decode_bench",
+        absl::InvalidArgumentError(absl::StrCat("--prompt_tokens ", absl::GetFlag(FLAGS_prompt_tokens),
+                                                " exceeds the model's context of ",
+                                                g_program.model().max_context(), " positions")),
+        dk::kExitUsage);
+  }
   if (absl::GetFlag(FLAGS_context) > g_program.model().max_context()) {
     return dk::ExitWithError(
         "decode_bench",
@@ -327,11 +379,12 @@ int main(int argc, char** argv) {
   g_weights = *std::move(weights);
   // Registered here, not with BENCHMARK(), so that --tokens sets the iterations
   // (select one thread count with --benchmark_filter=BM_Decode/threads:2/).
-  benchmark::RegisterBenchmark("BM_Decode", BM_Decode)
+  const bool prompt = absl::GetFlag(FLAGS_prompt_tokens) > 0;
+  benchmark::RegisterBenchmark(prompt ? "BM_Prompt" : "BM_Decode", prompt ? BM_Prompt : BM_Decode)
       ->ArgName("threads")
       ->Arg(1)
       ->Arg(2)
-      ->Iterations(absl::GetFlag(FLAGS_tokens))
+      ->Iterations(prompt ? absl::GetFlag(FLAGS_prompts) : absl::GetFlag(FLAGS_tokens))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::RunSpecifiedBenchmarks();
