@@ -8,6 +8,8 @@
   tools/peer/.venv/bin/python tools/peer/ab.py --stage q8_0   # decode_q8 vs llama.cpp Q8_0
   tools/peer/.venv/bin/python tools/peer/ab.py --stage gguf --models smollm2_135m
                                                          # decode_gguf vs llama.cpp, one Q4_1 file
+  tools/peer/.venv/bin/python tools/peer/ab.py --stage x12 --prompt_tokens 512
+                                                         # prompt processing (pp512) instead of decode
 
 Prepare (idempotent, files under --workdir):
   - builds //tools/bench:decode_bench_<model> (--config=opt) as a `bazel run` script, and
@@ -36,6 +38,10 @@ warmup .. warmup+tokens-1); each reports the median ms/token. Prints each pair, 
 medians per (model, threads), split by bandwidth mode when more than one occurs (the
 mode comes from a --bw_threads read-bandwidth probe between A and B: ~58 GB/s, ~33 GB/s,
 or 'low' when the host is busy); writes --results under --workdir.
+With --prompt_tokens N, A and B process a prompt instead (llama-bench's pp method): A =
+decode_bench --prompt_tokens N (a new sequence fed N tokens, --prefill_chunk rows per run,
+up to the first new token), B = llama_decode.py pp (the same ids in batches of 512, logits
+for the last only); each reports the median of --reps prompts after an untimed one.
 """
 import argparse
 import json
@@ -179,12 +185,33 @@ def run_decode_bench(cmd, threads, tokens, warmup, what="decode_bench"):
 
 
 def decodekit(prep, model, threads, a):
+    if a.prompt_tokens:
+        # Prompt processing: decode_bench's BM_Prompt (--prefill_chunk rows per run).
+        out = subprocess.run(
+            [prep.script(model), f"--benchmark_filter=BM_Prompt/threads:{threads}/", "--benchmark_format=json",
+             f"--prompt_tokens={a.prompt_tokens}", f"--prompts={a.reps}", f"--prefill_chunk={a.prefill_chunk}"],
+            cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if out.returncode != 0:
+            raise SystemExit(f"decode_bench --prompt_tokens failed:\n{out.stderr[-3000:]}")
+        b = json.loads(out.stdout)["benchmarks"][0]
+        if b.get("error_occurred"):
+            raise SystemExit(f"decode_bench: {b.get('error_message')}")
+        return {"ms_per_token": b["ttft_ms"], "x_floor": 0.0, "bw_inside": 0.0, "pool_solo_pct": 0.0}
     b = run_decode_bench([prep.script(model)], threads, a.tokens, a.warmup)
     return {"ms_per_token": b["ms_per_token"], "x_floor": b["x_floor"], "bw_inside": b["bw_GB/s"],
             "pool_solo_pct": b.get("pool_solo_pct", 0.0)}
 
 
 def llamacpp(gguf, threads, a):
+    if a.prompt_tokens:
+        out = subprocess.run(
+            [PY, os.path.join(HERE, "llama_decode.py"), "pp", "--gguf", gguf, f"--threads={threads}",
+             f"--prompt_tokens={a.prompt_tokens}", f"--reps={a.reps}", f"--load_mode={a.load_mode}"],
+            cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if out.returncode != 0:
+            raise SystemExit(f"llama_decode.py pp failed:\n{out.stderr[-3000:]}")
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        return {"ms_per_token": r["ms"], "ms_max": r["ms"]}
     out = subprocess.run(
         [PY, os.path.join(HERE, "llama_decode.py"), "time", "--gguf", gguf, f"--threads={threads}",
          f"--warmup={a.warmup}", f"--tokens={a.tokens}", f"--n_ctx={a.n_ctx}"]
@@ -249,6 +276,12 @@ def main():
     p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
     p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")
     p.add_argument("--n_ctx", type=int, default=256, help="llama.cpp KV cache positions")
+    p.add_argument("--prompt_tokens", type=int, default=0,
+                   help="> 0: prompt processing instead of decode (pp, as llama-bench -p N): the time to "
+                        "feed N prompt tokens up to the first new token, decode_bench --prompt_tokens vs "
+                        "llama_decode.py pp (batches of 512)")
+    p.add_argument("--prefill_chunk", type=int, default=512, help="decodekit's prompt chunk (--prompt_tokens)")
+    p.add_argument("--reps", type=int, default=3, help="timed prompts per side and pair (--prompt_tokens)")
     p.add_argument("--load_mode", default="auto", choices=["auto", "none", "mmap"],
                    help="llama.cpp's model load mode (auto: its default)")
     p.add_argument("--bw_threads", type=int, default=2,
@@ -275,6 +308,7 @@ def main():
         a.threads = saved["args"]["threads"]
         a.stage = saved["args"].get("stage", "bf16")
         a.load = saved["args"].get("load", "none")
+        a.prompt_tokens = saved["args"].get("prompt_tokens", 0)
         print_summary(saved["pairs"], a)
         return
     a.models = [m for m in a.models.split(",") if m]
@@ -336,13 +370,17 @@ def save(results, a):
 def print_summary(results, a):
     rows = summary_rows(results, a)
     under = "" if a.load == "none" else f", under load {a.load}"
-    print(f"\nmedians, weights {a.stage}{under} (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
-    print("| model | threads | bandwidth mode | pairs | decodekit ms/token | llama.cpp ms/token "
-          "| ratio | read GB/s |")
-    print("|---|---|---|---|---|---|---|---|")
+    pp = getattr(a, "prompt_tokens", 0)
+    what = f"pp{pp}: ms to feed {pp} prompt tokens" if pp else "ms/token"
+    print(f"\nmedians, weights {a.stage}{under}, {what} (ratio = decodekit ms / llama.cpp ms; < 1: decodekit faster)")
+    extra = " decodekit tokens/s | llama.cpp tokens/s |" if pp else ""
+    print(f"| model | threads | bandwidth mode | pairs | decodekit {what.split(':')[0] if pp else 'ms/token'} "
+          f"| llama.cpp | ratio | read GB/s |{extra}")
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if pp else ""))
     for r in rows:
+        tail = f" {pp / r['decodekit_ms'] * 1e3:.1f} | {pp / r['llamacpp_ms'] * 1e3:.1f} |" if pp else ""
         print(f"| {r['model']} | {r['threads']} | {r['bw']} | {r['pairs']} | {r['decodekit_ms']:.3f} "
-              f"| {r['llamacpp_ms']:.3f} | {r['ratio']:.3f} | {r['bw_GBps']:.1f} |")
+              f"| {r['llamacpp_ms']:.3f} | {r['ratio']:.3f} | {r['bw_GBps']:.1f} |{tail}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@ llama_decode + llama_synchronize per token, timed with perf_counter.
   Timing (what ab.py runs; prints one JSON line):
     tools/peer/.venv/bin/python tools/peer/llama_decode.py time --gguf M.gguf \
         --threads 2 --warmup 8 --tokens 64
+  Prompt processing (llama-bench's pp: a new sequence's N prompt tokens in batches of
+  --n_batch, logits for the last one only; tokens/s of the median run; prints one JSON line):
+    tools/peer/.venv/bin/python tools/peer/llama_decode.py pp --gguf M.gguf \
+        --threads 2 --prompt_tokens 512 --reps 5
   Greedy tokens and top-5 logits for given prompt ids (the same-model check):
     tools/peer/.venv/bin/python tools/peer/llama_decode.py logits --gguf M.gguf \
         --ids 0,417,281 --new_tokens 8
@@ -49,7 +53,7 @@ LOAD_MODES = {"auto": L.LLAMA_LOAD_MODE_AUTO, "none": L.LLAMA_LOAD_MODE_NONE,
               "mmap": L.LLAMA_LOAD_MODE_MMAP}
 
 
-def open_model(path, threads, n_ctx, load_mode):
+def open_model(path, threads, n_ctx, load_mode, n_batch=1):
     L.llama_backend_init()
     mp = L.llama_model_default_params()  # a ctypes struct: set only fields it has
     mp.n_gpu_layers = 0
@@ -59,8 +63,8 @@ def open_model(path, threads, n_ctx, load_mode):
         raise SystemExit(f"llama.cpp could not load {path}")
     cp = L.llama_context_default_params()
     cp.n_ctx = n_ctx
-    cp.n_batch = 1
-    cp.n_ubatch = 1
+    cp.n_batch = n_batch
+    cp.n_ubatch = n_batch
     cp.n_seq_max = 1
     cp.n_threads = threads
     cp.n_threads_batch = threads
@@ -120,6 +124,49 @@ def cmd_time(a):
     L.llama_model_free(model)
 
 
+def cmd_pp(a):
+    """Prompt processing: the ids decode_bench --prompt_tokens feeds ((1 + 7919 i) mod vocab),
+    in batches of --n_batch, the KV cache cleared before each run; one untimed run first."""
+    quiet_logs(a.verbose)
+    n_batch = min(a.n_batch, a.prompt_tokens)
+    model, ctx, n_vocab = open_model(a.gguf, a.threads, a.prompt_tokens + 16, a.load_mode, n_batch)
+    ids = [(1 + 7919 * i) % n_vocab for i in range(a.prompt_tokens)]
+    batch = L.llama_batch_init(n_batch, 0, 1)
+    mem = L.llama_get_memory(ctx)
+
+    def run_prompt():
+        L.llama_memory_clear(mem, True)
+        for start in range(0, len(ids), n_batch):
+            chunk = ids[start:start + n_batch]
+            batch.n_tokens = len(chunk)
+            for i, t in enumerate(chunk):
+                batch.token[i] = t
+                batch.pos[i] = start + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = 1 if start + i == len(ids) - 1 else 0
+            rc = L.llama_decode(ctx, batch)
+            if rc != 0:
+                raise SystemExit(f"llama_decode returned {rc}")
+        L.llama_synchronize(ctx)
+
+    run_prompt()
+    ms = []
+    for _ in range(a.reps):
+        t0 = time.perf_counter()
+        run_prompt()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    median = statistics.median(ms)
+    print(json.dumps({
+        "engine": "llama.cpp", "gguf": os.path.basename(a.gguf), "threads": a.threads,
+        "prompt_tokens": a.prompt_tokens, "n_batch": n_batch, "reps": len(ms), "ms": median,
+        "tokens_per_s": a.prompt_tokens / (median * 1e-3),
+    }))
+    L.llama_batch_free(batch)
+    L.llama_free(ctx)
+    L.llama_model_free(model)
+
+
 def cmd_logits(a):
     quiet_logs(a.verbose)
     model, ctx, n_vocab = open_model(a.gguf, a.threads, a.n_ctx, a.load_mode)
@@ -165,7 +212,7 @@ def cmd_quantize(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("time", "logits", "quantize"):
+    for name in ("time", "pp", "logits", "quantize"):
         s = sub.add_parser(name)
         s.add_argument("--gguf", required=True)
         s.add_argument("--threads", type=int, default=2)
@@ -177,6 +224,10 @@ def main():
     t = sub.choices["time"]
     t.add_argument("--warmup", type=int, default=8)
     t.add_argument("--tokens", type=int, default=64)
+    pp = sub.choices["pp"]
+    pp.add_argument("--prompt_tokens", type=int, default=512)
+    pp.add_argument("--n_batch", type=int, default=512, help="tokens per llama_decode (llama-bench: 512)")
+    pp.add_argument("--reps", type=int, default=5)
     g = sub.choices["logits"]
     g.add_argument("--ids", required=True, help="prompt token ids, comma-separated")
     g.add_argument("--new_tokens", type=int, default=8)
@@ -186,7 +237,7 @@ def main():
     q.add_argument("--embedding_type", choices=["bf16", "f16"],
                    help="keep token_embd (and a tied LM head) in this type")
     a = p.parse_args()
-    {"time": cmd_time, "logits": cmd_logits, "quantize": cmd_quantize}[a.cmd](a)
+    {"time": cmd_time, "pp": cmd_pp, "logits": cmd_logits, "quantize": cmd_quantize}[a.cmd](a)
 
 
 if __name__ == "__main__":
