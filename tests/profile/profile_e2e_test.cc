@@ -14,6 +14,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Read(const std::string& path) {
   std::ifstream in(path);
@@ -233,6 +234,18 @@ TEST_F(ProfileE2eTest, Markdown) {
   EXPECT_THAT(md, HasSubstr("## Device plans by target"));
   EXPECT_THAT(md, HasSubstr("| `:decode_opt` | cpu | 2 per layer (all 2 layers) + 1 model-wide = 5 per token | applied: "));
   EXPECT_THAT(md, HasSubstr("| `:npu2_opt` | npu2 | "));
+}
+
+// The phase-4 record: every stage's prompt processing at the lengths that fit the
+// tiny model's context of 128 (512 and 2048 are left out), beside its gate.
+TEST_F(ProfileE2eTest, Phase4PrefillRecord) {
+  const std::string md = Read(*dir_ + "/phase4_prefill.md");
+  EXPECT_THAT(md, HasSubstr("# Phase 4: prompt processing, tiny"));
+  EXPECT_THAT(md, HasSubstr("| stage | rule | gate | pp128 tokens/s | TTFT 128 (ms) | x decode (pp128) |"));
+  EXPECT_THAT(md, Not(HasSubstr("pp512")));
+  EXPECT_THAT(md, ::testing::ContainsRegex("\\| :decode \\| decode_elf \\| PASS[^|]* \\| [0-9.]+ \\| [0-9]+ \\| [0-9.]+x \\|"));
+  EXPECT_THAT(md, ::testing::ContainsRegex("\\| :decode_opt \\| merge_multi_launch \\| PASS[^|]* \\| [0-9.]+ \\|"));
+  EXPECT_THAT(md, ::testing::ContainsRegex("\\| :decode_bad \\| corrupt_lm_head \\| FAIL"));
 }
 
 TEST_F(ProfileE2eTest, HtmlIsSelfContained) {

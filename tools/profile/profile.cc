@@ -37,6 +37,7 @@
 #include "runtime/greedy.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/profile/io.h"
+#include "tools/profile/prefill.h"
 #include "tools/profile/record.h"
 #include "tools/profile/render.h"
 #include "tools/flags/runtime_flags.h"
@@ -76,6 +77,10 @@ ABSL_FLAG(std::vector<std::string>, context, {},
           "also time the final stage at these contexts, e.g. 128,512,2048 (the KV cache is "
           "filled by real decode steps up to each one)");
 ABSL_FLAG(int, context_tokens, 16, "tokens measured per --context point");
+ABSL_FLAG(std::vector<std::string>, prefill_prompts, std::vector<std::string>({"128", "512", "2048"}),
+          "the phase-4 record: time every stage's prompt processing at these prompt lengths (those past "
+          "the model's context are left out); empty: no phase-4 record");
+ABSL_FLAG(int, prefill_reps, 2, "timed prompts per stage and length (after one untimed)");
 ABSL_FLAG(bool, screenshot, true,
           "also write phase5_decode.png, a screenshot of the HTML report by headless Chromium "
           "(skipped, with a note, when chromium is not installed)");
@@ -102,6 +107,7 @@ struct Profile {
   std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;
   std::vector<uint32_t> prompt;
   std::vector<int> contexts;  // --context, sorted
+  profile::PrefillRecord prefill;  // sizes empty: no phase-4 record
   dk::kernels::BandwidthOptions bandwidth;
   profile::Progress progress;
   const dk::elf::ModelShape& model() const { return programs[0].model(); }
@@ -129,6 +135,16 @@ absl::Status CheckFlags(Profile& p) {
     p.contexts.push_back(v);
   }
   std::sort(p.contexts.begin(), p.contexts.end());
+  for (const std::string& c : absl::GetFlag(FLAGS_prefill_prompts)) {
+    int v = 0;
+    if (!absl::SimpleAtoi(c, &v) || v <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--prefill_prompts ", c, " is not a positive number"));
+    }
+    p.prefill.sizes.push_back(v);
+  }
+  std::sort(p.prefill.sizes.begin(), p.prefill.sizes.end());
+  p.prefill.reps = absl::GetFlag(FLAGS_prefill_reps);
+  if (p.prefill.reps < 1) return absl::InvalidArgumentError("--prefill_reps must be >= 1");
   if (!p.contexts.empty() && absl::GetFlag(FLAGS_context_tokens) < 1) {
     return absl::InvalidArgumentError("--context_tokens must be >= 1");
   }
@@ -492,6 +508,43 @@ absl::Status MeasureContexts(Profile& p) {
   return absl::OkStatus();
 }
 
+// The phase-4 measurements: every stage's prompt processing at each size that fits
+// its context, on a fresh session (validation off). A stage that fails to run keeps
+// its error in the record.
+void MeasurePrefillAll(Profile& p) {
+  std::vector<int>& sizes = p.prefill.sizes;
+  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](int n) { return n > p.model().max_context(); }),
+              sizes.end());
+  if (sizes.empty()) return;
+  p.prefill.chunk = p.runtime.prefill_rows;
+  for (size_t i = 0; i < p.record.stages.size(); ++i) {
+    profile::StagePrefill stage;
+    const std::string what = absl::StrCat(":", p.record.stages[i].name, " prompt processing");
+    dk::runtime::SessionOptions options;
+    options.cpu = p.runtime.cpu;
+    options.prefill_rows = p.runtime.prefill_rows;
+    absl::StatusOr<std::vector<profile::PrefillPoint>> points = [&]() -> decltype(points) {
+      DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
+      return profile::MeasurePrefill(session->decoder(), sizes, p.prefill.reps,
+                                     [&](int done, int total) { p.progress.Tick(what, done, total); });
+    }();
+    p.progress.End();
+    if (points.ok()) {
+      stage.points = *std::move(points);
+      std::string line = absl::StrCat(what, ":");
+      for (const auto& pt : stage.points) {
+        absl::StrAppend(&line, absl::StrFormat(" pp%d %.1f tokens/s (TTFT %.0f ms)", pt.prompt_tokens,
+                                               pt.tokens_per_s, pt.ttft_ms));
+      }
+      p.progress.Line(line);
+    } else {
+      stage.error = std::string(points.status().message());
+      p.progress.Line(absl::StrCat(what, ": ERROR ", stage.error));
+    }
+    p.prefill.stages.push_back(std::move(stage));
+  }
+}
+
 // The record: the table on stdout (stderr with --json), phase5_decode.{md,html}, the
 // JSON, the screenshot.
 absl::Status WriteOutputs(Profile& p, Clock::time_point t_start) {
@@ -515,6 +568,11 @@ absl::Status WriteOutputs(Profile& p, Clock::time_point t_start) {
   const std::string html = absl::StrCat(out_dir, "/phase5_decode.html");
   DK_RETURN_IF_ERROR(profile::WriteFile(md, profile::Markdown(record, command)));
   DK_RETURN_IF_ERROR(profile::WriteFile(html, profile::Html(record, command)));
+  if (!p.prefill.stages.empty()) {
+    const std::string phase4 = absl::StrCat(out_dir, "/phase4_prefill.md");
+    DK_RETURN_IF_ERROR(profile::WriteFile(phase4, profile::PrefillMarkdown(record, p.prefill, command)));
+    std::fprintf(stderr, "[profile] wrote %s\n", phase4.c_str());
+  }
   const std::string json = profile::ToJson(record);
   if (!absl::GetFlag(FLAGS_json_out).empty()) {
     DK_RETURN_IF_ERROR(profile::WriteFile(UserPath(absl::GetFlag(FLAGS_json_out)), json + "\n"));
@@ -559,6 +617,7 @@ int main(int argc, char** argv) {
   MeasureBandwidth(p);
   ProfileStages(p);
   if (absl::Status s = MeasureContexts(p); !s.ok()) return Fail(s);
+  MeasurePrefillAll(p);
   if (absl::Status s = WriteOutputs(p, t_start); !s.ok()) return Fail(s);
   return ExitStatus(p.record);
 }
