@@ -36,6 +36,10 @@ inline constexpr int64_t kMaxLayers = 4096;                 // n_layers
 inline constexpr int64_t kMaxHeads = 4096;                  // n_heads, n_kv_heads
 inline constexpr int64_t kMaxHeadDim = 4096;                // head_dim
 inline constexpr int64_t kMaxBytes = int64_t{1} << 40;      // one BO, host value or KV cache
+// Program.speculative: the draft kinds and the ranges of max_draft and max_ngram.
+inline constexpr char kDraftPromptLookup[] = "prompt_lookup";
+inline constexpr int kMaxDraft = 15;
+inline constexpr int kMaxNgram = 8;
 
 // Checks a model shape: every size positive and within the limits above, the KV
 // cache (n_layers x n_kv_heads x max_context x head_dim) within kMaxBytes, n_heads a
@@ -67,6 +71,8 @@ absl::StatusOr<ModelShape> ParseModelShapeText(absl::string_view text, absl::str
 // set of elf_dump, elf_opt and the runtime (Decoder::Create): a program one accepts,
 // the others do not refuse. Errors name the field and the BO.
 absl::Status ValidateProgram(const Program& program);
+// Program.speculative within its ranges (ValidateProgram checks it when set).
+absl::Status CheckSpeculative(const Speculative& speculative);
 
 // Serializes a valid program to ELF bytes (validates first).
 absl::StatusOr<std::string> WriteElf(const Program& program);

@@ -465,6 +465,22 @@ absl::Status CheckHostStep(const HostStep& h, int i, const ModelShape& m, const 
 
 }  // namespace
 
+absl::Status CheckSpeculative(const Speculative& s) {
+  if (s.draft() != kDraftPromptLookup) {
+    return absl::InvalidArgumentError(absl::StrCat("speculative: unknown draft \"", s.draft(), "\" (known: ",
+                                                   kDraftPromptLookup, ")"));
+  }
+  if (s.max_draft() < 1 || s.max_draft() > kMaxDraft) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("speculative: max_draft ", s.max_draft(), " is outside [1, ", kMaxDraft, "]"));
+  }
+  if (s.max_ngram() < 1 || s.max_ngram() > kMaxNgram) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("speculative: max_ngram ", s.max_ngram(), " is outside [1, ", kMaxNgram, "]"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateProgram(const Program& p) {
   if (p.schema_version() != kSchemaVersion) {
     return absl::InvalidArgumentError(absl::StrCat("schema version ", p.schema_version(),
@@ -493,6 +509,7 @@ absl::Status ValidateProgram(const Program& p) {
       return absl::InvalidArgumentError(absl::StrCat("step ", i, " is neither a group nor a host step"));
     }
   }
+  if (p.has_speculative()) DK_RETURN_IF_ERROR(CheckSpeculative(p.speculative()));
   return CheckLogits(p, host);
 }
 

@@ -13,6 +13,7 @@
 #include "optimizations/layout_alignment/layout_alignment.h"
 #include "optimizations/merge_multi_launch/merge_multi_launch.h"
 #include "optimizations/quantize_weights/quantize_weights.h"
+#include "optimizations/speculative_decode/speculative_decode.h"
 #include "util/check.h"
 #include "util/status.h"
 
@@ -125,6 +126,27 @@ Pass QuantizeWeightsEntry() {
   };
 }
 
+Pass SpeculativeDecodeEntry() {
+  return Pass{
+      speculative_decode::kName,
+      "greedy decode drafts tokens by prompt lookup (no second model) and checks them in one run of "
+      "max_draft + 1 token rows; the tokens stay the parent's",
+      {{"draft", OptionKind::kString, speculative_decode::Options{}.draft, "how drafts are made",
+        {speculative_decode::Options{}.draft}},
+       {"max_draft", OptionKind::kInt, absl::StrCat(speculative_decode::Options{}.max_draft),
+        "drafted tokens per check, 1..15"},
+       {"max_ngram", OptionKind::kInt, absl::StrCat(speculative_decode::Options{}.max_ngram),
+        "the longest n-gram prompt lookup matches, 1..8"}},
+      [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
+        speculative_decode::Options options;
+        options.draft = o.String("draft");
+        options.max_draft = static_cast<int>(o.Int("max_draft"));
+        options.max_ngram = static_cast<int>(o.Int("max_ngram"));
+        return speculative_decode::Run(p, target, options);
+      },
+  };
+}
+
 }  // namespace
 
 const std::vector<Pass>& Passes() {
@@ -135,6 +157,7 @@ const std::vector<Pass>& Passes() {
       FuseKernelsEntry(),
       CompressWeightsEntry(),
       QuantizeWeightsEntry(),
+      SpeculativeDecodeEntry(),
   };
   return *passes;
 }

@@ -19,6 +19,7 @@ load(
     _layout_alignment = "layout_alignment",
     _merge_multi_launch = "merge_multi_launch",
     _quantize_weights = "quantize_weights",
+    _speculative_decode = "speculative_decode",
 )
 load(":model.bzl", _model_targets = "model_targets")
 load(":plan_test.bzl", _decode_plan_test = "decode_plan_test")
@@ -32,6 +33,7 @@ merge_multi_launch = _merge_multi_launch
 fuse_kernels = _fuse_kernels
 compress_weights = _compress_weights
 quantize_weights = _quantize_weights
+speculative_decode = _speculative_decode
 verify_chain = _verify_chain
 verify_test = _verify_test
 decode_profile = _decode_profile

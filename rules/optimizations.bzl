@@ -214,3 +214,24 @@ quantize_weights = rule(
         ),
     ),
 )
+
+def _speculative_decode_impl(ctx):
+    return _run_pass(ctx, "speculative_decode", _option_args(ctx, ["draft", "max_draft", "max_ngram"]))
+
+speculative_decode = rule(
+    implementation = _speculative_decode_impl,
+    doc = "Greedy decode drafts up to max_draft tokens by prompt lookup (the continuation " +
+          "of the longest recent n-gram found earlier in the sequence: no second model) " +
+          "and checks them with the parent's program in one run of max_draft + 1 token " +
+          "rows, keeping the drafts the model would have chosen and rolling the KV cache " +
+          "back past the rest. The tokens are exactly the parent's (verify_chain checks " +
+          "it); a check reads the weights once for several tokens.",
+    attrs = dict(
+        _COMMON_ATTRS,
+        draft = attr.string(doc = "How drafts are made: prompt_lookup. Unset: the pass table's default."),
+        max_draft = attr.int(doc = "Drafted tokens per check, 1..15. Unset: the pass table's default.",
+                             default = _UNSET_INT),
+        max_ngram = attr.int(doc = "The longest n-gram looked up, 1..8. Unset: the pass table's default.",
+                             default = _UNSET_INT),
+    ),
+)
