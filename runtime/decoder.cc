@@ -35,6 +35,9 @@ struct Decoder::Copy {
   bool static_once = false;  // a STATIC BO mirroring a host value: written on first use
   const std::string* value_name = nullptr;
   size_t host_row_bytes = 0, bo_row_bytes = 0;  // token row strides; 0: one row
+  int host_rows = 1, bo_rows = 1;                // rows held (row r in slot r mod rows)
+  uint8_t* host_at(size_t r) const { return host + RowSlot(r, host_rows) * host_row_bytes; }
+  size_t bo_at(size_t r) const { return RowSlot(r, bo_rows) * bo_row_bytes; }
 };
 
 struct Decoder::StepPlan {
@@ -112,17 +115,20 @@ void Decoder::PlanRows() {
     if (st.has_group() ? st.group().layer() >= 0 : st.host().kind() != "topk") break;
   }
   tail_begin_ = tail;
+  // A draft check runs max_draft + 1 rows through every step, the tail included.
+  check_rows_ = program_.has_speculative() ? program_.speculative().max_draft() + 1 : 1;
   bo_rows_.assign(program_.bos_size(), 1);
   value_rows_.assign(program_.values_size(), 1);
-  const int rows = options_.prefill_rows;
-  if (rows == 1) return;
   std::map<std::string, int> bo_index, value_index;
   for (int i = 0; i < program_.bos_size(); ++i) bo_index[program_.bos(i).name()] = i;
   for (int i = 0; i < program_.values_size(); ++i) value_index[program_.values(i).name()] = i;
-  for (size_t s = 0; s < tail_begin_; ++s) {
+  const int prefix_rows = std::max(options_.prefill_rows, check_rows_);
+  for (size_t s = 0; s < program_.steps_size(); ++s) {
+    const int rows = s < tail_begin_ ? prefix_rows : check_rows_;
+    auto hold = [rows](int& held) { held = std::max(held, rows); };
     const elf::Step& st = program_.steps(static_cast<int>(s));
     if (st.has_host()) {
-      for (const auto& b : st.host().bindings()) value_rows_[value_index.at(b.value())] = rows;
+      for (const auto& b : st.host().bindings()) hold(value_rows_[value_index.at(b.value())]);
       continue;
     }
     for (const elf::Launch& l : st.group().launches()) {
@@ -130,8 +136,8 @@ void Decoder::PlanRows() {
         const int i = bo_index.at(bind.bo());
         const elf::BufferObject& b = program_.bos(i);
         if (!b.weight_tensor().empty() || b.category() == elf::STATIC) continue;  // weights: one copy
-        bo_rows_[i] = rows;
-        if (!b.host_value().empty()) value_rows_[value_index.at(b.host_value())] = rows;
+        hold(bo_rows_[i]);
+        if (!b.host_value().empty()) hold(value_rows_[value_index.at(b.host_value())]);
       }
     }
   }
@@ -281,7 +287,8 @@ absl::Status Decoder::PlanHostStep(const elf::HostStep& step, int index, StepPla
   for (const auto& b : step.bindings()) {
     const int vi = value_index_.at(b.value());
     const size_t row_bytes = value_rows_[vi] > 1 ? value_bytes_[vi] : 0;
-    values.push_back({b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi), row_bytes}});
+    values.push_back(
+        {b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi), row_bytes, value_rows_[vi]}});
     // The token leaves through the top-k step's values (the host checks their types
     // and sizes when it binds the step).
     if (step.kind() == "topk" && b.param() == "ids") topk_ids_value_ = vi;
@@ -356,15 +363,16 @@ absl::Status Decoder::Feed(absl::Span<const uint32_t> tokens) {
   return absl::OkStatus();
 }
 
-absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens) {
+absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_rows) {
   const int m = static_cast<int>(tokens.size());
-  if (m > options_.prefill_rows) {
-    return absl::InvalidArgumentError(absl::StrCat(m, " tokens in one run, the decoder holds ", options_.prefill_rows));
-  }
+  const int most = tail_all_rows ? check_rows_ : std::max(options_.prefill_rows, check_rows_);
+  if (m > most) return absl::InvalidArgumentError(absl::StrCat(m, " tokens in one run, the decoder holds ", most));
   last_row_ = m - 1;
+  last_score_ = 0;
   for (size_t s = 0; s < plan_.size(); ++s) {
-    // Steps before the tail run for every token of the chunk, the tail for its last.
-    const RowRange rows = s < tail_begin_ ? RowRange{0, m} : RowRange{m - 1, 1};
+    // Steps before the tail run for every token of the chunk, the tail for its last
+    // (a draft check: for every token too).
+    const RowRange rows = s < tail_begin_ || tail_all_rows ? RowRange{0, m} : RowRange{m - 1, 1};
     const StepPlan& plan = plan_[s];
     StepTiming& t = timings_[s];
     t = StepTiming{};
@@ -398,7 +406,7 @@ absl::Status Decoder::WriteInputs(size_t s, RowRange rows, StepTiming* t) {
         // The BO still holds the bytes of the first token; the value moved on.
         scratch_.resize(c.bytes);
         DK_RETURN_IF_ERROR(c.bo->Read(scratch_.data(), c.bytes));
-        if (std::memcmp(scratch_.data(), c.host + rows.first * c.host_row_bytes, c.bytes) != 0) {
+        if (std::memcmp(scratch_.data(), c.host_at(rows.first), c.bytes) != 0) {
           return absl::FailedPreconditionError(absl::StrCat(
               "BO protocol violation: ELF '", elf_name_, "', group '",
               program_.steps(static_cast<int>(s)).group().name(), "': STATIC BO '", c.bo->name(),
@@ -409,11 +417,11 @@ absl::Status Decoder::WriteInputs(size_t s, RowRange rows, StepTiming* t) {
       continue;
     }
     for (int r = rows.first; r < rows.first + rows.count; ++r) {
-      DK_RETURN_IF_ERROR(c.bo->Write(c.host + r * c.host_row_bytes, c.bytes, r * c.bo_row_bytes));
+      DK_RETURN_IF_ERROR(c.bo->Write(c.host_at(r), c.bytes, c.bo_at(r)));
     }
     DK_RETURN_IF_ERROR(c.bo_row_bytes == 0
                            ? c.bo->SyncToDevice()
-                           : c.bo->SyncRangeToDevice(rows.count * c.bytes, rows.first * c.bo_row_bytes));
+                           : c.bo->SyncRangeToDevice(rows.count * c.bytes, c.bo_at(rows.first)));
     t->bytes_written += rows.count * c.bytes;
   }
   return absl::OkStatus();
@@ -431,9 +439,9 @@ absl::Status Decoder::RunGroup(size_t s, RowRange rows) {
   for (const Copy& c : plan.reads) {
     DK_RETURN_IF_ERROR(c.bo_row_bytes == 0
                            ? c.bo->SyncFromDevice()
-                           : c.bo->SyncRangeFromDevice(rows.count * c.bytes, rows.first * c.bo_row_bytes));
+                           : c.bo->SyncRangeFromDevice(rows.count * c.bytes, c.bo_at(rows.first)));
     for (int r = rows.first; r < rows.first + rows.count; ++r) {
-      DK_RETURN_IF_ERROR(c.bo->Read(c.host + r * c.host_row_bytes, c.bytes, r * c.bo_row_bytes));
+      DK_RETURN_IF_ERROR(c.bo->Read(c.host_at(r), c.bytes, c.bo_at(r)));
     }
     t.bytes_read += rows.count * c.bytes;
   }
@@ -443,30 +451,67 @@ absl::Status Decoder::RunGroup(size_t s, RowRange rows) {
   return absl::OkStatus();
 }
 
-absl::Status Decoder::ReadTopK() {
+absl::Status Decoder::Score(absl::Span<const uint32_t> tokens, std::vector<uint32_t>* top1) {
+  if (tokens.empty()) return absl::InvalidArgumentError("no tokens to score");
+  const int64_t context = options_.max_context > 0 ? options_.max_context : program_.model().max_context();
+  if (position_ + static_cast<int64_t>(tokens.size()) > context) {
+    return absl::OutOfRangeError(absl::StrCat(tokens.size(), " tokens to check at position ", position_,
+                                              " do not fit the context of ", context, " positions"));
+  }
+  DK_RETURN_IF_ERROR(RunChunk(tokens, /*tail_all_rows=*/true));
+  top1->clear();
+  for (int r = 0; r < static_cast<int>(tokens.size()); ++r) {
+    const int32_t id = Top1(r);
+    if (id < 0) return absl::InternalError(absl::StrCat("row ", r, " of the check produced no top-k"));
+    top1->push_back(static_cast<uint32_t>(id));
+  }
+  last_score_ = static_cast<int>(tokens.size());
+  return absl::OkStatus();
+}
+
+absl::Status Decoder::Rewind(int keep) {
+  if (keep < 1 || keep > last_score_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Rewind(", keep, "): the last Score fed ", last_score_, " tokens (keep 1..", last_score_, ")"));
+  }
+  position_ -= last_score_ - keep;
+  last_row_ = keep - 1;
+  last_score_ = keep;
+  return ReadTopK();
+}
+
+int32_t Decoder::Top1(int row) const {
+  const int vi = topk_ids_value_;
+  return reinterpret_cast<const int32_t*>(values_[vi].data() + RowSlot(row, value_rows_[vi]) * value_bytes_[vi])[0];
+}
+
+absl::Status Decoder::ReadRow(int row, StepResult* out) const {
   // The top-k step's values, best first, up to the first id -1 (no finite logit
   // left); clear() + push_back reuse the vectors' capacity: no allocation after the
   // first token.
-  const auto* ids = reinterpret_cast<const int32_t*>(values_[topk_ids_value_].data());
-  const auto* vals = reinterpret_cast<const float*>(values_[topk_values_value_].data());
+  auto at = [&](int vi) { return values_[vi].data() + RowSlot(row, value_rows_[vi]) * value_bytes_[vi]; };
+  const auto* ids = reinterpret_cast<const int32_t*>(at(topk_ids_value_));
+  const auto* vals = reinterpret_cast<const float*>(at(topk_values_value_));
   const size_t k = value_bytes_[topk_ids_value_] / sizeof(int32_t);
-  last_.top_ids.clear();
-  last_.top_logits.clear();
+  out->top_ids.clear();
+  out->top_logits.clear();
   for (size_t i = 0; i < k && ids[i] >= 0; ++i) {
-    last_.top_ids.push_back(static_cast<uint32_t>(ids[i]));
-    last_.top_logits.push_back(vals[i]);
+    out->top_ids.push_back(static_cast<uint32_t>(ids[i]));
+    out->top_logits.push_back(vals[i]);
   }
-  if (last_.top_ids.empty()) return absl::InternalError("the program produced no top-k");
-  last_.token = last_.top_ids[0];
+  if (out->top_ids.empty()) return absl::InternalError("the program produced no top-k");
+  out->token = out->top_ids[0];
   return absl::OkStatus();
 }
 
 Decoder::Copy Decoder::RowStrides(Copy c, int bo) const {
   const elf::BufferObject& b = program_.bos(bo);
   c.bo_row_bytes = bo_rows_[bo] > 1 ? c.bytes : 0;
+  c.bo_rows = bo_rows_[bo];
   if (!b.host_value().empty()) {
     const int vi = value_index_.at(b.host_value());
     c.host_row_bytes = value_rows_[vi] > 1 ? value_bytes_[vi] : 0;
+    c.host_rows = value_rows_[vi];
   }
   return c;
 }
@@ -477,14 +522,15 @@ void Decoder::Reset() {
 }
 
 const float* Decoder::logits() const {
-  return reinterpret_cast<const float*>(values_[logits_value_].data());
+  const int vi = logits_value_;
+  return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(last_row_, value_rows_[vi]) * value_bytes_[vi]);
 }
 
 const void* Decoder::value(const std::string& name, size_t* bytes) const {
   for (int i = 0; i < program_.values_size(); ++i) {
     if (program_.values(i).name() != name) continue;
     if (bytes != nullptr) *bytes = value_bytes_[i];
-    return values_[i].data() + (value_rows_[i] > 1 ? last_row_ * value_bytes_[i] : 0);
+    return values_[i].data() + RowSlot(last_row_, value_rows_[i]) * value_bytes_[i];
   }
   return nullptr;
 }

@@ -84,6 +84,21 @@ class Decoder {
   // chunk's last token only, whose top-k is then last(). Greedy decode after Feed
   // chooses what it would after Advance-ing the tokens one by one.
   absl::Status Feed(absl::Span<const uint32_t> tokens);
+
+  // The draft check of speculative decoding (Program.speculative): feeds `tokens`
+  // (at most check_rows()) in one run with the LM head and top-k on every row;
+  // (*top1)[i] is the greedy choice after tokens[0..i], what Advance-ing them one by
+  // one would have chosen. last() is then the last row's.
+  absl::Status Score(absl::Span<const uint32_t> tokens, std::vector<uint32_t>* top1);
+  // Keeps only the first `keep` (>= 1) tokens of the last Score: position() moves
+  // back past the rest (their KV entries are overwritten before anything reads
+  // them) and last() / logits() become row keep - 1's.
+  absl::Status Rewind(int keep);
+  // The most tokens one Score takes: the program's max_draft + 1 (1 without
+  // Program.speculative).
+  int check_rows() const { return check_rows_; }
+  // The top-k of row `row` (< the tokens kept) of the last Score, into *out.
+  absl::Status ReadRow(int row, StepResult* out) const;
   const StepResult& last() const { return last_; }
   // Advance, returning a copy of last().
   absl::StatusOr<StepResult> Step(uint32_t token);
@@ -129,10 +144,12 @@ class Decoder {
   // Which steps form the tail (LM head, top-k) and which BOs / values hold token rows.
   void PlanRows();
   // One run of every step for tokens (at most prefill_rows of them).
-  absl::Status RunChunk(absl::Span<const uint32_t> tokens);
+  // Tail on every row (Score) or on the chunk's last only.
+  absl::Status RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_rows = false);
   absl::Status RunGroup(size_t s, RowRange rows);
   absl::Status WriteInputs(size_t s, RowRange rows, StepTiming* t);
-  absl::Status ReadTopK();
+  absl::Status ReadTopK() { return ReadRow(last_row_, &last_); }
+  int32_t Top1(int row) const;
   // `c` with the token row strides of program BO `bo` and the value it mirrors.
   Copy RowStrides(Copy c, int bo) const;
 
@@ -154,6 +171,8 @@ class Decoder {
   size_t tail_begin_ = 0;          // steps [tail_begin_, end) run for a chunk's last token only
   std::vector<int> bo_rows_, value_rows_;  // token rows each BO / host value holds
   int last_row_ = 0;                       // the last token's row in the last run
+  int check_rows_ = 1;                     // rows the tail holds (Score)
+  int last_score_ = 0;                     // tokens of the last Score (0: none since)
   int logits_value_ = -1;
   int topk_ids_value_ = -1;     // the top-k step's i32 ids and f32 values
   int topk_values_value_ = -1;

@@ -1,6 +1,10 @@
 #include "runtime/greedy.h"
 
+#include <algorithm>
 #include <chrono>
+#include <vector>
+
+#include "runtime/draft.h"
 
 #include "util/status.h"
 
@@ -21,6 +25,47 @@ absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt) {
   return decoder.Feed(prompt);
 }
 
+namespace {
+
+// The speculative loop: `pending` (the last chosen token, not yet fed) and drafts
+// checked together; emits the kept drafts and the check's own choice.
+absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, const GreedyOptions& options,
+                              const OnToken& on_token, GreedyRun& run) {
+  const elf::Speculative& spec = decoder.program().speculative();
+  std::vector<uint32_t> chunk, top1;
+  StepResult row;
+  while (run.generated < options.max_new_tokens && !run.stopped) {
+    const int room = options.max_new_tokens - run.generated - 1;  // drafts past the limit are wasted
+    std::vector<uint32_t> draft =
+        PromptLookupDraft(context, std::min(spec.max_draft(), room), spec.max_ngram());
+    chunk.assign(1, context.back());
+    chunk.insert(chunk.end(), draft.begin(), draft.end());
+    const auto t0 = Clock::now();
+    DK_RETURN_IF_ERROR(decoder.Score(chunk, &top1));
+    size_t kept = 0;
+    while (kept < draft.size() && top1[kept] == draft[kept]) ++kept;
+    DK_RETURN_IF_ERROR(decoder.Rewind(static_cast<int>(kept) + 1));
+    const double ms = MsSince(t0) / static_cast<double>(kept + 1);
+    ++run.checks;
+    run.drafted += static_cast<int>(draft.size());
+    run.accepted += static_cast<int>(kept);
+    for (size_t i = 0; i <= kept && run.generated < options.max_new_tokens; ++i) {
+      DK_RETURN_IF_ERROR(decoder.ReadRow(static_cast<int>(i), &row));
+      run.token_ms.push_back(ms);
+      if (options.stop_token && row.token == *options.stop_token) {
+        run.stopped = true;
+        break;
+      }
+      if (on_token) DK_RETURN_IF_ERROR(on_token(run.generated, row));
+      ++run.generated;
+      context.push_back(row.token);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
                                          const GreedyOptions& options, const OnToken& on_token) {
   GreedyRun run;
@@ -28,6 +73,20 @@ absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint
   DK_RETURN_IF_ERROR(FeedPrompt(decoder, prompt));
   run.prompt_ms = MsSince(t_prompt);
   run.token_ms.reserve(options.max_new_tokens > 0 ? options.max_new_tokens : 0);
+  if (decoder.check_rows() > 1 && options.max_new_tokens > 0) {
+    // Token 0 is the prompt's choice; the rest come from draft checks.
+    const StepResult& first = decoder.last();
+    if (options.stop_token && first.token == *options.stop_token) {
+      run.stopped = true;
+      return run;
+    }
+    if (on_token) DK_RETURN_IF_ERROR(on_token(0, first));
+    run.generated = 1;
+    std::vector<uint32_t> context(prompt.begin(), prompt.end());
+    context.push_back(first.token);
+    DK_RETURN_IF_ERROR(SpeculativeSteps(decoder, context, options, on_token, run));
+    return run;
+  }
   for (int i = 0; i < options.max_new_tokens; ++i) {
     if (i > 0) {
       const uint32_t previous = decoder.last().token;

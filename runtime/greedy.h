@@ -47,10 +47,18 @@ struct GreedyRun {
   int generated = 0;             // tokens passed to on_token
   bool stopped = false;          // ended at options.stop_token
   double prompt_ms = 0;          // feeding the prompt
-  std::vector<double> token_ms;  // each decode step after the prompt, in order
+  // Each new token after the first, in order: the decode step that chose it (a draft
+  // check that chose several: its time split evenly among them).
+  std::vector<double> token_ms;
+  // Speculative decoding (Program.speculative): draft checks run, tokens drafted
+  // and drafts the model chose (each check also chooses one token of its own).
+  int checks = 0, drafted = 0, accepted = 0;
 };
 
-// FeedPrompt, then up to options.max_new_tokens greedy tokens.
+// FeedPrompt, then up to options.max_new_tokens greedy tokens. A program with
+// Program.speculative drafts tokens by prompt lookup (runtime/draft.h) and checks
+// them with Decoder::Score, keeping those the model chooses: the same tokens, with
+// the same top-k, as one step per token.
 absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
                                          const GreedyOptions& options, const OnToken& on_token);
 

@@ -41,14 +41,17 @@ class BufferObject {
   virtual absl::Status SyncRangeFromDevice(size_t bytes, size_t offset) = 0;
 };
 
-// The token rows one run processes: rows [first, first + count) of every BO that
-// holds token rows (Device::Allocate's `rows` > 1); a BO that holds one row is used
-// whole by every run, whatever its first. Decode runs one row; a prompt chunk runs
-// one row per token (the batched prefill, docs/architecture.md s.4).
+// The token rows one run processes: rows [first, first + count). A BO (or host
+// value) that holds R token rows keeps row r in its slot r mod R (RowSlot): a BO of
+// one row is used whole by every run, and the LM head's BOs, sized for the rows one
+// check of draft tokens needs, take a prompt chunk's last row in whatever slot it
+// falls. Decode runs one row; a prompt chunk one row per token (docs/architecture.md
+// s.4). A run's rows must not wrap within a BO: first mod R + count <= R.
 struct RowRange {
   int first = 0;
   int count = 1;
 };
+inline size_t RowSlot(size_t row, int rows) { return rows > 1 ? row % static_cast<size_t>(rows) : 0; }
 
 // A program loaded on a device: launch groups resolved to kernels, BO bindings
 // checked. Thread-safety: immutable after Load.
@@ -109,9 +112,10 @@ class HostOps {
   struct Value {
     void* data = nullptr;
     const elf::HostValue* info = nullptr;
-    // Bytes from one token row of the value to the next; 0: the value holds one row,
-    // which every row of a run uses.
+    // The token rows the value holds (RowRange: row r in slot r mod rows) and the
+    // bytes from one to the next (0 for one row).
     size_t row_bytes = 0;
+    int rows = 1;
   };
   // Binds `step` once, before decoding: its kind resolved and its bound values (by
   // parameter name) found. Returns the handle RunHostStep takes; InvalidArgument for

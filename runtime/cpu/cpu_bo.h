@@ -64,8 +64,8 @@ class CpuBo final : public BufferObject {
   // reads the same bytes).
   size_t row_bytes() const { return row_bytes_; }
   int rows() const { return rows_; }
-  // The device side of token row `row` (row 0 for a BO of one row).
-  uint8_t* device_row(size_t row) const { return device_ + row * row_bytes_; }
+  // The device side of token row `row`: its slot RowSlot(row, rows()).
+  uint8_t* device_row(size_t row) const { return device_ + RowSlot(row, rows_) * row_bytes_; }
 
   absl::Status Write(const void* src, size_t bytes, size_t offset) override;
   absl::Status Read(void* dst, size_t bytes, size_t offset) override;

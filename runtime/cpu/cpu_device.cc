@@ -321,9 +321,9 @@ class CpuDevice final : public Device {
     }
     for (const LaunchOp& op : elf.groups_[group]) {
       for (const CpuBo* bo : op.bo) {
-        if (bo != nullptr && bo->rows() > 1 && rows.first + rows.count > bo->rows()) {
+        if (bo != nullptr && bo->rows() > 1 && RowSlot(rows.first, bo->rows()) + rows.count > bo->rows()) {
           return absl::OutOfRangeError(absl::StrCat(op.where, ": rows [", rows.first, ", ", rows.first + rows.count,
-                                                    ") but BO '", bo->name(), "' holds ", bo->rows()));
+                                                    ") do not fit BO '", bo->name(), "' of ", bo->rows(), " rows"));
         }
       }
     }

@@ -50,7 +50,9 @@ class CpuHostOps final : public HostOps {
       for (const auto& [name, v] : values) {
         if (name == param) {
           *out = v.data;
-          b.row_bytes[out == &b.in ? 0 : out == &b.in2 ? 1 : out == &b.out ? 2 : 3] = v.row_bytes;
+          const int slot = out == &b.in ? 0 : out == &b.in2 ? 1 : out == &b.out ? 2 : 3;
+          b.row_bytes[slot] = v.row_bytes;
+          b.rows[slot] = v.rows;
           if (elements != nullptr) {
             *elements = 1;
             for (const int64_t d : v.info->shape()) *elements *= d;
@@ -156,10 +158,13 @@ class CpuHostOps final : public HostOps {
   struct Bound {
     // The values at token row `row` (a value of one row: the same memory for all).
     Row AtRow(size_t row) const {
-      auto at = [&](void* p, int i) { return p == nullptr ? p : static_cast<uint8_t*>(p) + row * row_bytes[i]; };
+      auto at = [&](void* p, int i) {
+        return p == nullptr ? p : static_cast<uint8_t*>(p) + RowSlot(row, rows[i]) * row_bytes[i];
+      };
       return Row{at(in, 0), at(in2, 1), at(out, 2), at(out2, 3)};
     }
     size_t row_bytes[4] = {};  // in, in2, out, out2: HostOps::Value::row_bytes
+    int rows[4] = {1, 1, 1, 1};  // and ::rows
     const elf::HostStep* step = nullptr;
     Kind kind = Kind::kEmbedding;
     void* in = nullptr;   // cos, k, q or logits

@@ -1,0 +1,21 @@
+#include "runtime/draft.h"
+
+#include <algorithm>
+
+namespace dk::runtime {
+
+std::vector<uint32_t> PromptLookupDraft(absl::Span<const uint32_t> context, int max_draft, int max_ngram) {
+  const size_t len = context.size();
+  for (size_t n = std::min<size_t>(max_ngram, len > 0 ? len - 1 : 0); n >= 1; --n) {
+    const absl::Span<const uint32_t> suffix = context.subspan(len - n);
+    // The most recent earlier occurrence: start j < len - n, latest first.
+    for (size_t j = len - n; j-- > 0;) {
+      if (!std::equal(suffix.begin(), suffix.end(), context.begin() + j)) continue;
+      const size_t from = j + n, to = std::min(len, from + static_cast<size_t>(max_draft));
+      return std::vector<uint32_t>(context.begin() + from, context.begin() + to);
+    }
+  }
+  return {};
+}
+
+}  // namespace dk::runtime

@@ -1,0 +1,35 @@
+#include "runtime/draft.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace dk::runtime {
+namespace {
+
+using V = std::vector<uint32_t>;
+
+TEST(PromptLookupDraft, ContinuesTheLongestMostRecentMatch) {
+  // ... 1 2 3 [7 8] ... 2 3 [9 4] ... 1 2 3 | : the 3-gram "1 2 3" wins over "2 3".
+  const V context = {1, 2, 3, 7, 8, 5, 2, 3, 9, 4, 6, 1, 2, 3};
+  EXPECT_EQ(PromptLookupDraft(context, 2, 3), (V{7, 8}));
+  // With n-grams of at most 2, the most recent "2 3" is followed by 9 4.
+  EXPECT_EQ(PromptLookupDraft(context, 2, 2), (V{9, 4}));
+  // Drafts stop at max_draft and at the end of the context.
+  EXPECT_EQ(PromptLookupDraft(context, 1, 3), (V{7}));
+  EXPECT_EQ(PromptLookupDraft(V{5, 6, 5}, 4, 3), (V{6, 5}));
+}
+
+TEST(PromptLookupDraft, NoEarlierOccurrenceNoDraft) {
+  EXPECT_TRUE(PromptLookupDraft(V{1, 2, 3, 4}, 4, 3).empty());
+  EXPECT_TRUE(PromptLookupDraft(V{7}, 4, 3).empty());
+  EXPECT_TRUE(PromptLookupDraft(V{}, 4, 3).empty());
+}
+
+TEST(PromptLookupDraft, RepeatedTokenDraftsItsContinuation) {
+  // "4 4 4": the suffix "4 4" occurred at 0..1, followed by 4.
+  EXPECT_EQ(PromptLookupDraft(V{4, 4, 4}, 3, 2), (V{4}));
+}
+
+}  // namespace
+}  // namespace dk::runtime
