@@ -17,6 +17,7 @@
 // state the token ran in; the paired floor brackets each token.
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -34,6 +35,7 @@
 #include "elf/stats.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/cpu/session.h"
+#include "runtime/greedy.h"
 #include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
@@ -49,6 +51,12 @@ ABSL_FLAG(int, prompt_tokens, 0,
           "> 0: time prompt processing instead of decode (BM_Prompt): each iteration starts a new "
           "sequence and feeds this many tokens in chunks of --prefill_chunk; reports tokens/s and the "
           "time to the first new token");
+ABSL_FLAG(std::string, generate_prompt, "",
+          "a file of prompt token ids (whitespace-separated): time generation instead of decode "
+          "(BM_Generate): each iteration starts a new sequence, feeds the prompt and generates "
+          "--generate_tokens greedy tokens (speculatively where the ELF says so); reports ms per "
+          "generated token after the first and, for a speculative ELF, the drafts accepted");
+ABSL_FLAG(int, generate_tokens, 64, "BM_Generate's new tokens per iteration");
 ABSL_FLAG(int, prompts, 5, "BM_Prompt's timed prompts (iterations) per thread count, after one untimed");
 ABSL_FLAG(bool, paired_floor, false,
           "also stream the token's weight bytes (a separate buffer) before every timed token and "
@@ -327,6 +335,51 @@ void BM_Prompt(benchmark::State& state) {
   state.SetLabel(g_program.model().name());
 }
 
+// Generation: a new sequence fed the --generate_prompt ids, then --generate_tokens
+// greedy tokens through runtime::GenerateGreedy (draft checks for a speculative
+// ELF); ms per generated token counts the tokens after the prompt's own choice.
+void BM_Generate(benchmark::State& state) {
+  std::unique_ptr<Setup> s = OpenSetup(state, static_cast<int>(state.range(0)));
+  if (s == nullptr) return;
+  dk::runtime::Decoder& decoder = s->session->decoder();
+  std::vector<uint32_t> prompt;
+  {
+    std::ifstream in(absl::GetFlag(FLAGS_generate_prompt));
+    for (uint32_t id; in >> id;) prompt.push_back(id);
+  }
+  if (prompt.empty()) {
+    state.SkipWithError("--generate_prompt: no token ids");
+    return;
+  }
+  dk::runtime::GreedyOptions greedy;
+  greedy.max_new_tokens = absl::GetFlag(FLAGS_generate_tokens);
+  std::vector<double> ms_per_token;
+  double checks = 0, drafted = 0, accepted = 0;
+  if (auto warm = dk::runtime::GenerateGreedy(decoder, prompt, greedy, nullptr); !warm.ok()) {  // untimed
+    state.SkipWithError(std::string(warm.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    auto run = dk::runtime::GenerateGreedy(decoder, prompt, greedy, nullptr);
+    if (!run.ok()) {
+      state.SkipWithError(std::string(run.status().message()).c_str());
+      return;
+    }
+    double total = 0;
+    for (double ms : run->token_ms) total += ms;
+    ms_per_token.push_back(run->token_ms.empty() ? 0 : total / run->token_ms.size());
+    checks += run->checks;
+    drafted += run->drafted;
+    accepted += run->accepted;
+  }
+  std::sort(ms_per_token.begin(), ms_per_token.end());
+  state.counters["ms_per_token"] = ms_per_token[ms_per_token.size() / 2];
+  state.counters["checks"] = checks;
+  state.counters["acceptance"] = drafted > 0 ? accepted / drafted : 0;
+  state.counters["tokens_per_check"] = checks > 0 ? (accepted + checks) / checks : 1;
+  state.SetLabel(g_program.model().name());
+}
+
 int Fail(const absl::Status& s) { return dk::ExitWithError("decode_bench", s); }
 
 }  // namespace
@@ -380,11 +433,13 @@ int main(int argc, char** argv) {
   // Registered here, not with BENCHMARK(), so that --tokens sets the iterations
   // (select one thread count with --benchmark_filter=BM_Decode/threads:2/).
   const bool prompt = absl::GetFlag(FLAGS_prompt_tokens) > 0;
-  benchmark::RegisterBenchmark(prompt ? "BM_Prompt" : "BM_Decode", prompt ? BM_Prompt : BM_Decode)
+  const bool generate = !absl::GetFlag(FLAGS_generate_prompt).empty();
+  benchmark::RegisterBenchmark(generate ? "BM_Generate" : prompt ? "BM_Prompt" : "BM_Decode",
+                               generate ? BM_Generate : prompt ? BM_Prompt : BM_Decode)
       ->ArgName("threads")
       ->Arg(1)
       ->Arg(2)
-      ->Iterations(prompt ? absl::GetFlag(FLAGS_prompts) : absl::GetFlag(FLAGS_tokens))
+      ->Iterations(prompt || generate ? absl::GetFlag(FLAGS_prompts) : absl::GetFlag(FLAGS_tokens))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::RunSpecifiedBenchmarks();
