@@ -316,6 +316,7 @@ void BM_Prompt(benchmark::State& state) {
     return;
   }
   std::vector<double> ms;
+  dk::runtime::ResetCpuKernelTimes(s->session->device());  // the timed prompts only
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     const absl::Status r = feed();
@@ -326,6 +327,8 @@ void BM_Prompt(benchmark::State& state) {
     }
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
+  // --kernel_times: per prompt token.
+  PrintKernelTimes(dk::runtime::CpuKernelTimes(s->session->device()), ms.size() * prompt.size());
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
   state.counters["prompt_tokens"] = static_cast<double>(prompt.size());

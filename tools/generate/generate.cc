@@ -148,12 +148,20 @@ absl::Status Generate(Loaded& m) {
                                   [&text](int, const dk::runtime::StepResult& step) { return text.Print(step.token); }));
   std::printf("%s\n", text.Finish().c_str());
   std::fflush(stdout);
-  std::sort(run.token_ms.begin(), run.token_ms.end());
-  const double median = run.token_ms.empty() ? 0 : run.token_ms[run.token_ms.size() / 2];
+  double total = 0;
+  for (double ms : run.token_ms) total += ms;
+  const double mean = run.token_ms.empty() ? 0 : total / run.token_ms.size();
   std::fprintf(stderr,
-               "[generate] prompt %zu tokens in %.0f ms; %d new tokens; decode %.2f ms/token "
-               "(median), %.1f tokens/s\n",
-               prompt.size(), run.prompt_ms, run.generated, median, median > 0 ? 1000.0 / median : 0.0);
+               "[generate] prompt %zu tokens in %.0f ms (%.1f tokens/s, chunks of %d: the time to the first "
+               "new token); %d new tokens; decode %.2f ms/token (mean), %.1f tokens/s\n",
+               prompt.size(), run.prompt_ms, run.prompt_ms > 0 ? prompt.size() / (run.prompt_ms * 1e-3) : 0.0,
+               m.runtime.prefill_rows, run.generated, mean, mean > 0 ? 1000.0 / mean : 0.0);
+  if (run.checks > 0) {
+    std::fprintf(stderr, "[generate] speculative: %d draft checks, %d of %d drafted tokens accepted (%.0f%%), %.2f "
+                 "tokens per check\n", run.checks, run.accepted, run.drafted,
+                 run.drafted > 0 ? 100.0 * run.accepted / run.drafted : 0.0,
+                 static_cast<double>(run.accepted + run.checks) / run.checks);
+  }
   return absl::OkStatus();
 }
 
