@@ -336,6 +336,9 @@ absl::Status Measure(Profile& p, size_t i, int tokens, int round, profile::Break
     return absl::InternalError(absl::StrCat(what, ": ", run.token_ms.size(), " tokens and ", floor_gbps.size(),
                                             " bandwidth reads for ", total, " tokens"));
   }
+  s.spec_checks += run.checks;
+  s.spec_drafted += run.drafted;
+  s.spec_accepted += run.accepted;
   const size_t skip = first ? 0 : static_cast<size_t>(warmup);
   s.token_ms.insert(s.token_ms.end(), run.token_ms.begin() + skip, run.token_ms.end());
   for (int k = static_cast<int>(skip); k < total; ++k) {

@@ -512,6 +512,7 @@ std::string ToJson(const ProfileRecord& r) {
                   {"report", s.gate_report}, {"error", s.error}}},
         {"numeric", {{"ran", s.numeric_ran}, {"passed", s.numeric_passed},
                      {"max_abs_diff", s.numeric_max_abs_diff}, {"pct_of_tolerance", s.numeric_pct_of_tol}}},
+        {"speculative", {{"checks", s.spec_checks}, {"drafted", s.spec_drafted}, {"accepted", s.spec_accepted}}},
         {"reason", s.reason},
         {"build_edit", s.build_edit},
     });

@@ -153,6 +153,9 @@ struct StageRecord {
   double numeric_max_abs_diff = 0;  // largest |candidate - HF| logit at HF's top-5 ids
   double numeric_pct_of_tol = 0;    // largest |diff| / tolerance, in percent
   std::string error;           // the stage could not be measured (counts as a gate failure)
+  // Speculative stages (Program.speculative), over the timing rounds: draft checks,
+  // tokens drafted, drafts the model chose.
+  int spec_checks = 0, spec_drafted = 0, spec_accepted = 0;
 
   // Derived by Finalize.
   // "baseline", "applied", "skipped", "reverted", or kSlowerThanParent: applied

@@ -406,6 +406,14 @@ TEST(RenderTest, JsonTableMarkdownHtml) {
   const std::string md = Markdown(r, "./bazelw run //models/m:profile");
   EXPECT_THAT(md, HasSubstr("## 2. buffer_object_reuse: **reverted**"));
   EXPECT_THAT(md, HasSubstr("## 1. layout_alignment: skipped"));
+  EXPECT_THAT(md, Not(HasSubstr("- Speculative:")));
+  // A speculative stage's checks and acceptance, in the markdown and the JSON.
+  r.stages[3].spec_checks = 10;
+  r.stages[3].spec_drafted = 30;
+  r.stages[3].spec_accepted = 12;
+  EXPECT_THAT(Markdown(r, "cmd"),
+              HasSubstr("- Speculative: 10 draft checks, 12 of 30 drafts accepted (40%), 2.20 tokens per check"));
+  EXPECT_EQ(nlohmann::json::parse(ToJson(r))["stages"][3]["speculative"]["accepted"], 12);
   const std::string html = Html(r, "./bazelw run //models/m:profile");
   EXPECT_THAT(html, HasSubstr("<svg id=\"waterfall\""));
   EXPECT_THAT(html, HasSubstr("class=\"bar reverted\""));

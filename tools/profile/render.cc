@@ -268,6 +268,13 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                                     HumanBytes(p.bytes_written_per_token), HumanBytes(s.bytes_written_per_token),
                                     s.x_floor),
                     "- Reason: ", s.reason, "\n", "- Verify gate: ", GateCell(s), "\n", "- Numeric check: ", NumericCell(s), "\n");
+    if (s.spec_checks > 0) {
+      absl::StrAppend(&md, absl::StrFormat("- Speculative: %d draft checks, %d of %d drafts accepted (%.0f%%), %.2f tokens "
+                                           "per check on the profile's prompt\n",
+                                           s.spec_checks, s.spec_accepted, s.spec_drafted,
+                                           s.spec_drafted > 0 ? 100.0 * s.spec_accepted / s.spec_drafted : 0.0,
+                                           static_cast<double>(s.spec_accepted + s.spec_checks) / s.spec_checks));
+    }
     if (s.status == "reverted") {
       absl::StrAppend(&md, "\nGate report:\n\n```\n", s.error.empty() ? s.gate_report : s.error,
                       "\n```\n\nThe BUILD edit that removes it from the chain:\n\n```diff\n", s.build_edit,
