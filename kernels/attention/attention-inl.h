@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "kernels/attention/attention.h"
 #include "util/bf16.h"
+#include "util/thread_pool.h"
 
 namespace dk::kernels::attention_internal {
 
@@ -33,6 +34,16 @@ absl::Status Validate(const char* who, const AttentionDims& d, const void* q,
 // The calling thread's scratch of at least `floats` floats, 64-byte aligned (grown,
 // never shrunk; shared by all attention entry points).
 float* ThreadScratch(size_t floats);
+
+// body(task, thread) for every task in [0, tasks), on `pool` or (nullptr) the caller.
+template <typename F>
+void RunTasks(ThreadPool* pool, int64_t tasks, const F& body) {
+  if (pool) {
+    pool->Run(tasks, body);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) body(t, 0);
+  }
+}
 
 // Query heads processed together against one kv head: each K/V row is loaded once
 // per block, and a block's accumulators fit the 32 AVX-512 registers.

@@ -144,11 +144,7 @@ absl::Status Attend(const AttentionDims& dims, const bf16* q, const bf16* k,
       HWY_DYNAMIC_DISPATCH(HeadsBf16)(job, g, g * group + lo, hi - lo, scratch, out);
     }
   };
-  if (pool) {
-    pool->Run(tasks, body);
-  } else {
-    for (int64_t t = 0; t < tasks; ++t) body(t, 0);
-  }
+  attention_internal::RunTasks(pool, tasks, body);
   return absl::OkStatus();
 }
 

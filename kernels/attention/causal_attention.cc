@@ -25,8 +25,10 @@ namespace dk::kernels::causal_internal {
 
 // K (or V) bytes of one tile: with the scores the tile's units write, it stays in L1.
 inline constexpr size_t kTileBytes = 16 << 10;
-// Rows per task, fewer when that leaves threads idle.
+// Rows per task, fewer when that leaves threads idle or the task's scratch (scores of
+// every attended position for each row) would pass kMaxScratchBytes.
 inline constexpr size_t kRowBlock = 16;
+inline constexpr size_t kMaxScratchBytes = size_t{2} << 20;
 
 // One call's inputs, shared by all targets.
 struct RowsJob {
@@ -104,22 +106,27 @@ void RowBlock(const RowsJob& job, size_t g, size_t r0, size_t r1, float* scratch
       }
     }
   };
+  // Visits tile by tile every unit's non-empty slice [a, b) of the tile:
+  // fn(heads, scratch, a, b, the row's first position).
   const size_t begin = job.First(r0), end = job.End(r1 - 1);
+  const auto slices = [&](const auto& fn) {
+    for (size_t t0 = begin; t0 < end; t0 += job.tile) {
+      const size_t t1 = std::min(end, t0 + job.tile);
+      units([&](size_t r, size_t, size_t kh, const UnitScratch& u) {
+        const size_t a = job.Cut(r, t0), b = job.Cut(r, t1);
+        if (a != b) fn(kh, u, a, b, job.First(r));
+      });
+    }
+  };
 
   units([&](size_t r, size_t h, size_t kh, const UnitScratch& u) {
     SplitQuery(kh, job.q + r * job.q_stride + h * hd, split, u);
   });
-  for (size_t t0 = begin; t0 < end; t0 += job.tile) {
-    const size_t t1 = std::min(end, t0 + job.tile);
-    units([&](size_t r, size_t, size_t kh, const UnitScratch& u) {
-      const size_t a = job.Cut(r, t0), b = job.Cut(r, t1);
-      if (a == b) return;
-      WithHeads(kh, [&](auto kH) {
-        ScoreHeads<kH()>(k + a * hd, b - a, split, job.scale, u,
-                         u.scores + (a - job.First(r)));
-      });
+  slices([&](size_t kh, const UnitScratch& u, size_t a, size_t b, size_t first) {
+    WithHeads(kh, [&](auto kH) {
+      ScoreHeads<kH()>(k + a * hd, b - a, split, job.scale, u, u.scores + (a - first));
     });
-  }
+  });
   units([&](size_t r, size_t h, size_t kh, const UnitScratch& u) {
     const size_t first = job.First(r), n = job.End(r) - first;
     if (split.tail) {
@@ -130,17 +137,11 @@ void RowBlock(const RowsJob& job, size_t g, size_t r0, size_t r1, float* scratch
     std::fill(u.oe, u.oe + kh * u.half_stride, 0.0f);
     std::fill(u.oo, u.oo + kh * u.half_stride, 0.0f);
   });
-  for (size_t t0 = begin; t0 < end; t0 += job.tile) {
-    const size_t t1 = std::min(end, t0 + job.tile);
-    units([&](size_t r, size_t, size_t kh, const UnitScratch& u) {
-      const size_t a = job.Cut(r, t0), b = job.Cut(r, t1);
-      if (a == b) return;
-      WithHeads(kh, [&](auto kH) {
-        ValueHeads<kH(), true>(v + a * hd, b - a, split, u.scores + (a - job.First(r)),
-                               u);
-      });
+  slices([&](size_t kh, const UnitScratch& u, size_t a, size_t b, size_t first) {
+    WithHeads(kh, [&](auto kH) {
+      ValueHeads<kH(), true>(v + a * hd, b - a, split, u.scores + (a - first), u);
     });
-  }
+  });
   units([&](size_t r, size_t h, size_t kh, const UnitScratch& u) {
     const size_t first = job.First(r);
     if (split.tail) ValueTail(kh, v + first * hd, job.End(r) - first, split, u);
@@ -204,15 +205,18 @@ absl::Status AttendRows(const AttentionDims& dims, const bf16* q, size_t q_strid
   const size_t tile = std::max<size_t>(4, causal_internal::kTileBytes / (hd * 2) / 4 * 4);
   const RowsJob job{q, q_stride, k, v, hd, dims.max_ctx, group, pos0, window, scale,
                     positions, tile};
-  // Blocks of kRowBlock rows, smaller while there are fewer than 2 tasks per thread.
-  const size_t threads = pool ? pool->num_threads() : 1;
-  size_t blocks = (m + causal_internal::kRowBlock - 1) / causal_internal::kRowBlock;
-  const size_t wanted = (2 * threads + dims.n_kv_heads - 1) / dims.n_kv_heads;
-  blocks = std::min(m, std::max(blocks, wanted));
+  // Blocks of kRowBlock rows, smaller while there are fewer than 2 tasks per thread
+  // or a block's scratch would pass kMaxScratchBytes.
   const size_t chunks = (group + attention_internal::kMaxBlock - 1) /
                         attention_internal::kMaxBlock;
-  const size_t rows_max = (m + blocks - 1) / blocks;
-  const size_t scratch_floats = rows_max * chunks * ScratchLayout(positions, hd).total;
+  const size_t row_floats = chunks * ScratchLayout(positions, hd).total;
+  const size_t block_rows = std::clamp<size_t>(
+      causal_internal::kMaxScratchBytes / sizeof(float) / row_floats, 1,
+      causal_internal::kRowBlock);
+  const size_t threads = pool ? pool->num_threads() : 1;
+  const size_t wanted = (2 * threads + dims.n_kv_heads - 1) / dims.n_kv_heads;
+  const size_t blocks = std::min(m, std::max((m + block_rows - 1) / block_rows, wanted));
+  const size_t scratch_floats = (m + blocks - 1) / blocks * row_floats;
   const size_t n_kv = dims.n_kv_heads;
   auto body = [&](int64_t t, int) {
     // Later rows attend more positions: hand those out first.
@@ -227,12 +231,7 @@ absl::Status AttendRows(const AttentionDims& dims, const bf16* q, size_t q_strid
       HWY_DYNAMIC_DISPATCH(RowBlockBf16)(job, g, r0, r1, scratch, out, out_stride);
     }
   };
-  const int64_t tasks = static_cast<int64_t>(n_kv * blocks);
-  if (pool) {
-    pool->Run(tasks, body);
-  } else {
-    for (int64_t t = 0; t < tasks; ++t) body(t, 0);
-  }
+  attention_internal::RunTasks(pool, static_cast<int64_t>(n_kv * blocks), body);
   return absl::OkStatus();
 }
 

@@ -147,6 +147,22 @@ TEST(CausalAttention, ChunkOf2048Rows) {
   }
 }
 
+// Rows far into a long context: each row's scores pass the per-task scratch cap, so
+// blocks shrink to a few rows.
+TEST(CausalAttention, LongContextSmallBlocks) {
+  const size_t m = 40, pos0 = 16000, hd = 8;
+  Inputs in = MakeInputs({4, 1, hd}, m);
+  in.dims.max_ctx = pos0 + m;
+  in.k = RandomBf16(in.dims.max_ctx * hd, 8);
+  in.v = RandomBf16(in.dims.max_ctx * hd, 9);
+  std::vector<float> got(m * in.out_stride, -7.0f);
+  ASSERT_TRUE(CausalAttention(in.dims, in.q.data(), in.q_stride, m, pos0, 0, in.k.data(),
+                              in.v.data(), got.data(), in.out_stride, nullptr)
+                  .ok());
+  ExpectSameBits(RowByRow(in, in.q.data(), in.k.data(), in.v.data(), m, pos0, 0, -7.0f),
+                 got, in.out_stride);
+}
+
 // Against the f64 reference (so the bit-identity above is with correct attention),
 // with large scores and an explicit scale.
 TEST(CausalAttention, MatchesReference) {
