@@ -52,6 +52,29 @@ absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
                              float* out, ThreadPool* pool,
                              std::optional<float> scale = std::nullopt);
 
+// Causal attention of m query rows at consecutive positions (a prompt chunk): row
+// i < m, q + i * q_stride ([n_heads][head_dim]), at position pos0 + i attends to the
+// cache positions [first_i, pos0 + i], first_i = max(0, pos0 + i + 1 - window) for
+// window > 0 (sliding window), else 0; its output goes to out + i * out_stride.
+// Row i's output is bit-identical to
+//   DecodeAttention(dims, q_i, k_cache + first_i * head_dim,
+//                   v_cache + first_i * head_dim, pos0 + i - first_i, out_i, pool, scale)
+// on every target and thread count, but each K/V row is loaded from memory once
+// per block of rows instead of once per row. Parallel over (kv head, block of rows);
+// per-thread scratch is O(rows per block * n_heads / n_kv_heads * attended positions)
+// floats. Returns InvalidArgument (and writes nothing) for DecodeAttention's invalid
+// arguments with pos = pos0 + m - 1, for m == 0, and for a stride below
+// n_heads * head_dim. Output rows must not overlap q or the caches.
+absl::Status CausalAttention(const AttentionDims& dims, const bf16* q, size_t q_stride,
+                             size_t m, size_t pos0, size_t window, const bf16* k_cache,
+                             const bf16* v_cache, bf16* out, size_t out_stride,
+                             ThreadPool* pool, std::optional<float> scale = std::nullopt);
+// Same, without the final bf16 rounding.
+absl::Status CausalAttention(const AttentionDims& dims, const bf16* q, size_t q_stride,
+                             size_t m, size_t pos0, size_t window, const bf16* k_cache,
+                             const bf16* v_cache, float* out, size_t out_stride,
+                             ThreadPool* pool, std::optional<float> scale = std::nullopt);
+
 // Name of the Highway target the dispatcher picks on this machine (e.g. "AVX3").
 const char* AttentionTargetName();
 

@@ -92,6 +92,62 @@ BENCHMARK(BM_DecodeAttention)
     ->MinTime(0.5)
     ->UseRealTime();
 
+// Prefill chunks: M = 512 query rows at positions pos0.., one layer's attention,
+// CausalAttention (rows=1) against the row-by-row DecodeAttention loop the runtime
+// ran before (rows=0). Caches are warm (one cache, as right after the chunk's K/V
+// were written). Models: 0 SmolLM2 (9/3 heads, head_dim 64), 1 llama32_1b (32/8,
+// 64), 2 Gemma 3 (4/1, 256, sliding window 512).
+struct ChunkModel {
+  AttentionDims dims;
+  size_t window;
+};
+constexpr ChunkModel kChunkModels[] = {
+    {{9, 3, 64, 2048}, 0}, {{32, 8, 64, 2048}, 0}, {{4, 1, 256, 2048}, 512}};
+constexpr size_t kChunkRows = 512;
+
+void BM_PrefillChunk(benchmark::State& state) {
+  const ChunkModel& model = kChunkModels[state.range(0)];
+  const size_t pos0 = static_cast<size_t>(state.range(1));
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const bool causal = state.range(3) != 0;
+  const AttentionDims& dims = model.dims;
+  const size_t hd = dims.head_dim, row = dims.n_heads * hd, m = kChunkRows;
+  const size_t cache = dims.n_kv_heads * dims.max_ctx * hd;
+  std::vector<bf16> q(m * row), k(cache), v(cache), out(m * row);
+  uint32_t seed = 7;
+  for (auto* buf : {&q, &k, &v}) {
+    for (bf16& x : *buf) {
+      seed = seed * 1664525u + 1013904223u;
+      x = F32ToBf16(static_cast<float>(static_cast<int32_t>(seed >> 8)) * 1e-7f);
+    }
+  }
+  for (auto _ : state) {
+    absl::Status st;
+    if (causal) {
+      st = CausalAttention(dims, q.data(), row, m, pos0, model.window, k.data(),
+                           v.data(), out.data(), row, &pool);
+    }
+    for (size_t i = 0; !causal && i < m && st.ok(); ++i) {
+      const size_t pos = pos0 + i;
+      const size_t first = model.window && pos >= model.window ? pos + 1 - model.window : 0;
+      st = DecodeAttention(dims, q.data() + i * row, k.data() + first * hd,
+                           v.data() + first * hd, pos - first, out.data() + i * row, &pool);
+    }
+    if (!st.ok()) {
+      state.SkipWithError("attention failed");
+      return;
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(AttentionTargetName());
+}
+BENCHMARK(BM_PrefillChunk)
+    ->ArgNames({"model", "pos0", "threads", "rows"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1536}, {1, 2}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3)
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace dk::kernels
 
