@@ -39,7 +39,7 @@ struct GemmX {
   const Bf16X* bf16x = nullptr;    // [m], bf16 formats
   const bf16* const* padded = nullptr;  // [m], their zero-padded x where the vdpbf16ps loops run
   const QuantX* quant = nullptr;   // [m], block formats
-  const Q8Activations* const* acts = nullptr;  // [m], their int8 activations
+  const Q8Activations* acts = nullptr;  // [m], their int8 activations
 };
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
@@ -87,7 +87,6 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   thread_local std::vector<QuantX> qx;
   thread_local std::vector<Q8Activations> acts;
   thread_local std::vector<const bf16*> padded;
-  thread_local std::vector<const Q8Activations*> act_ptrs;
   const size_t row_bytes = PreparedBytes(format, cols);
   uint8_t* arena = Scratch<uint8_t>(3, m * row_bytes);
   GemmX g;
@@ -99,7 +98,6 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   if (block) {
     qx.resize(m);
     acts.resize(m);
-    act_ptrs.resize(m);
   } else {
     bx.resize(m);
     padded.resize(m);
@@ -123,13 +121,12 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
                Keep(a.sum, blocks, &slot), Keep(a.sx, blocks, &slot),
                Keep(a.quad, blocks / 16 * 16 * 32, &slot), Keep(a.sum16, cols / 16, &slot)};
     p.act = &acts[i];
-    act_ptrs[i] = &acts[i];
     qx[i] = p;
   }
   g.bf16x = block ? nullptr : bx.data();
   g.padded = !block && bx[0].dot ? padded.data() : nullptr;
   g.quant = block ? qx.data() : nullptr;
-  g.acts = block ? act_ptrs.data() : nullptr;
+  g.acts = block ? acts.data() : nullptr;
   return g;
 }
 

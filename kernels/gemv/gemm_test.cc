@@ -119,6 +119,19 @@ TEST(Gemm, EachRowIsTheSingleRowGemvBitForBit) {
   });
 }
 
+// More token rows than one token block (64) of the tiled loop.
+TEST(Gemm, ManyTokenRowsAreEachTheSingleRowGemv) {
+  ThreadPool pool(2);
+  for (WeightFormat f : formats::kAllWeightFormats) {
+    SCOPED_TRACE(formats::Name(f));
+    const Shape s = ShapesOf(f)[2];
+    Matrix mat(s.rows, s.cols, 61);
+    const FusedWeight w = mat.As(f);
+    const Tokens x(70, s.cols, 62, 3.0f);
+    ExpectRowsAreSingleRowCalls<float>(f, w, s.cols, x, 70, &pool);
+  }
+}
+
 // Row n of y within the single-row tests' tolerances of the f64 reference: the
 // bf16 formats' (gemv_check.h) and, for block formats, the tight kInt8 bound of
 // gemv_quant_test.cc against the same quantized activations: 2 (B + 16) u A.

@@ -325,7 +325,7 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
 // accumulator, scales and FMA order, so its sum is RowGroupQ8Chunked's bit for bit.
 // out[t * out_stride + r + i].
 template <size_t kRows, size_t kTokens>
-DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* const* x,
+DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x,
                                     float* out, size_t out_stride) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
   constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
@@ -333,7 +333,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   const size_t chunked = blocks / kChunk * kChunk;
   float rest[kTokens][kRows] = {};
   if (chunked < blocks) {  // RowGroup's loop over the blocks after the last whole chunk (or all)
-    for (size_t t = 0; t < kTokens; ++t) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, *x[t], rest[t]);
+    for (size_t t = 0; t < kTokens; ++t) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x[t], rest[t]);
   }
   if (chunked == 0) {  // RowGroup: the sums alone
     for (size_t t = 0; t < kTokens; ++t) {
@@ -356,7 +356,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
     for (size_t i = 0; i < kRows; ++i) {
       const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
       const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
-      for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(dw, _mm512_loadu_ps(x[t]->d + b));
+      for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(dw, _mm512_loadu_ps(x[t].d + b));
     }
     __m512i pick = pair0;
 #pragma GCC unroll 2
@@ -372,7 +372,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
         const __m512i magnitude = _mm512_abs_epi8(wq);
 #pragma GCC unroll 8
         for (size_t t = 0; t < kTokens; ++t) {
-          const __m512i xq = _mm512_load_si512(x[t]->q + b0 * 32);
+          const __m512i xq = _mm512_load_si512(x[t].q + b0 * 32);
           const __m512i dot = _mm512_dpbusd_epi32(zero, magnitude, _mm512_mask_sub_epi8(xq, negative, zero, xq));
           acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i][t]), acc[i][t]);
         }
@@ -387,7 +387,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
 
 // Rows [0, n) of Q8_0 W for token rows [0, m), kRows rows x kTokens token rows at a time.
 template <size_t kRows, size_t kTokens>
-DK_VNNI_TARGET void Q8TokensAllRows(const uint8_t* w, size_t blocks, size_t n, const Q8Activations* const* x,
+DK_VNNI_TARGET void Q8TokensAllRows(const uint8_t* w, size_t blocks, size_t n, const Q8Activations* x,
                                     size_t m, float* out, size_t out_stride) {
   size_t t = 0;
   for (; t + kTokens <= m; t += kTokens) {
@@ -536,7 +536,7 @@ void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0
   Dispatch(format, w, cols, r0, r1, x, y);
 }
 
-void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x, size_t m, float* out,
+void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                       size_t out_stride) {
   Q8TokensAllRows<2, 4>(w, cols / ggml::kBlockElems, n, x, m, out, out_stride);
 }

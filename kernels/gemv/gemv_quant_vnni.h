@@ -59,7 +59,7 @@ void QuantRowsAvxVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t
 // QuantRowsVnni on Q8_0 rows [0, n) for m token rows x[t] at once (each loaded weight
 // pair applied to several of them): out[t * out_stride + r], bit-identical to
 // QuantRowsVnni on x[t] alone.
-void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x, size_t m, float* out,
+void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                       size_t out_stride);
 
 }  // namespace dk::kernels::internal
