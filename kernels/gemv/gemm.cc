@@ -145,6 +145,10 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
                                               (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,
                                               out_stride);
   }
+  if (x.format == WeightFormat::kBf16RowMajor && x.padded) {
+    return internal::RowMajorRowsDpBf16Tokens(static_cast<const bf16*>(w) + s * cols, cols, n, x.padded + t0, t1 - t0,
+                                              out, out_stride);
+  }
   if (x.format == WeightFormat::kBf16X12 && x.padded) {
     return internal::Bf16X12RowsTokens(static_cast<const uint8_t*>(w), rows, cols, s, e, x.padded + t0, t1 - t0, out,
                                        out_stride);

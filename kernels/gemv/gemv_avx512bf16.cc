@@ -173,6 +173,56 @@ DK_BF16_TARGET void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, c
   }
 }
 
+// RowMajor's loop on kRows rows (from row r) of row-major W times kTokens token rows,
+// each (row, token) pair with RowMajor's two accumulators and order (the partial last
+// chunk zero-padded into accumulator c % 2): out[t * out_stride + r + i].
+template <size_t kRows, size_t kTokens>
+DK_BF16_TARGET inline void RowMajorTile(const bf16* w, size_t cols, size_t r, const bf16* const* x, float* out,
+                                        size_t out_stride) {
+  const size_t full = cols / kChunkCols;
+  const bf16* rows[kRows];
+  __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * cols;
+    for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = acc1[i][t] = _mm512_setzero_ps();
+  }
+  size_t c = 0;
+  for (; c + 2 <= full; c += 2) {
+#pragma GCC unroll 4
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512bh w0 = Load(rows[i] + c * kChunkCols), w1 = Load(rows[i] + (c + 1) * kChunkCols);
+#pragma GCC unroll 4
+      for (size_t t = 0; t < kTokens; ++t) {
+        acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
+        acc1[i][t] = _mm512_dpbf16_ps(acc1[i][t], w1, Load(x[t] + (c + 1) * kChunkCols));
+      }
+    }
+  }
+  if (c < full) {
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512bh w0 = Load(rows[i] + c * kChunkCols);
+      for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
+    }
+    ++c;
+  }
+  if (c * kChunkCols < cols) {
+    for (size_t i = 0; i < kRows; ++i) {
+      alignas(64) bf16 tail[kChunkCols] = {};
+      std::memcpy(tail, rows[i] + c * kChunkCols, (cols - c * kChunkCols) * sizeof(bf16));
+      const __m512bh w0 = Load(tail);
+      for (size_t t = 0; t < kTokens; ++t) {
+        __m512& acc = c % 2 == 0 ? acc0[i][t] : acc1[i][t];
+        acc = _mm512_dpbf16_ps(acc, w0, Load(x[t] + c * kChunkCols));
+      }
+    }
+  }
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
+    }
+  }
+}
+
 }  // namespace
 
 void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
@@ -181,6 +231,20 @@ void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, si
   for (size_t p = p0; p < p1; ++p) {
     const size_t n = std::min(kPanelRows, rows - p * kPanelRows);
     PanelAllTokens<4, 3>(packed + p * chunks * kPanel, chunks, n, x, m, out + (p - p0) * kPanelRows, out_stride);
+  }
+}
+
+void RowMajorRowsDpBf16Tokens(const bf16* w, size_t cols, size_t n, const bf16* const* x, size_t m, float* out,
+                              size_t out_stride) {
+  constexpr size_t kRows = 4, kTokens = 3;
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) {
+    size_t r = 0;
+    for (; r + kRows <= n; r += kRows) RowMajorTile<kRows, kTokens>(w, cols, r, x + t, out + t * out_stride, out_stride);
+    for (; r < n; ++r) RowMajorTile<1, kTokens>(w, cols, r, x + t, out + t * out_stride, out_stride);
+  }
+  for (; t < m; ++t) {
+    for (size_t r = 0; r < n; ++r) RowMajorTile<1, 1>(w, cols, r, x + t, out + t * out_stride, out_stride);
   }
 }
 
