@@ -48,7 +48,7 @@ size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 // quantized kernels' row groups (4).
 constexpr size_t kUnitRows = kPanelRows;
 // Weights of one tile: well inside a core's L2, with room for the token rows.
-constexpr size_t kTileBytes = 192 * 1024;
+constexpr size_t kTileBytes = 512 * 1024;
 // SiLU*mul's units: as gemv_fused.cc, a multiple of every SIMD width SiluMul uses, so
 // each unit splits vector / scalar tail as the whole-length call does.
 constexpr size_t kSiluUnitRows = 64;
@@ -65,7 +65,9 @@ T* Scratch(int slot, size_t n) {
 
 // Bytes of one token row's prepared data, each part 64-byte aligned.
 size_t PreparedBytes(WeightFormat format, size_t cols) {
-  if (!formats::IsBlockFormat(format)) return 2 * RoundUp(cols, kChunkCols) * sizeof(float);
+  if (!formats::IsBlockFormat(format)) {  // padded bf16 x, or its even / odd f32 halves
+    return GemvUsesBf16Dot() ? RoundUp(cols * sizeof(bf16), 64) : 2 * RoundUp(RoundUp(cols, kChunkCols) * 2, 64);
+  }
   const size_t blocks = cols / 32;
   return RoundUp(cols, 64) * 2 + 4 * RoundUp(blocks * 4, 64) + RoundUp(cols / 16 * 4, 64);
 }
@@ -130,8 +132,10 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   return g;
 }
 
-// Token rows per block: a block's x stays in L2 beside a weight tile.
-constexpr size_t kTokenBlock = 64;
+// Token rows per block: a block's x (at most kTokenBlockBytes of bf16, at most 64
+// rows) stays in L2 beside a weight tile.
+constexpr size_t kTokenBlockBytes = 256 * 1024;
+size_t TokenBlock(size_t cols) { return std::clamp<size_t>(kTokenBlockBytes / (cols * sizeof(bf16) + 1), 3, 64); }
 
 // Rows [s, e) of W (s % kUnitRows == 0, e likewise or == rows) for token rows [t0,
 // t1): out[(t - t0) * out_stride + r - s]. The register-blocked kernels where this
@@ -192,8 +196,9 @@ void Rows(const GemmX& x, const FusedWeight& w, size_t r0, size_t r1, float* out
   const size_t tile = std::max(kUnitRows, kTileBytes / row_bytes / kUnitRows * kUnitRows);
   for (size_t s = r0; s < r1; s += tile) {
     const size_t e = std::min(r1, s + tile);
-    for (size_t t0 = 0; t0 < x.m; t0 += kTokenBlock) {
-      TileRows(x, w.data, w.rows, s, e, t0, std::min(x.m, t0 + kTokenBlock), out + t0 * out_stride + (s - r0),
+    const size_t block = TokenBlock(x.cols);
+    for (size_t t0 = 0; t0 < x.m; t0 += block) {
+      TileRows(x, w.data, w.rows, s, e, t0, std::min(x.m, t0 + block), out + t0 * out_stride + (s - r0),
                out_stride);
     }
   }

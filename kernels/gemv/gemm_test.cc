@@ -38,8 +38,9 @@ struct Shape {
   size_t rows, cols;
 };
 // Odd row counts around the 8-row panel and unit, odd cols (bf16 formats) and K of
-// one to several blocks; one shape crosses the 64-row SiLU unit and a tile.
-const Shape kBf16Shapes[] = {{1, 31}, {13, 75}, {67, 130}, {200, 576}};
+// one to several blocks; one shape crosses the 64-row SiLU unit and a tile, one
+// (bf16) the column slices of long panels.
+const Shape kBf16Shapes[] = {{1, 31}, {13, 75}, {67, 130}, {200, 576}, {11, 2070}};
 const Shape kBlockShapes[] = {{1, 32}, {13, 96}, {67, 160}, {200, 576}};
 const Shape kSuperBlockShapes[] = {{1, 256}, {13, 512}, {67, 768}, {130, 1280}};
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/gemv/gemv.h"
+#include "util/aligned_buffer.h"
 
 namespace dk::kernels::internal {
 namespace {
@@ -122,19 +123,25 @@ void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p
 namespace dk::kernels::internal {
 namespace {
 
-// kRows rows of one panel (from row `r`) times kTokens token rows: each loaded
-// weight chunk feeds kTokens accumulators. Every (row, token) pair keeps Packed's
-// two accumulators and their sequence of vdpbf16ps, so its sum is Packed's bit for bit.
+// kRows rows of one panel (from row `r`) times kTokens token rows, chunks [c0, c1) (c0
+// even): each loaded weight chunk feeds kTokens accumulators. Every (row, token) pair
+// keeps Packed's two accumulators and their sequence of vdpbf16ps, so its sum is
+// Packed's bit for bit. Between column slices the accumulators wait in `mem`
+// (stored and reloaded exactly); the last slice reduces them into out[t * out_stride
+// + r + i] for the panel's n real rows.
 template <size_t kRows, size_t kTokens>
-DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t chunks, size_t r, const bf16* const* x,
-                                     float* out, size_t out_stride, size_t n) {
+DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t c0, size_t c1, bool first, bool last, size_t r,
+                                     const bf16* const* x, __m512* mem, float* out, size_t out_stride, size_t n) {
   constexpr size_t kPanel = kPanelRows * kChunkCols;
   __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
   for (size_t i = 0; i < kRows; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = acc1[i][t] = _mm512_setzero_ps();
+    for (size_t t = 0; t < kTokens; ++t) {
+      acc0[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t)];
+      acc1[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t) + 1];
+    }
   }
-  size_t c = 0;
-  for (; c + 2 <= chunks; c += 2) {
+  size_t c = c0;
+  for (; c + 2 <= c1; c += 2) {
     const bf16* block = panel + c * kPanel + r * kChunkCols;
 #pragma GCC unroll 4
     for (size_t i = 0; i < kRows; ++i) {
@@ -146,30 +153,55 @@ DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t chunks, size_t r,
       }
     }
   }
-  if (c < chunks) {
+  if (c < c1) {  // an odd last chunk (only the last slice has one)
     const bf16* block = panel + c * kPanel + r * kChunkCols;
     for (size_t i = 0; i < kRows; ++i) {
       const __m512bh w0 = Load(block + i * kChunkCols);
       for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
     }
   }
-  for (size_t i = 0; i < kRows && r + i < n; ++i) {
+  for (size_t i = 0; i < kRows; ++i) {
     for (size_t t = 0; t < kTokens; ++t) {
-      out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
+      if (!last) {
+        mem[2 * (i * kTokens + t)] = acc0[i][t];
+        mem[2 * (i * kTokens + t) + 1] = acc1[i][t];
+      } else if (r + i < n) {
+        out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
+      }
     }
   }
 }
+
+// Columns per slice of a long panel: a 4 x 3 tile's weights and x of one slice (14 KiB)
+// stay in L1, where whole rows of K = 8192 (112 KiB) would not.
+constexpr size_t kSliceChunks = 32;
 
 // All token rows over rows [0, n) of one panel, n <= 8: out[t * out_stride + row].
 template <size_t kRows, size_t kTokens>
 DK_BF16_TARGET void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, const bf16* const* x, size_t m,
                                    float* out, size_t out_stride) {
-  size_t t = 0;
-  for (; t + kTokens <= m; t += kTokens) {
-    for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, kTokens>(panel, chunks, r, x + t, out + t * out_stride, out_stride, n);
-  }
-  for (; t < m; ++t) {
-    for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, 1>(panel, chunks, r, x + t, out + t * out_stride, out_stride, n);
+  constexpr size_t kSlot = 2 * kRows * kTokens;  // accumulators of one tile
+  const size_t slice = chunks > 2 * kSliceChunks ? kSliceChunks : chunks;
+  thread_local AlignedBuffer<float> scratch;
+  const size_t slots = (m / kTokens + kTokens) * (kPanelRows / kRows);
+  if (slice < chunks && scratch.size() < slots * kSlot * 16) scratch = AlignedBuffer<float>(slots * kSlot * 16);
+  __m512* mem = reinterpret_cast<__m512*>(scratch.data());
+  for (size_t c0 = 0; c0 < chunks; c0 += slice) {
+    const size_t c1 = std::min(chunks, c0 + slice);
+    const bool first = c0 == 0, last = c1 == chunks;
+    size_t t = 0, slot = 0;
+    for (; t + kTokens <= m; t += kTokens) {
+      for (size_t r = 0; r < n; r += kRows, ++slot) {
+        PanelTile<kRows, kTokens>(panel, c0, c1, first, last, r, x + t, mem + slot * kSlot, out + t * out_stride,
+                                  out_stride, n);
+      }
+    }
+    for (; t < m; ++t) {
+      for (size_t r = 0; r < n; r += kRows, ++slot) {
+        PanelTile<kRows, 1>(panel, c0, c1, first, last, r, x + t, mem + slot * kSlot, out + t * out_stride, out_stride,
+                            n);
+      }
+    }
   }
 }
 
