@@ -26,6 +26,7 @@ namespace dk::kernels {
 namespace {
 
 using testing::ExpectBitEqual;
+using testing::ForEachConfiguration;
 using testing::ForEachTarget;
 using testing::Matrix;
 using testing::Misaligned;
@@ -48,25 +49,6 @@ std::vector<Shape> ShapesOf(WeightFormat f) {
   if (formats::IsKQuant(f)) return {std::begin(kSuperBlockShapes), std::end(kSuperBlockShapes)};
   if (formats::IsBlockFormat(f)) return {std::begin(kBlockShapes), std::end(kBlockShapes)};
   return {std::begin(kBf16Shapes), std::end(kBf16Shapes)};
-}
-
-// fn(format, pool) for every target, both dot / int8 paths, every format, 1-3 threads.
-template <typename Fn>
-void ForEachConfiguration(const Fn& fn) {
-  ThreadPool pool2(2), pool3(3);
-  ForEachTarget([&](const char*) {
-    for (bool fast : {true, false}) {
-      SetGemvBf16DotEnabled(fast);
-      SetQuantGemvVnniEnabled(fast);
-      SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
-      for (WeightFormat f : formats::kAllWeightFormats) {
-        SCOPED_TRACE(formats::Name(f));
-        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
-      }
-    }
-  });
-  SetGemvBf16DotEnabled(true);
-  SetQuantGemvVnniEnabled(true);
 }
 
 // m token rows of `cols` at a stride of cols + 3 elements, misaligned by 2 bytes.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "kernels/gemv/gemv.h"
 #include "util/aligned_buffer.h"
 
@@ -178,31 +179,18 @@ constexpr size_t kSliceChunks = 32;
 
 // All token rows over rows [0, n) of one panel, n <= 8: out[t * out_stride + row].
 template <size_t kRows, size_t kTokens>
-DK_BF16_TARGET void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, const bf16* const* x, size_t m,
-                                   float* out, size_t out_stride) {
+void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, const bf16* const* x, size_t m, float* out,
+                    size_t out_stride) {
   constexpr size_t kSlot = 2 * kRows * kTokens;  // accumulators of one tile
-  const size_t slice = chunks > 2 * kSliceChunks ? kSliceChunks : chunks;
   thread_local AlignedBuffer<float> scratch;
-  const size_t slots = (m / kTokens + kTokens) * (kPanelRows / kRows);
-  if (slice < chunks && scratch.size() < slots * kSlot * 16) scratch = AlignedBuffer<float>(slots * kSlot * 16);
+  const size_t floats = PanelSlots(m, kRows, kTokens) * kSlot * 16;
+  if (chunks > 2 * kSliceChunks && scratch.size() < floats) scratch = AlignedBuffer<float>(floats);
   __m512* mem = reinterpret_cast<__m512*>(scratch.data());
-  for (size_t c0 = 0; c0 < chunks; c0 += slice) {
-    const size_t c1 = std::min(chunks, c0 + slice);
-    const bool first = c0 == 0, last = c1 == chunks;
-    size_t t = 0, slot = 0;
-    for (; t + kTokens <= m; t += kTokens) {
-      for (size_t r = 0; r < n; r += kRows, ++slot) {
-        PanelTile<kRows, kTokens>(panel, c0, c1, first, last, r, x + t, mem + slot * kSlot, out + t * out_stride,
-                                  out_stride, n);
-      }
-    }
-    for (; t < m; ++t) {
-      for (size_t r = 0; r < n; r += kRows, ++slot) {
-        PanelTile<kRows, 1>(panel, c0, c1, first, last, r, x + t, mem + slot * kSlot, out + t * out_stride, out_stride,
-                            n);
-      }
-    }
-  }
+  ForPanelSlices<kRows, kTokens>(chunks, kSliceChunks, n, m, [&](auto tokens, size_t c0, size_t c1, bool first,
+                                                                 bool last, size_t r, size_t t, size_t slot) {
+    PanelTile<kRows, tokens>(panel, c0, c1, first, last, r, x + t, mem + slot * kSlot, out + t * out_stride,
+                             out_stride, n);
+  });
 }
 
 // RowMajor's loop on kRows rows (from row r) of row-major W times kTokens token rows,
@@ -268,16 +256,9 @@ void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, si
 
 void RowMajorRowsDpBf16Tokens(const bf16* w, size_t cols, size_t n, const bf16* const* x, size_t m, float* out,
                               size_t out_stride) {
-  constexpr size_t kRows = 4, kTokens = 3;
-  size_t t = 0;
-  for (; t + kTokens <= m; t += kTokens) {
-    size_t r = 0;
-    for (; r + kRows <= n; r += kRows) RowMajorTile<kRows, kTokens>(w, cols, r, x + t, out + t * out_stride, out_stride);
-    for (; r < n; ++r) RowMajorTile<1, kTokens>(w, cols, r, x + t, out + t * out_stride, out_stride);
-  }
-  for (; t < m; ++t) {
-    for (size_t r = 0; r < n; ++r) RowMajorTile<1, 1>(w, cols, r, x + t, out + t * out_stride, out_stride);
-  }
+  ForRowTokenTiles<4, 3>(n, m, [&](auto rows, auto tokens, size_t r, size_t t) {
+    RowMajorTile<rows, tokens>(w, cols, r, x + t, out + t * out_stride, out_stride);
+  });
 }
 
 }  // namespace dk::kernels::internal

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "util/aligned_buffer.h"
 #include "util/ggml_blocks.h"
 
@@ -186,6 +187,14 @@ DK_VNNI_TARGET inline __m512i BlockStarts() {
                             _mm512_set1_epi32(static_cast<int>(kBlock)));
 }
 
+// The qs of Q8_0 blocks b and b + 1 (b's block at `blk`) as one 512-bit vector.
+DK_VNNI_TARGET inline __m512i Q8PairQs(const uint8_t* blk) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+}
+
 // Q8_0 rows, 16 blocks at a time: the 16 f16 scales of a row's chunk come in with
 // one gather (a block's first 4 bytes: d and two qs bytes; the low half is d), one
 // conversion and one multiply by the chunk's dx, and each block pair takes its two
@@ -197,7 +206,6 @@ template <size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, size_t r,
                                              const Q8Activations& x, YT* y) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
   if (chunked == 0) return RowGroup<WeightFormat::kQ8_0, kRows>(w, blocks, r, x, y);
@@ -226,10 +234,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
       const __m512i xq = _mm512_load_si512(x.q + b0 * 32);
 #pragma GCC unroll 2
       for (size_t i = 0; i < kRows; ++i) {
-        const uint8_t* blk = rows[i] + b0 * kBlock;
-        const __m512i wq = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+        const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
         const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(wq), zero, xq);
         const __m512i dot = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wq), xs);
         acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i]), acc[i]);
@@ -328,7 +333,6 @@ template <size_t kRows, size_t kTokens>
 DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x,
                                     float* out, size_t out_stride) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
   float rest[kTokens][kRows] = {};
@@ -364,10 +368,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
       const size_t b0 = b + 2 * pair;
 #pragma GCC unroll 2
       for (size_t i = 0; i < kRows; ++i) {
-        const uint8_t* blk = rows[i] + b0 * kBlock;
-        const __m512i wq = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+        const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
         const __mmask64 negative = _mm512_movepi8_mask(wq);
         const __m512i magnitude = _mm512_abs_epi8(wq);
 #pragma GCC unroll 8
@@ -382,21 +383,6 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   }
   for (size_t t = 0; t < kTokens; ++t) {
     for (size_t i = 0; i < kRows; ++i) out[t * out_stride + r + i] = _mm512_reduce_add_ps(acc[i][t]) + rest[t][i];
-  }
-}
-
-// Rows [0, n) of Q8_0 W for token rows [0, m), kRows rows x kTokens token rows at a time.
-template <size_t kRows, size_t kTokens>
-DK_VNNI_TARGET void Q8TokensAllRows(const uint8_t* w, size_t blocks, size_t n, const Q8Activations* x,
-                                    size_t m, float* out, size_t out_stride) {
-  size_t t = 0;
-  for (; t + kTokens <= m; t += kTokens) {
-    size_t r = 0;
-    for (; r + kRows <= n; r += kRows) Q8ChunkedTokens<kRows, kTokens>(w, blocks, r, x + t, out + t * out_stride, out_stride);
-    for (; r < n; ++r) Q8ChunkedTokens<1, kTokens>(w, blocks, r, x + t, out + t * out_stride, out_stride);
-  }
-  for (; t < m; ++t) {
-    for (size_t r = 0; r < n; ++r) Q8ChunkedTokens<1, 1>(w, blocks, r, x + t, out + t * out_stride, out_stride);
   }
 }
 
@@ -538,7 +524,9 @@ void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0
 
 void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                       size_t out_stride) {
-  Q8TokensAllRows<2, 4>(w, cols / ggml::kBlockElems, n, x, m, out, out_stride);
+  ForRowTokenTiles<2, 4>(n, m, [&](auto rows, auto tokens, size_t r, size_t t) {
+    Q8ChunkedTokens<rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
+  });
 }
 
 }  // namespace dk::kernels::internal

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_avx512bf16.h"
 #include "kernels/gemv/gemv_rows.h"
@@ -277,31 +278,19 @@ constexpr size_t kSlicePairs = 16;
 
 // All m token rows over panel p (n of its rows real): out[t * out_stride + row in panel].
 template <size_t kRows, size_t kTokens>
-DK_X12_TARGET void PanelAllTokens(const uint8_t* x12, const Geometry& g, size_t p, size_t n, const bf16* const* x,
-                                  size_t m, float* out, size_t out_stride) {
+void PanelAllTokens(const uint8_t* x12, const Geometry& g, size_t p, size_t n, const bf16* const* x, size_t m,
+                    float* out, size_t out_stride) {
   constexpr size_t kSlot = 2 * kRows * kTokens;  // accumulators of one tile
-  const size_t slice = g.pairs > 2 * kSlicePairs ? kSlicePairs : g.pairs;
   thread_local AlignedBuffer<float> scratch;
-  const size_t slots = (m / kTokens + kTokens) * (kPanelRows / kRows);
-  if (slice < g.pairs && scratch.size() < slots * kSlot * 16) scratch = AlignedBuffer<float>(slots * kSlot * 16);
+  const size_t floats = internal::PanelSlots(m, kRows, kTokens) * kSlot * 16;
+  if (g.pairs > 2 * kSlicePairs && scratch.size() < floats) scratch = AlignedBuffer<float>(floats);
   __m512* mem = reinterpret_cast<__m512*>(scratch.data());
-  for (size_t q0 = 0; q0 < g.pairs; q0 += slice) {
-    const size_t q1 = std::min(g.pairs, q0 + slice);
-    const bool first = q0 == 0, last = q1 == g.pairs;
-    size_t t = 0, slot = 0;
-    for (; t + kTokens <= m; t += kTokens) {
-      for (size_t r = 0; r < n; r += kRows, ++slot) {
-        PanelTile<kRows, kTokens>(x12, g, p, q0, q1, first, last, r, n, x + t, mem + slot * kSlot,
-                                  out + t * out_stride, out_stride);
-      }
-    }
-    for (; t < m; ++t) {
-      for (size_t r = 0; r < n; r += kRows, ++slot) {
-        PanelTile<kRows, 1>(x12, g, p, q0, q1, first, last, r, n, x + t, mem + slot * kSlot, out + t * out_stride,
-                            out_stride);
-      }
-    }
-  }
+  internal::ForPanelSlices<kRows, kTokens>(g.pairs, kSlicePairs, n, m, [&](auto tokens, size_t q0, size_t q1,
+                                                                           bool first, bool last, size_t r, size_t t,
+                                                                           size_t slot) {
+    PanelTile<kRows, tokens>(x12, g, p, q0, q1, first, last, r, n, x + t, mem + slot * kSlot, out + t * out_stride,
+                             out_stride);
+  });
 }
 
 template <typename T>

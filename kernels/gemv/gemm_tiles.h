@@ -1,0 +1,59 @@
+// Internal: the loop orders the register-blocked multi-row kernels share
+// (gemv_avx512bf16.cc, gemv_x12.cc, gemv_quant_vnni.cc): which tiles of weight rows x
+// token rows they run, in what order. No row's sum depends on the order.
+#ifndef DK_KERNELS_GEMV_GEMM_TILES_H_
+#define DK_KERNELS_GEMV_GEMM_TILES_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+namespace dk::kernels::internal {
+
+template <size_t N>
+using Count = std::integral_constant<size_t, N>;
+
+// Rows [0, n) x token rows [0, m) in kRows x kTokens tiles, the rows and token rows
+// left over one at a time: tile(Count<rows>, Count<tokens>, r, t).
+template <size_t kRows, size_t kTokens, typename Tile>
+inline void ForRowTokenTiles(size_t n, size_t m, const Tile& tile) {
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) {
+    size_t r = 0;
+    for (; r + kRows <= n; r += kRows) tile(Count<kRows>(), Count<kTokens>(), r, t);
+    for (; r < n; ++r) tile(Count<1>(), Count<kTokens>(), r, t);
+  }
+  for (; t < m; ++t) {
+    for (size_t r = 0; r < n; ++r) tile(Count<1>(), Count<1>(), r, t);
+  }
+}
+
+// The accumulator slots ForPanelSlices numbers for m token rows.
+constexpr size_t PanelSlots(size_t m, size_t rows_per_tile, size_t tokens_per_tile) {
+  return (m / tokens_per_tile + tokens_per_tile) * (8 / rows_per_tile);
+}
+
+// One 8-row panel (n <= 8 rows real; a tile past them computes zero padding) x m
+// token rows, over `units` column units in slices of `slice` units (one slice when
+// units <= 2 * slice, so that only long rows pay for parking accumulators): per slice
+// every kRows x kTokens tile (token rows left over one at a time),
+// tile(Count<tokens>, u0, u1, first, last, r, t, slot); a tile's accumulators wait
+// between slices in slot `slot` (< PanelSlots(m, kRows, kTokens)).
+template <size_t kRows, size_t kTokens, typename Tile>
+inline void ForPanelSlices(size_t units, size_t slice, size_t n, size_t m, const Tile& tile) {
+  if (units <= 2 * slice) slice = units;
+  for (size_t u0 = 0; u0 < units; u0 += slice) {
+    const size_t u1 = std::min(units, u0 + slice);
+    size_t t = 0, slot = 0;
+    for (; t + kTokens <= m; t += kTokens) {
+      for (size_t r = 0; r < n; r += kRows) tile(Count<kTokens>(), u0, u1, u0 == 0, u1 == units, r, t, slot++);
+    }
+    for (; t < m; ++t) {
+      for (size_t r = 0; r < n; r += kRows) tile(Count<1>(), u0, u1, u0 == 0, u1 == units, r, t, slot++);
+    }
+  }
+}
+
+}  // namespace dk::kernels::internal
+
+#endif  // DK_KERNELS_GEMV_GEMM_TILES_H_
