@@ -69,7 +69,7 @@ size_t PreparedBytes(WeightFormat format, size_t cols) {
     return GemvUsesBf16Dot() ? RoundUp(cols * sizeof(bf16), 64) : 2 * RoundUp(RoundUp(cols, kChunkCols) * 2, 64);
   }
   const size_t blocks = cols / 32;
-  return RoundUp(cols, 64) * 2 + 4 * RoundUp(blocks * 4, 64) + RoundUp(cols / 16 * 4, 64);
+  return RoundUp(cols, 64) * 3 + 4 * RoundUp(blocks * 4, 64) + RoundUp(cols / 16 * 4, 64);
 }
 
 // Copies `n` bytes to *arena and advances it (64-byte steps); nullptr stays nullptr.
@@ -122,6 +122,11 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
     acts[i] = {Keep(a.q, cols, &slot),  Keep(a.d, blocks, &slot),
                Keep(a.sum, blocks, &slot), Keep(a.sx, blocks, &slot),
                Keep(a.quad, blocks / 16 * 16 * 32, &slot), Keep(a.sum16, cols / 16, &slot)};
+    if (format == WeightFormat::kQ8_0 && p.avx512_vnni) {  // Q8RowsVnniTokens' unsigned x + 128
+      uint8_t* biased = slot;
+      for (size_t k = 0; k < cols; ++k) biased[k] = static_cast<uint8_t>(acts[i].q[k] + 128);
+      acts[i].biased = biased;
+    }
     p.act = &acts[i];
     qx[i] = p;
   }

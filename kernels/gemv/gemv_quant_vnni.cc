@@ -325,10 +325,13 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   }
 }
 
-// RowGroupQ8Chunked for kTokens token rows x[t] at once: each weight pair's load,
-// sign mask and |w| serve every token row; each (row, token) pair keeps its own
-// accumulator, scales and FMA order, so its sum is RowGroupQ8Chunked's bit for bit.
-// out[t * out_stride + r + i].
+// RowGroupQ8Chunked for kTokens token rows x[t] at once: each weight pair's load and
+// each chunk's scale gather serve every token row; each (row, token) pair keeps its
+// own accumulator, scales and FMA order, so its sum is RowGroupQ8Chunked's bit for
+// bit. The block dot products are the same exact int32 values, reached another way:
+// vpdpbusd of the unsigned x + 128 (x.biased) with the signed weights, started from
+// -128 sum(w) per lane (itself one vpdpbusd per weight pair, shared by the token
+// rows), which saves the per-token sign flip of x. out[t * out_stride + r + i].
 template <size_t kRows, size_t kTokens>
 DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x,
                                     float* out, size_t out_stride) {
@@ -349,6 +352,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   const __m512i starts = BlockStarts<kBlock>();
   const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i two = _mm512_set1_epi32(2);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   const uint8_t* rows[kRows];
   __m512 acc[kRows][kTokens];
   for (size_t i = 0; i < kRows; ++i) {
@@ -369,12 +373,10 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
 #pragma GCC unroll 2
       for (size_t i = 0; i < kRows; ++i) {
         const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
-        const __mmask64 negative = _mm512_movepi8_mask(wq);
-        const __m512i magnitude = _mm512_abs_epi8(wq);
+        const __m512i offset = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wq));
 #pragma GCC unroll 8
         for (size_t t = 0; t < kTokens; ++t) {
-          const __m512i xq = _mm512_load_si512(x[t].q + b0 * 32);
-          const __m512i dot = _mm512_dpbusd_epi32(zero, magnitude, _mm512_mask_sub_epi8(xq, negative, zero, xq));
+          const __m512i dot = _mm512_dpbusd_epi32(offset, _mm512_load_si512(x[t].biased + b0 * 32), wq);
           acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i][t]), acc[i][t]);
         }
       }
