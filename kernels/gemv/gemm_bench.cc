@@ -4,7 +4,8 @@
 // rows in {1, 8, 64, 512} and 1 or 2 threads. Weights rotate over >= 64 MiB of
 // distinct matrices so that, as in a prefill over many layers, they come from DRAM.
 //   ./bazelw run --config=opt //kernels/gemv:gemm_bench -- --benchmark_filter=...
-// Arguments: format (kFormats index), shape (kShapes index), m, threads.
+// Arguments: format (kFormats index), shape (kShapes index), m, threads. Counter solo:
+// the share of the pool's runs kept on the caller because the host looked contended.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -96,6 +97,12 @@ void BM_Gemm(benchmark::State& state) {
     ++calls;
   }
   state.counters["GFLOP/s"] = 2.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
+  // The pool keeps runs on the caller while it judges the host contended (util/thread_pool.h,
+  // ContentionOptions): the share of runs that went solo, so that a 2-thread figure that
+  // ran on one thread says so.
+  const auto& stats = pool.stats();
+  const double runs = static_cast<double>(stats.parallel_runs + stats.solo_runs);
+  state.counters["solo"] = runs > 0 ? static_cast<double>(stats.solo_runs) / runs : 0.0;
   state.SetLabel(std::string(formats::Name(f)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                  " " + (formats::IsBlockFormat(f) ? QuantGemvTargetName(QuantActivations::kInt8) : GemvTargetName()));
 }
