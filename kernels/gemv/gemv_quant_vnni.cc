@@ -325,6 +325,50 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   }
 }
 
+// RowGroupSums<kQ8_0, kRows> (blocks [begin, blocks)) for kTokens token rows x[t]:
+// each weight pair's load serves every token row, whose block dots come from x.biased
+// as in Q8ChunkedTokens (the same exact int32 values); scales, FMAs, the odd last
+// block and the final sum in RowGroupSums' order. sums[t][i] for row r + i.
+template <size_t kRows, size_t kTokens>
+DK_VNNI_TARGET inline void Q8SumsTokens(const uint8_t* w, size_t blocks, size_t r, size_t begin,
+                                        const Q8Activations* x, float (*sums)[kRows]) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m512 acc[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+  size_t b = begin;
+  for (; b + 2 <= blocks; b += 2) {
+    for (size_t i = 0; i < kRows; ++i) {
+      const uint8_t* b0 = w + (r + i) * blocks * kBlock + b * kBlock;
+      const __m512i wq = Q8PairQs(b0);
+      const __m512i offset = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wq));
+      const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0)), U16(b0 + kBlock), 1));
+      for (size_t t = 0; t < kTokens; ++t) {
+        const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[t].d + b)));
+        const __m512i dot = _mm512_dpbusd_epi32(offset, _mm512_load_si512(x[t].biased + b * 32), wq);
+        const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i][t]);
+      }
+    }
+  }
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      float tail = 0.0f;
+      if (b < blocks) {
+        const uint8_t* blk = w + (r + i) * blocks * kBlock + b * kBlock;
+        tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<WeightFormat::kQ8_0>(blk, x[t], b)),
+                                       _mm256_set1_ps(F16(blk) * x[t].d[b])));
+      }
+      const float mins = 0.0f;  // RowGroupSums' min_acc, which Q8_0 leaves at zero
+      sums[t][i] = _mm512_reduce_add_ps(acc[i][t]) + tail + mins;
+    }
+  }
+}
+
 // RowGroupQ8Chunked for kTokens token rows x[t] at once: each weight pair's load and
 // each chunk's scale gather serve every token row; each (row, token) pair keeps its
 // own accumulator, scales and FMA order, so its sum is RowGroupQ8Chunked's bit for
@@ -340,7 +384,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   const size_t chunked = blocks / kChunk * kChunk;
   float rest[kTokens][kRows] = {};
   if (chunked < blocks) {  // RowGroup's loop over the blocks after the last whole chunk (or all)
-    for (size_t t = 0; t < kTokens; ++t) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x[t], rest[t]);
+    Q8SumsTokens<kRows, kTokens>(w, blocks, r, chunked, x, rest);
   }
   if (chunked == 0) {  // RowGroup: the sums alone
     for (size_t t = 0; t < kTokens; ++t) {
