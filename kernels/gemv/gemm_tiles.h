@@ -1,8 +1,14 @@
 // Internal: the loop orders the register-blocked multi-row kernels share
 // (gemv_avx512bf16.cc, gemv_x12.cc, gemv_quant_vnni.cc): which tiles of weight rows x
-// token rows they run, in what order. No row's sum depends on the order.
+// token rows they run, in what order (no row's sum depends on the order), and how the
+// bf16 tiles park their accumulators between column slices.
 #ifndef DK_KERNELS_GEMV_GEMM_TILES_H_
 #define DK_KERNELS_GEMV_GEMM_TILES_H_
+
+#include <immintrin.h>
+
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <algorithm>
 #include <cstddef>
@@ -53,6 +59,41 @@ inline void ForPanelSlices(size_t units, size_t slice, size_t n, size_t m, const
     }
   }
 }
+
+#define DK_GEMM_TILE_TARGET __attribute__((target("avx512f")))
+
+// A bf16 tile's accumulator pairs (chunk c into acc0 when c is even, acc1 when odd) at
+// the start of a column slice: zero for the first, else as parked in `mem`.
+template <size_t kRows, size_t kTokens>
+DK_GEMM_TILE_TARGET inline void StartTile(bool first, const __m512* mem, __m512 (*acc0)[kTokens],
+                                          __m512 (*acc1)[kTokens]) {
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      acc0[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t)];
+      acc1[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t) + 1];
+    }
+  }
+}
+
+// At the end of a slice: parked in `mem` (a store and a reload change no bit), or
+// after the last slice the single-row kernels' sum, reduce(acc0 + acc1), into out[t *
+// out_stride + r + i] for the rows r + i < n.
+template <size_t kRows, size_t kTokens>
+DK_GEMM_TILE_TARGET inline void FinishTile(bool last, size_t r, size_t n, __m512 (*acc0)[kTokens],
+                                           __m512 (*acc1)[kTokens], __m512* mem, float* out, size_t out_stride) {
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      if (!last) {
+        mem[2 * (i * kTokens + t)] = acc0[i][t];
+        mem[2 * (i * kTokens + t) + 1] = acc1[i][t];
+      } else if (r + i < n) {
+        out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
+      }
+    }
+  }
+}
+
+#undef DK_GEMM_TILE_TARGET
 
 }  // namespace dk::kernels::internal
 

@@ -135,12 +135,7 @@ DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t c0, size_t c1, bo
                                      const bf16* const* x, __m512* mem, float* out, size_t out_stride, size_t n) {
   constexpr size_t kPanel = kPanelRows * kChunkCols;
   __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
-  for (size_t i = 0; i < kRows; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) {
-      acc0[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t)];
-      acc1[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t) + 1];
-    }
-  }
+  StartTile<kRows, kTokens>(first, mem, acc0, acc1);
   size_t c = c0;
   for (; c + 2 <= c1; c += 2) {
     const bf16* block = panel + c * kPanel + r * kChunkCols;
@@ -161,16 +156,7 @@ DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t c0, size_t c1, bo
       for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
     }
   }
-  for (size_t i = 0; i < kRows; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) {
-      if (!last) {
-        mem[2 * (i * kTokens + t)] = acc0[i][t];
-        mem[2 * (i * kTokens + t) + 1] = acc1[i][t];
-      } else if (r + i < n) {
-        out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
-      }
-    }
-  }
+  FinishTile<kRows, kTokens>(last, r, n, acc0, acc1, mem, out, out_stride);
 }
 
 // Columns per slice of a long panel: a 4 x 3 tile's weights and x of one slice (14 KiB)

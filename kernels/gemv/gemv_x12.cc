@@ -245,12 +245,7 @@ DK_X12_TARGET void PanelTile(const uint8_t* x12, const Geometry& g, size_t p, si
   const uint8_t* data = x12 + p * g.pairs * kBlockBytes;
   const uint8_t* tables = x12 + g.tables + p * g.pairs * kTableBytes;
   __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
-  for (size_t i = 0; i < kRows; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) {
-      acc0[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t)];
-      acc1[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t) + 1];
-    }
-  }
+  internal::StartTile<kRows, kTokens>(first, mem, acc0, acc1);
   const size_t full = std::min(q1, g.chunks / 2);
   for (size_t q = q0; q < full; ++q) {
     BlockTokens<true, kRows, kTokens>(x12, g, data + q * kBlockBytes, tables + q * kTableBytes, r, x, q * kPairCols,
@@ -260,16 +255,7 @@ DK_X12_TARGET void PanelTile(const uint8_t* x12, const Geometry& g, size_t p, si
     BlockTokens<false, kRows, kTokens>(x12, g, data + full * kBlockBytes, tables + full * kTableBytes, r, x,
                                        full * kPairCols, acc0, acc1);
   }
-  for (size_t i = 0; i < kRows; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) {
-      if (!last) {
-        mem[2 * (i * kTokens + t)] = acc0[i][t];
-        mem[2 * (i * kTokens + t) + 1] = acc1[i][t];
-      } else if (r + i < n) {
-        out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
-      }
-    }
-  }
+  internal::FinishTile<kRows, kTokens>(last, r, n, acc0, acc1, mem, out, out_stride);
 }
 
 // Chunk pairs per slice of a long panel: a 4 x 3 tile's blocks and x of one slice stay
