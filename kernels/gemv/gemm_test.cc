@@ -64,33 +64,50 @@ struct Tokens {
   const bf16* Row(size_t i) const { return p + i * stride; }
 };
 
+// Bytes of a [rows, cols] matrix in `f`.
+size_t WeightBytes(WeightFormat f, size_t rows, size_t cols) {
+  if (f == WeightFormat::kBf16RowMajor) return rows * cols * sizeof(bf16);
+  if (f == WeightFormat::kBf16Packed) return PackedGemvElements(rows, cols) * sizeof(bf16);
+  if (f == WeightFormat::kBf16X12) return X12GemvBytes(rows, cols);
+  return rows * formats::RowBytes(f, cols);
+}
+
+// y rows at a stride of rows + 5, one element past the start of their buffer (so
+// misaligned); the stride gaps and the elements around must stay untouched.
 template <typename YT>
 void ExpectRowsAreSingleRowCalls(WeightFormat f, const FusedWeight& w, size_t cols, const Tokens& x, size_t m,
                                  ThreadPool* pool) {
   const size_t stride = w.rows + 5;
-  std::vector<YT> got(m * stride + 1);
+  std::vector<YT> got(m * stride + 2);
   std::memset(static_cast<void*>(got.data()), 0x7f, got.size() * sizeof(YT));
-  Gemm(f, w.data, w.rows, cols, x.p, x.stride, m, got.data(), stride, pool);
+  YT* y = got.data() + 1;
+  Gemm(f, w.data, w.rows, cols, x.p, x.stride, m, y, stride, pool);
   std::vector<YT> want(w.rows);
   for (size_t i = 0; i < m; ++i) {
     UnfusedGemv(f, w, cols, x.Row(i), want.data(), pool);
-    ExpectBitEqual(want, got.data() + i * stride, sizeof(YT) == 4 ? "f32 y" : "bf16 y");
+    ExpectBitEqual(want, y + i * stride, sizeof(YT) == 4 ? "f32 y" : "bf16 y");
     for (size_t r = w.rows; r < stride && i + 1 < m; ++r) {
       uint8_t bytes[sizeof(YT)];
-      std::memcpy(bytes, &got[i * stride + r], sizeof(YT));
+      std::memcpy(bytes, &y[i * stride + r], sizeof(YT));
       ASSERT_EQ(bytes[0], 0x7f) << "wrote into the stride gap after row " << i;
     }
   }
-  uint8_t last[sizeof(YT)];
-  std::memcpy(last, &got[m * stride], sizeof(YT));
-  EXPECT_EQ(last[0], 0x7f) << "wrote past the end of y";
+  for (const YT* outside : {got.data(), y + (m - 1) * stride + w.rows}) {
+    uint8_t bytes[sizeof(YT)];
+    std::memcpy(bytes, outside, sizeof(YT));
+    EXPECT_EQ(bytes[0], 0x7f) << "wrote outside y";
+  }
 }
 
 TEST(Gemm, EachRowIsTheSingleRowGemvBitForBit) {
   ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
     for (const Shape& s : ShapesOf(f)) {
       Matrix mat(s.rows, s.cols, 3 + s.rows);
-      const FusedWeight w = mat.As(f);
+      const FusedWeight aligned = mat.As(f);
+      const auto* bytes = static_cast<const uint8_t*>(aligned.data);
+      std::vector<uint8_t> storage;  // the weights 6 bytes past a 64-byte boundary
+      const FusedWeight w{Misaligned(std::vector<uint8_t>(bytes, bytes + WeightBytes(f, s.rows, s.cols)), 6, &storage),
+                          s.rows};
       const Tokens x(33, s.cols, 1 + s.cols, 3.0f);
       for (size_t m : kMs) {
         SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
