@@ -107,6 +107,36 @@ void BM_Gemm(benchmark::State& state) {
                  " " + (formats::IsBlockFormat(f) ? QuantGemvTargetName(QuantActivations::kInt8) : GemvTargetName()));
 }
 
+// The fused MLP entry: RmsNormGemmSiluMul over gate and up (two matrices of the shape),
+// GFLOP/s of both GEMMs. Arguments: format, shape, m, threads.
+void BM_RmsNormGemmSiluMul(benchmark::State& state) {
+  const WeightFormat f = kFormats[state.range(0)];
+  const Shape s = kShapes[state.range(1)];
+  const size_t m = static_cast<size_t>(state.range(2));
+  ThreadPool pool(static_cast<int>(state.range(3)));
+  const auto& set = WeightSet(f, s);
+  std::vector<bf16> x(m * s.cols), norm(s.cols, F32ToBf16(1.0f));
+  for (size_t k = 0; k < x.size(); ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
+  std::vector<bf16> y(m * s.rows);
+  size_t i = 0, calls = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const FusedWeight gate{set[i].data(), s.rows}, up{set[(i + 1) % set.size()].data(), s.rows};
+    const auto start = std::chrono::steady_clock::now();
+    RmsNormGemmSiluMul(f, x.data(), s.cols, m, norm.data(), 1e-5f, s.cols, gate, up, y.data(), s.rows, &pool);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 2) % set.size();
+    ++calls;
+  }
+  state.counters["GFLOP/s"] = 4.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
+  state.SetLabel(std::string(formats::Name(f)) + " 2x " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+}
+BENCHMARK(BM_RmsNormGemmSiluMul)
+    ->ArgsProduct({{0, 1, 2}, {1, 4}, {64, 512}, {1, 2}})
+    ->UseRealTime()
+    ->MinTime(0.2);
+
 void Args(benchmark::internal::Benchmark* b) {
   for (int f = 0; f < static_cast<int>(std::size(kFormats)); ++f) {
     for (int s = 0; s < static_cast<int>(std::size(kShapes)); ++s) {
