@@ -19,8 +19,18 @@ namespace dk::kernels::internal {
 template <size_t N>
 using Count = std::integral_constant<size_t, N>;
 
-// Rows [0, n) x token rows [0, m) in kRows x kTokens tiles, the rows and token rows
-// left over one at a time: tile(Count<rows>, Count<tokens>, r, t).
+// Token rows left over after the kTokens-row tiles: two at a time (a weight load then
+// still feeds two accumulators), then one. fn(Count<tokens>, t).
+template <size_t kTokens, typename Fn>
+inline void ForLeftoverTokens(size_t t, size_t m, const Fn& fn) {
+  if constexpr (kTokens > 2) {
+    for (; t + 2 <= m; t += 2) fn(Count<2>(), t);
+  }
+  for (; t < m; ++t) fn(Count<1>(), t);
+}
+
+// Rows [0, n) x token rows [0, m) in kRows x kTokens tiles, the rows left over one at
+// a time, the token rows as ForLeftoverTokens: tile(Count<rows>, Count<tokens>, r, t).
 template <size_t kRows, size_t kTokens, typename Tile>
 inline void ForRowTokenTiles(size_t n, size_t m, const Tile& tile) {
   size_t t = 0;
@@ -29,9 +39,11 @@ inline void ForRowTokenTiles(size_t n, size_t m, const Tile& tile) {
     for (; r + kRows <= n; r += kRows) tile(Count<kRows>(), Count<kTokens>(), r, t);
     for (; r < n; ++r) tile(Count<1>(), Count<kTokens>(), r, t);
   }
-  for (; t < m; ++t) {
-    for (size_t r = 0; r < n; ++r) tile(Count<1>(), Count<1>(), r, t);
-  }
+  ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
+    size_t r = 0;
+    for (; r + kRows <= n; r += kRows) tile(Count<kRows>(), tokens, r, t0);
+    for (; r < n; ++r) tile(Count<1>(), tokens, r, t0);
+  });
 }
 
 // The accumulator slots ForPanelSlices numbers for m token rows.
@@ -42,7 +54,7 @@ constexpr size_t PanelSlots(size_t m, size_t rows_per_tile, size_t tokens_per_ti
 // One 8-row panel (n <= 8 rows real; a tile past them computes zero padding) x m
 // token rows, over `units` column units in slices of `slice` units (one slice when
 // units <= 2 * slice, so that only long rows pay for parking accumulators): per slice
-// every kRows x kTokens tile (token rows left over one at a time),
+// every kRows x kTokens tile (token rows left over as ForLeftoverTokens),
 // tile(Count<tokens>, u0, u1, first, last, r, t, slot); a tile's accumulators wait
 // between slices in slot `slot` (< PanelSlots(m, kRows, kTokens)).
 template <size_t kRows, size_t kTokens, typename Tile>
@@ -54,9 +66,9 @@ inline void ForPanelSlices(size_t units, size_t slice, size_t n, size_t m, const
     for (; t + kTokens <= m; t += kTokens) {
       for (size_t r = 0; r < n; r += kRows) tile(Count<kTokens>(), u0, u1, u0 == 0, u1 == units, r, t, slot++);
     }
-    for (; t < m; ++t) {
-      for (size_t r = 0; r < n; r += kRows) tile(Count<1>(), u0, u1, u0 == 0, u1 == units, r, t, slot++);
-    }
+    ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
+      for (size_t r = 0; r < n; r += kRows) tile(tokens, u0, u1, u0 == 0, u1 == units, r, t0, slot++);
+    });
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "kernels/gemv/gemv_kquant.h"
 #include "util/aligned_buffer.h"
 #include "util/ggml_blocks.h"
@@ -333,10 +334,13 @@ void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r
 void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* x,
                           size_t m, float* out, size_t out_stride) {
   constexpr size_t kTokens = 4;
-  size_t t0 = 0;
-  auto at = [&](size_t t, size_t r, float v) { out[(t0 + t) * out_stride + r] = v; };
-  for (; t0 + kTokens <= m; t0 += kTokens) Dispatch<kTokens>(format, w, cols, 0, n, x + t0, at);
-  for (; t0 < m; ++t0) Dispatch<1>(format, w, cols, 0, n, x + t0, at);
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) {
+    Dispatch<kTokens>(format, w, cols, 0, n, x + t, [&](size_t i, size_t r, float v) { out[(t + i) * out_stride + r] = v; });
+  }
+  ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
+    Dispatch<tokens>(format, w, cols, 0, n, x + t0, [&](size_t i, size_t r, float v) { out[(t0 + i) * out_stride + r] = v; });
+  });
 }
 
 const float* Sums16(const int8_t* q, size_t cols) {
