@@ -19,11 +19,14 @@
 
 // Loop order. The single-row kernels stream the whole matrix per token; here the
 // rows each thread owns are cut into tiles of at most kTileBytes of weights, and
-// every token row runs over a tile while it is in L2, so the weights come from DRAM
-// once per call. On AVX-512 CPUs the bf16 (vdpbf16ps) and Q8_0 (VNNI) paths go
-// further: each loaded weight vector feeds several token rows' accumulators held
-// in registers (gemm_avx512.cc). Elsewhere a tile runs the single-row kernels once
-// per token row (gemv_rows.h), which is bit-identical by construction.
+// every block of token rows runs over a tile while it is in L2, so the weights come
+// from DRAM once per call. On AVX-512 CPUs the bf16 vdpbf16ps paths (row-major,
+// packed, x12) and the VNNI paths of Q8_0, Q5_0, Q4_K and Q6_K go further: each
+// loaded (or decoded) weight vector feeds several token rows' accumulators held in
+// registers (the *Tokens kernels beside their single-row ones: gemv_avx512bf16.h,
+// gemv_x12.h, gemv_quant_vnni.h, gemv_kquant.h). Elsewhere (Q4_0 / Q4_1, the widening
+// and Highway int8 loops, AVX-VNNI, targets without AVX-512) a tile runs the
+// single-row kernels once per token row (gemv_rows.h), bit-identical by construction.
 namespace dk::kernels {
 namespace {
 
@@ -251,6 +254,7 @@ template <typename YT>
 void GemmAny(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
              size_t m, YT* y, size_t y_stride, ThreadPool* pool) {
   if (rows == 0 || m == 0) return;
+  DK_CHECK(m == 1 || (x_stride >= cols && y_stride >= rows));
   const GemmX px = PrepareRows(format, x, x_stride, m, cols);
   const FusedWeight fw{w, rows};
   ForUnits(&fw, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
@@ -288,6 +292,8 @@ void RmsNormGemm(WeightFormat format, const bf16* x, size_t x_stride, size_t m, 
                  ThreadPool* pool) {
   DK_CHECK(n >= 1 && n <= kMaxFusedWeights);
   if (m == 0) return;
+  DK_CHECK(m == 1 || x_stride >= cols);
+  for (int j = 0; j < n; ++j) DK_CHECK(m == 1 || y_stride[j] >= w[j].rows);
   const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
   ForUnits(w, n, kUnitRows, pool, [&](int j, size_t r0, size_t r1) {
     if (y_f32) return Rows(px, w[j], r0, r1, static_cast<float*>(y[j]) + r0, y_stride[j]);
@@ -302,6 +308,7 @@ void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, siz
                         ThreadPool* pool) {
   DK_CHECK(gate.rows == up.rows);
   if (m == 0) return;
+  DK_CHECK(m == 1 || (x_stride >= cols && y_stride >= gate.rows));
   const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
   ForUnits(&gate, 1, kSiluUnitRows, pool, [&](int, size_t r0, size_t r1) {
     float* g = Scratch<float>(2, m * kSiluUnitRows);
@@ -323,6 +330,7 @@ void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, siz
 void GemmAdd(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols, FusedWeight w,
              const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool) {
   if (m == 0) return;
+  DK_CHECK(m == 1 || (x_stride >= cols && residual_stride >= w.rows && y_stride >= w.rows));
   const GemmX px = PrepareRows(format, x, x_stride, m, cols);
   ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
     // Add rounds each element alone, so its pieces need not be GemvAdd's.
