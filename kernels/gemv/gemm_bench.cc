@@ -77,7 +77,11 @@ const std::vector<AlignedBuffer<uint8_t>>& WeightSet(WeightFormat f, const Shape
   return set;
 }
 
-void BM_Gemm(benchmark::State& state) {
+// One benchmark: format, shape, m and threads from the arguments; call(f, s, m, set, i,
+// x, y, pool) is timed on weight matrices i = 0, step, 2 step, ... of the rotation, and
+// GFLOP/s counts `matrices` GEMMs of the shape per call.
+template <typename Call>
+void Run(benchmark::State& state, size_t step, double matrices, const Call& call) {
   const WeightFormat f = kFormats[state.range(0)];
   const Shape s = kShapes[state.range(1)];
   const size_t m = static_cast<size_t>(state.range(2));
@@ -90,13 +94,13 @@ void BM_Gemm(benchmark::State& state) {
   double seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    Gemm(f, set[i].data(), s.rows, s.cols, x.data(), s.cols, m, y.data(), s.rows, &pool);
+    call(f, s, m, set, i, x.data(), y.data(), &pool);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     benchmark::DoNotOptimize(y.data());
-    i = (i + 1) % set.size();
+    i = (i + step) % set.size();
     ++calls;
   }
-  state.counters["GFLOP/s"] = 2.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
+  state.counters["GFLOP/s"] = matrices * 2.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
   // The pool keeps runs on the caller while it judges the host contended (util/thread_pool.h,
   // ContentionOptions): the share of runs that went solo, so that a 2-thread figure that
   // ran on one thread says so.
@@ -107,30 +111,24 @@ void BM_Gemm(benchmark::State& state) {
                  " " + (formats::IsBlockFormat(f) ? QuantGemvTargetName(QuantActivations::kInt8) : GemvTargetName()));
 }
 
+using WeightSetT = std::vector<AlignedBuffer<uint8_t>>;
+
+void BM_Gemm(benchmark::State& state) {
+  Run(state, 1, 1.0, [](WeightFormat f, const Shape& s, size_t m, const WeightSetT& set, size_t i, const bf16* x,
+                        bf16* y, ThreadPool* pool) {
+    Gemm(f, set[i].data(), s.rows, s.cols, x, s.cols, m, y, s.rows, pool);
+  });
+}
+
 // The fused MLP entry: RmsNormGemmSiluMul over gate and up (two matrices of the shape),
 // GFLOP/s of both GEMMs. Arguments: format, shape, m, threads.
 void BM_RmsNormGemmSiluMul(benchmark::State& state) {
-  const WeightFormat f = kFormats[state.range(0)];
-  const Shape s = kShapes[state.range(1)];
-  const size_t m = static_cast<size_t>(state.range(2));
-  ThreadPool pool(static_cast<int>(state.range(3)));
-  const auto& set = WeightSet(f, s);
-  std::vector<bf16> x(m * s.cols), norm(s.cols, F32ToBf16(1.0f));
-  for (size_t k = 0; k < x.size(); ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
-  std::vector<bf16> y(m * s.rows);
-  size_t i = 0, calls = 0;
-  double seconds = 0;
-  for (auto _ : state) {
+  const std::vector<bf16> norm(kShapes[state.range(1)].cols, F32ToBf16(1.0f));
+  Run(state, 2, 2.0, [&](WeightFormat f, const Shape& s, size_t m, const WeightSetT& set, size_t i, const bf16* x,
+                         bf16* y, ThreadPool* pool) {
     const FusedWeight gate{set[i].data(), s.rows}, up{set[(i + 1) % set.size()].data(), s.rows};
-    const auto start = std::chrono::steady_clock::now();
-    RmsNormGemmSiluMul(f, x.data(), s.cols, m, norm.data(), 1e-5f, s.cols, gate, up, y.data(), s.rows, &pool);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    benchmark::DoNotOptimize(y.data());
-    i = (i + 2) % set.size();
-    ++calls;
-  }
-  state.counters["GFLOP/s"] = 4.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
-  state.SetLabel(std::string(formats::Name(f)) + " 2x " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
+    RmsNormGemmSiluMul(f, x, s.cols, m, norm.data(), 1e-5f, s.cols, gate, up, y, s.rows, pool);
+  });
 }
 BENCHMARK(BM_RmsNormGemmSiluMul)
     ->ArgsProduct({{0, 1, 2}, {1, 4}, {64, 512}, {1, 2}})
