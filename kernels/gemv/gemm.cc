@@ -19,11 +19,14 @@
 
 // Loop order. The single-row kernels stream the whole matrix per token; here the
 // rows each thread owns are cut into tiles of at most kTileBytes of weights, and
-// every token row runs over a tile while it is in L2, so the weights come from DRAM
-// once per call. On AVX-512 CPUs the bf16 (vdpbf16ps) and Q8_0 (VNNI) paths go
-// further: each loaded weight vector feeds several token rows' accumulators held
-// in registers (gemm_avx512.cc). Elsewhere a tile runs the single-row kernels once
-// per token row (gemv_rows.h), which is bit-identical by construction.
+// every block of token rows runs over a tile while it is in L2, so the weights come
+// from DRAM once per call. On AVX-512 CPUs the bf16 vdpbf16ps paths (row-major,
+// packed, x12) and the VNNI paths of Q8_0, Q5_0, Q4_K and Q6_K go further: each
+// loaded (or decoded) weight vector feeds several token rows' accumulators held in
+// registers (the *Tokens kernels beside their single-row ones: gemv_avx512bf16.h,
+// gemv_x12.h, gemv_quant_vnni.h, gemv_kquant.h). Elsewhere (Q4_0 / Q4_1, the widening
+// and Highway int8 loops, AVX-VNNI, targets without AVX-512) a tile runs the
+// single-row kernels once per token row (gemv_rows.h), bit-identical by construction.
 namespace dk::kernels {
 namespace {
 
@@ -39,7 +42,7 @@ struct GemmX {
   const Bf16X* bf16x = nullptr;    // [m], bf16 formats
   const bf16* const* padded = nullptr;  // [m], their zero-padded x where the vdpbf16ps loops run
   const QuantX* quant = nullptr;   // [m], block formats
-  const Q8Activations* const* acts = nullptr;  // [m], their int8 activations
+  const Q8Activations* acts = nullptr;  // [m], their int8 activations
 };
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
@@ -48,7 +51,7 @@ size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 // quantized kernels' row groups (4).
 constexpr size_t kUnitRows = kPanelRows;
 // Weights of one tile: well inside a core's L2, with room for the token rows.
-constexpr size_t kTileBytes = 192 * 1024;
+constexpr size_t kTileBytes = 512 * 1024;
 // SiLU*mul's units: as gemv_fused.cc, a multiple of every SIMD width SiluMul uses, so
 // each unit splits vector / scalar tail as the whole-length call does.
 constexpr size_t kSiluUnitRows = 64;
@@ -65,9 +68,11 @@ T* Scratch(int slot, size_t n) {
 
 // Bytes of one token row's prepared data, each part 64-byte aligned.
 size_t PreparedBytes(WeightFormat format, size_t cols) {
-  if (!formats::IsBlockFormat(format)) return 2 * RoundUp(cols, kChunkCols) * sizeof(float);
+  if (!formats::IsBlockFormat(format)) {  // padded bf16 x, or its even / odd f32 halves
+    return GemvUsesBf16Dot() ? RoundUp(cols * sizeof(bf16), 64) : 2 * RoundUp(RoundUp(cols, kChunkCols) * 2, 64);
+  }
   const size_t blocks = cols / 32;
-  return RoundUp(cols, 64) * 2 + 4 * RoundUp(blocks * 4, 64) + RoundUp(cols / 16 * 4, 64);
+  return RoundUp(cols, 64) * 3 + 4 * RoundUp(blocks * 4, 64) + RoundUp(cols / 16 * 4, 64);
 }
 
 // Copies `n` bytes to *arena and advances it (64-byte steps); nullptr stays nullptr.
@@ -87,7 +92,6 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   thread_local std::vector<QuantX> qx;
   thread_local std::vector<Q8Activations> acts;
   thread_local std::vector<const bf16*> padded;
-  thread_local std::vector<const Q8Activations*> act_ptrs;
   const size_t row_bytes = PreparedBytes(format, cols);
   uint8_t* arena = Scratch<uint8_t>(3, m * row_bytes);
   GemmX g;
@@ -99,7 +103,6 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   if (block) {
     qx.resize(m);
     acts.resize(m);
-    act_ptrs.resize(m);
   } else {
     bx.resize(m);
     padded.resize(m);
@@ -122,19 +125,25 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
     acts[i] = {Keep(a.q, cols, &slot),  Keep(a.d, blocks, &slot),
                Keep(a.sum, blocks, &slot), Keep(a.sx, blocks, &slot),
                Keep(a.quad, blocks / 16 * 16 * 32, &slot), Keep(a.sum16, cols / 16, &slot)};
+    if (format == WeightFormat::kQ8_0 && p.avx512_vnni) {  // Q8RowsVnniTokens' unsigned x + 128
+      uint8_t* biased = slot;
+      for (size_t k = 0; k < cols; ++k) biased[k] = static_cast<uint8_t>(acts[i].q[k] + 128);
+      acts[i].biased = biased;
+    }
     p.act = &acts[i];
-    act_ptrs[i] = &acts[i];
     qx[i] = p;
   }
   g.bf16x = block ? nullptr : bx.data();
   g.padded = !block && bx[0].dot ? padded.data() : nullptr;
   g.quant = block ? qx.data() : nullptr;
-  g.acts = block ? act_ptrs.data() : nullptr;
+  g.acts = block ? acts.data() : nullptr;
   return g;
 }
 
-// Token rows per block: a block's x stays in L2 beside a weight tile.
-constexpr size_t kTokenBlock = 64;
+// Token rows per block: a block's x (at most kTokenBlockBytes of bf16, at most 64
+// rows) stays in L2 beside a weight tile.
+constexpr size_t kTokenBlockBytes = 256 * 1024;
+size_t TokenBlock(size_t cols) { return std::clamp<size_t>(kTokenBlockBytes / (cols * sizeof(bf16) + 1), 3, 64); }
 
 // Rows [s, e) of W (s % kUnitRows == 0, e likewise or == rows) for token rows [t0,
 // t1): out[(t - t0) * out_stride + r - s]. The register-blocked kernels where this
@@ -147,6 +156,10 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
     return internal::PackedPanelsDpBf16Tokens(static_cast<const bf16*>(w), rows, chunks, s / kPanelRows,
                                               (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,
                                               out_stride);
+  }
+  if (x.format == WeightFormat::kBf16RowMajor && x.padded) {
+    return internal::RowMajorRowsDpBf16Tokens(static_cast<const bf16*>(w) + s * cols, cols, n, x.padded + t0, t1 - t0,
+                                              out, out_stride);
   }
   if (x.format == WeightFormat::kBf16X12 && x.padded) {
     return internal::Bf16X12RowsTokens(static_cast<const uint8_t*>(w), rows, cols, s, e, x.padded + t0, t1 - t0, out,
@@ -191,8 +204,9 @@ void Rows(const GemmX& x, const FusedWeight& w, size_t r0, size_t r1, float* out
   const size_t tile = std::max(kUnitRows, kTileBytes / row_bytes / kUnitRows * kUnitRows);
   for (size_t s = r0; s < r1; s += tile) {
     const size_t e = std::min(r1, s + tile);
-    for (size_t t0 = 0; t0 < x.m; t0 += kTokenBlock) {
-      TileRows(x, w.data, w.rows, s, e, t0, std::min(x.m, t0 + kTokenBlock), out + t0 * out_stride + (s - r0),
+    const size_t block = TokenBlock(x.cols);
+    for (size_t t0 = 0; t0 < x.m; t0 += block) {
+      TileRows(x, w.data, w.rows, s, e, t0, std::min(x.m, t0 + block), out + t0 * out_stride + (s - r0),
                out_stride);
     }
   }
@@ -240,6 +254,7 @@ template <typename YT>
 void GemmAny(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
              size_t m, YT* y, size_t y_stride, ThreadPool* pool) {
   if (rows == 0 || m == 0) return;
+  DK_CHECK(m == 1 || (x_stride >= cols && y_stride >= rows));
   const GemmX px = PrepareRows(format, x, x_stride, m, cols);
   const FusedWeight fw{w, rows};
   ForUnits(&fw, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
@@ -277,6 +292,8 @@ void RmsNormGemm(WeightFormat format, const bf16* x, size_t x_stride, size_t m, 
                  ThreadPool* pool) {
   DK_CHECK(n >= 1 && n <= kMaxFusedWeights);
   if (m == 0) return;
+  DK_CHECK(m == 1 || x_stride >= cols);
+  for (int j = 0; j < n; ++j) DK_CHECK(m == 1 || y_stride[j] >= w[j].rows);
   const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
   ForUnits(w, n, kUnitRows, pool, [&](int j, size_t r0, size_t r1) {
     if (y_f32) return Rows(px, w[j], r0, r1, static_cast<float*>(y[j]) + r0, y_stride[j]);
@@ -291,6 +308,7 @@ void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, siz
                         ThreadPool* pool) {
   DK_CHECK(gate.rows == up.rows);
   if (m == 0) return;
+  DK_CHECK(m == 1 || (x_stride >= cols && y_stride >= gate.rows));
   const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
   ForUnits(&gate, 1, kSiluUnitRows, pool, [&](int, size_t r0, size_t r1) {
     float* g = Scratch<float>(2, m * kSiluUnitRows);
@@ -312,6 +330,7 @@ void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, siz
 void GemmAdd(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols, FusedWeight w,
              const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool) {
   if (m == 0) return;
+  DK_CHECK(m == 1 || (x_stride >= cols && residual_stride >= w.rows && y_stride >= w.rows));
   const GemmX px = PrepareRows(format, x, x_stride, m, cols);
   ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
     // Add rounds each element alone, so its pieces need not be GemvAdd's.

@@ -15,10 +15,11 @@
 // of vector operations on its own accumulators; only the loop order across weight
 // rows and token rows differs (gemm.cc says how).
 //
-// Strides are in elements. Every weight of one call is in one format; cols % 32 == 0
-// for block formats (cols % 256 for the K-quants). Outputs must not alias inputs.
-// Parallel over weight rows on `pool` (nullptr: the caller alone); any pointer
-// alignment. Thread-safety: as Gemv (gemv.h).
+// Strides are in elements (each at least its row's length when m > 1). Every weight
+// of one call is in one format; cols % 32 == 0 for block formats (cols % 256 for the
+// K-quants). Outputs must not alias inputs. Parallel over weight rows on `pool`
+// (nullptr: the caller alone); any pointer alignment; per-thread scratch grows with
+// m x cols (the prepared token rows) and is kept. Thread-safety: as Gemv (gemv.h).
 #ifndef DK_KERNELS_GEMV_GEMM_H_
 #define DK_KERNELS_GEMV_GEMM_H_
 

@@ -4,7 +4,8 @@
 // rows in {1, 8, 64, 512} and 1 or 2 threads. Weights rotate over >= 64 MiB of
 // distinct matrices so that, as in a prefill over many layers, they come from DRAM.
 //   ./bazelw run --config=opt //kernels/gemv:gemm_bench -- --benchmark_filter=...
-// Arguments: format (kFormats index), shape (kShapes index), m, threads.
+// Arguments: format (kFormats index), shape (kShapes index), m, threads. Counter solo:
+// the share of the pool's runs kept on the caller because the host looked contended.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -76,7 +77,11 @@ const std::vector<AlignedBuffer<uint8_t>>& WeightSet(WeightFormat f, const Shape
   return set;
 }
 
-void BM_Gemm(benchmark::State& state) {
+// One benchmark: format, shape, m and threads from the arguments; call(f, s, m, set, i,
+// x, y, pool) is timed on weight matrices i = 0, step, 2 step, ... of the rotation, and
+// GFLOP/s counts `matrices` GEMMs of the shape per call.
+template <typename Call>
+void Run(benchmark::State& state, size_t step, double matrices, const Call& call) {
   const WeightFormat f = kFormats[state.range(0)];
   const Shape s = kShapes[state.range(1)];
   const size_t m = static_cast<size_t>(state.range(2));
@@ -89,20 +94,51 @@ void BM_Gemm(benchmark::State& state) {
   double seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    Gemm(f, set[i].data(), s.rows, s.cols, x.data(), s.cols, m, y.data(), s.rows, &pool);
+    call(f, s, m, set, i, x.data(), y.data(), &pool);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     benchmark::DoNotOptimize(y.data());
-    i = (i + 1) % set.size();
+    i = (i + step) % set.size();
     ++calls;
   }
-  state.counters["GFLOP/s"] = 2.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
+  state.counters["GFLOP/s"] = matrices * 2.0 * s.rows * s.cols * m * static_cast<double>(calls) / seconds * 1e-9;
+  // The pool keeps runs on the caller while it judges the host contended (util/thread_pool.h,
+  // ContentionOptions): the share of runs that went solo, so that a 2-thread figure that
+  // ran on one thread says so.
+  const auto& stats = pool.stats();
+  const double runs = static_cast<double>(stats.parallel_runs + stats.solo_runs);
+  state.counters["solo"] = runs > 0 ? static_cast<double>(stats.solo_runs) / runs : 0.0;
   state.SetLabel(std::string(formats::Name(f)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                  " " + (formats::IsBlockFormat(f) ? QuantGemvTargetName(QuantActivations::kInt8) : GemvTargetName()));
 }
 
+using WeightSetT = std::vector<AlignedBuffer<uint8_t>>;
+
+void BM_Gemm(benchmark::State& state) {
+  Run(state, 1, 1.0, [](WeightFormat f, const Shape& s, size_t m, const WeightSetT& set, size_t i, const bf16* x,
+                        bf16* y, ThreadPool* pool) {
+    Gemm(f, set[i].data(), s.rows, s.cols, x, s.cols, m, y, s.rows, pool);
+  });
+}
+
+// The fused MLP entry: RmsNormGemmSiluMul over gate and up (two matrices of the shape),
+// GFLOP/s of both GEMMs. Arguments: format, shape, m, threads.
+void BM_RmsNormGemmSiluMul(benchmark::State& state) {
+  const std::vector<bf16> norm(kShapes[state.range(1)].cols, F32ToBf16(1.0f));
+  Run(state, 2, 2.0, [&](WeightFormat f, const Shape& s, size_t m, const WeightSetT& set, size_t i, const bf16* x,
+                         bf16* y, ThreadPool* pool) {
+    const FusedWeight gate{set[i].data(), s.rows}, up{set[(i + 1) % set.size()].data(), s.rows};
+    RmsNormGemmSiluMul(f, x, s.cols, m, norm.data(), 1e-5f, s.cols, gate, up, y, s.rows, pool);
+  });
+}
+BENCHMARK(BM_RmsNormGemmSiluMul)
+    ->ArgsProduct({{0, 1, 2}, {1, 4}, {64, 512}, {1, 2}})
+    ->UseRealTime()
+    ->MinTime(0.2);
+
 void Args(benchmark::internal::Benchmark* b) {
   for (int f = 0; f < static_cast<int>(std::size(kFormats)); ++f) {
     for (int s = 0; s < static_cast<int>(std::size(kShapes)); ++s) {
+      if (kShapes[s].cols % formats::BlockElems(kFormats[f]) != 0) continue;  // K-quants at SmolLM2's 576
       for (int m : {1, 8, 64, 512}) {
         for (int threads : {1, 2}) b->Args({f, s, m, threads});
       }

@@ -26,6 +26,7 @@ namespace dk::kernels {
 namespace {
 
 using testing::ExpectBitEqual;
+using testing::ForEachConfiguration;
 using testing::ForEachTarget;
 using testing::Matrix;
 using testing::Misaligned;
@@ -38,8 +39,9 @@ struct Shape {
   size_t rows, cols;
 };
 // Odd row counts around the 8-row panel and unit, odd cols (bf16 formats) and K of
-// one to several blocks; one shape crosses the 64-row SiLU unit and a tile.
-const Shape kBf16Shapes[] = {{1, 31}, {13, 75}, {67, 130}, {200, 576}};
+// one to several blocks; one shape crosses the 64-row SiLU unit and a tile, one
+// (bf16) the column slices of long panels.
+const Shape kBf16Shapes[] = {{1, 31}, {13, 75}, {67, 130}, {200, 576}, {11, 2070}};
 const Shape kBlockShapes[] = {{1, 32}, {13, 96}, {67, 160}, {200, 576}};
 const Shape kSuperBlockShapes[] = {{1, 256}, {13, 512}, {67, 768}, {130, 1280}};
 
@@ -47,25 +49,6 @@ std::vector<Shape> ShapesOf(WeightFormat f) {
   if (formats::IsKQuant(f)) return {std::begin(kSuperBlockShapes), std::end(kSuperBlockShapes)};
   if (formats::IsBlockFormat(f)) return {std::begin(kBlockShapes), std::end(kBlockShapes)};
   return {std::begin(kBf16Shapes), std::end(kBf16Shapes)};
-}
-
-// fn(format, pool) for every target, both dot / int8 paths, every format, 1-3 threads.
-template <typename Fn>
-void ForEachConfiguration(const Fn& fn) {
-  ThreadPool pool2(2), pool3(3);
-  ForEachTarget([&](const char*) {
-    for (bool fast : {true, false}) {
-      SetGemvBf16DotEnabled(fast);
-      SetQuantGemvVnniEnabled(fast);
-      SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
-      for (WeightFormat f : formats::kAllWeightFormats) {
-        SCOPED_TRACE(formats::Name(f));
-        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
-      }
-    }
-  });
-  SetGemvBf16DotEnabled(true);
-  SetQuantGemvVnniEnabled(true);
 }
 
 // m token rows of `cols` at a stride of cols + 3 elements, misaligned by 2 bytes.
@@ -81,33 +64,50 @@ struct Tokens {
   const bf16* Row(size_t i) const { return p + i * stride; }
 };
 
+// Bytes of a [rows, cols] matrix in `f`.
+size_t WeightBytes(WeightFormat f, size_t rows, size_t cols) {
+  if (f == WeightFormat::kBf16RowMajor) return rows * cols * sizeof(bf16);
+  if (f == WeightFormat::kBf16Packed) return PackedGemvElements(rows, cols) * sizeof(bf16);
+  if (f == WeightFormat::kBf16X12) return X12GemvBytes(rows, cols);
+  return rows * formats::RowBytes(f, cols);
+}
+
+// y rows at a stride of rows + 5, one element past the start of their buffer (so
+// misaligned); the stride gaps and the elements around must stay untouched.
 template <typename YT>
 void ExpectRowsAreSingleRowCalls(WeightFormat f, const FusedWeight& w, size_t cols, const Tokens& x, size_t m,
                                  ThreadPool* pool) {
   const size_t stride = w.rows + 5;
-  std::vector<YT> got(m * stride + 1);
+  std::vector<YT> got(m * stride + 2);
   std::memset(static_cast<void*>(got.data()), 0x7f, got.size() * sizeof(YT));
-  Gemm(f, w.data, w.rows, cols, x.p, x.stride, m, got.data(), stride, pool);
+  YT* y = got.data() + 1;
+  Gemm(f, w.data, w.rows, cols, x.p, x.stride, m, y, stride, pool);
   std::vector<YT> want(w.rows);
   for (size_t i = 0; i < m; ++i) {
     UnfusedGemv(f, w, cols, x.Row(i), want.data(), pool);
-    ExpectBitEqual(want, got.data() + i * stride, sizeof(YT) == 4 ? "f32 y" : "bf16 y");
+    ExpectBitEqual(want, y + i * stride, sizeof(YT) == 4 ? "f32 y" : "bf16 y");
     for (size_t r = w.rows; r < stride && i + 1 < m; ++r) {
       uint8_t bytes[sizeof(YT)];
-      std::memcpy(bytes, &got[i * stride + r], sizeof(YT));
+      std::memcpy(bytes, &y[i * stride + r], sizeof(YT));
       ASSERT_EQ(bytes[0], 0x7f) << "wrote into the stride gap after row " << i;
     }
   }
-  uint8_t last[sizeof(YT)];
-  std::memcpy(last, &got[m * stride], sizeof(YT));
-  EXPECT_EQ(last[0], 0x7f) << "wrote past the end of y";
+  for (const YT* outside : {got.data(), y + (m - 1) * stride + w.rows}) {
+    uint8_t bytes[sizeof(YT)];
+    std::memcpy(bytes, outside, sizeof(YT));
+    EXPECT_EQ(bytes[0], 0x7f) << "wrote outside y";
+  }
 }
 
 TEST(Gemm, EachRowIsTheSingleRowGemvBitForBit) {
   ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
     for (const Shape& s : ShapesOf(f)) {
       Matrix mat(s.rows, s.cols, 3 + s.rows);
-      const FusedWeight w = mat.As(f);
+      const FusedWeight aligned = mat.As(f);
+      const auto* bytes = static_cast<const uint8_t*>(aligned.data);
+      std::vector<uint8_t> storage;  // the weights 6 bytes past a 64-byte boundary
+      const FusedWeight w{Misaligned(std::vector<uint8_t>(bytes, bytes + WeightBytes(f, s.rows, s.cols)), 6, &storage),
+                          s.rows};
       const Tokens x(33, s.cols, 1 + s.cols, 3.0f);
       for (size_t m : kMs) {
         SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
@@ -117,6 +117,19 @@ TEST(Gemm, EachRowIsTheSingleRowGemvBitForBit) {
       }
     }
   });
+}
+
+// More token rows than one token block (64) of the tiled loop.
+TEST(Gemm, ManyTokenRowsAreEachTheSingleRowGemv) {
+  ThreadPool pool(2);
+  for (WeightFormat f : formats::kAllWeightFormats) {
+    SCOPED_TRACE(formats::Name(f));
+    const Shape s = ShapesOf(f)[2];
+    Matrix mat(s.rows, s.cols, 61);
+    const FusedWeight w = mat.As(f);
+    const Tokens x(70, s.cols, 62, 3.0f);
+    ExpectRowsAreSingleRowCalls<float>(f, w, s.cols, x, 70, &pool);
+  }
 }
 
 // Row n of y within the single-row tests' tolerances of the f64 reference: the

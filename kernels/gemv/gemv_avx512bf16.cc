@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "kernels/gemv/gemv.h"
+#include "util/aligned_buffer.h"
 
 namespace dk::kernels::internal {
 namespace {
@@ -122,19 +124,20 @@ void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p
 namespace dk::kernels::internal {
 namespace {
 
-// kRows rows of one panel (from row `r`) times kTokens token rows: each loaded
-// weight chunk feeds kTokens accumulators. Every (row, token) pair keeps Packed's
-// two accumulators and their sequence of vdpbf16ps, so its sum is Packed's bit for bit.
+// kRows rows of one panel (from row `r`) times kTokens token rows, chunks [c0, c1) (c0
+// even): each loaded weight chunk feeds kTokens accumulators. Every (row, token) pair
+// keeps Packed's two accumulators and their sequence of vdpbf16ps, so its sum is
+// Packed's bit for bit. Between column slices the accumulators wait in `mem`
+// (stored and reloaded exactly); the last slice reduces them into out[t * out_stride
+// + r + i] for the panel's n real rows.
 template <size_t kRows, size_t kTokens>
-DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t chunks, size_t r, const bf16* const* x,
-                                     float* out, size_t out_stride, size_t n) {
+DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t c0, size_t c1, bool first, bool last, size_t r,
+                                     const bf16* const* x, __m512* mem, float* out, size_t out_stride, size_t n) {
   constexpr size_t kPanel = kPanelRows * kChunkCols;
   __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
-  for (size_t i = 0; i < kRows; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = acc1[i][t] = _mm512_setzero_ps();
-  }
-  size_t c = 0;
-  for (; c + 2 <= chunks; c += 2) {
+  StartTile<kRows, kTokens>(first, mem, acc0, acc1);
+  size_t c = c0;
+  for (; c + 2 <= c1; c += 2) {
     const bf16* block = panel + c * kPanel + r * kChunkCols;
 #pragma GCC unroll 4
     for (size_t i = 0; i < kRows; ++i) {
@@ -146,30 +149,83 @@ DK_BF16_TARGET inline void PanelTile(const bf16* panel, size_t chunks, size_t r,
       }
     }
   }
-  if (c < chunks) {
+  if (c < c1) {  // an odd last chunk (only the last slice has one)
     const bf16* block = panel + c * kPanel + r * kChunkCols;
     for (size_t i = 0; i < kRows; ++i) {
       const __m512bh w0 = Load(block + i * kChunkCols);
       for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
     }
   }
-  for (size_t i = 0; i < kRows && r + i < n; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) {
-      out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
-    }
-  }
+  FinishTile<kRows, kTokens>(last, r, n, acc0, acc1, mem, out, out_stride);
 }
+
+// Columns per slice of a long panel: a 4 x 3 tile's weights and x of one slice (14 KiB)
+// stay in L1, where whole rows of K = 8192 (112 KiB) would not.
+constexpr size_t kSliceChunks = 32;
 
 // All token rows over rows [0, n) of one panel, n <= 8: out[t * out_stride + row].
 template <size_t kRows, size_t kTokens>
-DK_BF16_TARGET void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, const bf16* const* x, size_t m,
-                                   float* out, size_t out_stride) {
-  size_t t = 0;
-  for (; t + kTokens <= m; t += kTokens) {
-    for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, kTokens>(panel, chunks, r, x + t, out + t * out_stride, out_stride, n);
+void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, const bf16* const* x, size_t m, float* out,
+                    size_t out_stride) {
+  constexpr size_t kSlot = 2 * kRows * kTokens;  // accumulators of one tile
+  thread_local AlignedBuffer<float> scratch;
+  const size_t floats = PanelSlots(m, kRows, kTokens) * kSlot * 16;
+  if (chunks > 2 * kSliceChunks && scratch.size() < floats) scratch = AlignedBuffer<float>(floats);
+  __m512* mem = reinterpret_cast<__m512*>(scratch.data());
+  ForPanelSlices<kRows, kTokens>(chunks, kSliceChunks, n, m, [&](auto tokens, size_t c0, size_t c1, bool first,
+                                                                 bool last, size_t r, size_t t, size_t slot) {
+    PanelTile<kRows, tokens>(panel, c0, c1, first, last, r, x + t, mem + slot * kSlot, out + t * out_stride,
+                             out_stride, n);
+  });
+}
+
+// RowMajor's loop on kRows rows (from row r) of row-major W times kTokens token rows,
+// each (row, token) pair with RowMajor's two accumulators and order (the partial last
+// chunk zero-padded into accumulator c % 2): out[t * out_stride + r + i].
+template <size_t kRows, size_t kTokens>
+DK_BF16_TARGET inline void RowMajorTile(const bf16* w, size_t cols, size_t r, const bf16* const* x, float* out,
+                                        size_t out_stride) {
+  const size_t full = cols / kChunkCols;
+  const bf16* rows[kRows];
+  __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * cols;
+    for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = acc1[i][t] = _mm512_setzero_ps();
   }
-  for (; t < m; ++t) {
-    for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, 1>(panel, chunks, r, x + t, out + t * out_stride, out_stride, n);
+  size_t c = 0;
+  for (; c + 2 <= full; c += 2) {
+#pragma GCC unroll 4
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512bh w0 = Load(rows[i] + c * kChunkCols), w1 = Load(rows[i] + (c + 1) * kChunkCols);
+#pragma GCC unroll 4
+      for (size_t t = 0; t < kTokens; ++t) {
+        acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
+        acc1[i][t] = _mm512_dpbf16_ps(acc1[i][t], w1, Load(x[t] + (c + 1) * kChunkCols));
+      }
+    }
+  }
+  if (c < full) {
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512bh w0 = Load(rows[i] + c * kChunkCols);
+      for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = _mm512_dpbf16_ps(acc0[i][t], w0, Load(x[t] + c * kChunkCols));
+    }
+    ++c;
+  }
+  if (c * kChunkCols < cols) {
+    for (size_t i = 0; i < kRows; ++i) {
+      alignas(64) bf16 tail[kChunkCols] = {};
+      std::memcpy(tail, rows[i] + c * kChunkCols, (cols - c * kChunkCols) * sizeof(bf16));
+      const __m512bh w0 = Load(tail);
+      for (size_t t = 0; t < kTokens; ++t) {
+        __m512& acc = c % 2 == 0 ? acc0[i][t] : acc1[i][t];
+        acc = _mm512_dpbf16_ps(acc, w0, Load(x[t] + c * kChunkCols));
+      }
+    }
+  }
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
+    }
   }
 }
 
@@ -182,6 +238,13 @@ void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, si
     const size_t n = std::min(kPanelRows, rows - p * kPanelRows);
     PanelAllTokens<4, 3>(packed + p * chunks * kPanel, chunks, n, x, m, out + (p - p0) * kPanelRows, out_stride);
   }
+}
+
+void RowMajorRowsDpBf16Tokens(const bf16* w, size_t cols, size_t n, const bf16* const* x, size_t m, float* out,
+                              size_t out_stride) {
+  ForRowTokenTiles<4, 3>(n, m, [&](auto rows, auto tokens, size_t r, size_t t) {
+    RowMajorTile<rows, tokens>(w, cols, r, x + t, out + t * out_stride, out_stride);
+  });
 }
 
 }  // namespace dk::kernels::internal

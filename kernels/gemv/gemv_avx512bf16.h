@@ -32,6 +32,11 @@ void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p
 void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
                               const bf16* const* x, size_t m, float* out, size_t out_stride);
 
+// RowMajorRowsDpBf16 on rows [0, n) for m token rows x[t] at once:
+// out[t * out_stride + r], bit-identical to RowMajorRowsDpBf16 on x[t] alone.
+void RowMajorRowsDpBf16Tokens(const bf16* w, size_t cols, size_t n, const bf16* const* x, size_t m, float* out,
+                              size_t out_stride);
+
 }  // namespace dk::kernels::internal
 
 #endif  // DK_KERNELS_GEMV_GEMV_AVX512BF16_H_

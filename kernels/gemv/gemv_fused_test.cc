@@ -26,6 +26,7 @@ namespace {
 using testing::ForEachTarget;
 using testing::Misaligned;
 using testing::ExpectBitEqual;
+using testing::ForEachConfiguration;
 using testing::Matrix;
 using testing::RandomBf16;
 using testing::UnfusedGemv;
@@ -41,25 +42,6 @@ const Shape kSuperBlockShapes[] = {{1, 256}, {7, 512}, {63, 768}, {64, 256}, {65
 std::vector<Shape> ShapesOf(WeightFormat f) {
   if (formats::IsKQuant(f)) return {std::begin(kSuperBlockShapes), std::end(kSuperBlockShapes)};
   return {std::begin(kShapes), std::end(kShapes)};
-}
-
-// fn(format, pool) for every target, both dot paths, every format, 1-3 threads.
-template <typename Fn>
-void ForEachConfiguration(const Fn& fn) {
-  ThreadPool pool2(2), pool3(3);
-  ForEachTarget([&](const char*) {
-    for (bool fast : {true, false}) {
-      SetGemvBf16DotEnabled(fast);
-      SetQuantGemvVnniEnabled(fast);
-      SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
-      for (WeightFormat f : formats::kAllWeightFormats) {
-        SCOPED_TRACE(formats::Name(f));
-        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
-      }
-    }
-  });
-  SetGemvBf16DotEnabled(true);
-  SetQuantGemvVnniEnabled(true);
 }
 
 TEST(FusedGemv, RmsNormGemvIsTheUnfusedLaunchesBitForBit) {

@@ -55,7 +55,7 @@ void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r
 // KQuantRowsVnni on rows [0, n) for m token rows x[t] at once (each block's weights
 // unpacked once for several of them): out[t * out_stride + r], bit-identical to
 // KQuantRowsVnni on x[t] alone.
-void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x,
+void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* x,
                           size_t m, float* out, size_t out_stride);
 
 // sum(q) of each 16 consecutive activations of `q` [cols], as f32 (exact): per-thread

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "kernels/gemv/gemv_kquant.h"
 #include "util/aligned_buffer.h"
 #include "util/ggml_blocks.h"
@@ -85,7 +86,7 @@ DK_VNNI_TARGET inline __m512i Spread(int first) {
 // 4..7 = c's high nibbles | b's top 2 bits << 4), scale_j = d sc_j dx_j for the
 // lanes, dmin m_j dx_j sum_j(x) into the row's minimum sum.
 template <size_t kTokens, typename Out>
-DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* x,
                             const Out& out) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ4_K);
   const size_t blocks = cols / ggml::kSuperBlockElems;
@@ -114,10 +115,10 @@ DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
       for (size_t j = 0; j < 4; ++j) q[j] = SplitNibbles(blk + 16 + 32 * j);
 #pragma GCC unroll 4
       for (size_t t = 0; t < kTokens; ++t) {
-        const __m256 dx = _mm256_loadu_ps(x[t]->d + b * 8);
-        mins[t] = _mm256_fmadd_ps(m_dmin, _mm256_loadu_ps(x[t]->sx + b * 8), mins[t]);
+        const __m256 dx = _mm256_loadu_ps(x[t].d + b * 8);
+        mins[t] = _mm256_fmadd_ps(m_dmin, _mm256_loadu_ps(x[t].sx + b * 8), mins[t]);
         const __m512 scale = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_mul_ps(sc, dx), d));
-        const int8_t* xq = x[t]->q + b * ggml::kSuperBlockElems;
+        const int8_t* xq = x[t].q + b * ggml::kSuperBlockElems;
         for (size_t j = 0; j < 4; ++j) {
           const __m512i dot = _mm512_dpbusd_epi32(zero, q[j], _mm512_load_si512(xq + 64 * j));
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(spread[j], scale), acc[t]);
@@ -137,7 +138,7 @@ DK_VNNI_TARGET void RowsQ4K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
 // bit pair of qh); two runs per vpdpbusd. scale_g = d sc_g dx for the 16 sub-blocks;
 // the -32 is -32 sum_g scale_g sum16_g(x), one FMA per block.
 template <size_t kTokens, typename Out>
-DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* x,
                             const Out& out) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ6_K);
   constexpr size_t kQh = offsetof(ggml::BlockQ6_K, qh), kScales = offsetof(ggml::BlockQ6_K, scales),
@@ -177,10 +178,10 @@ DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
       }
 #pragma GCC unroll 4
       for (size_t t = 0; t < kTokens; ++t) {
-        const __m512 dx = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_loadu_ps(x[t]->d + b * 8)));
+        const __m512 dx = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_loadu_ps(x[t].d + b * 8)));
         const __m512 scale = _mm512_mul_ps(_mm512_mul_ps(sc, dx), d);
-        offs[t] = _mm512_fmadd_ps(scale, _mm512_loadu_ps(x[t]->sum16 + b * 16), offs[t]);
-        const int8_t* xq = x[t]->q + b * ggml::kSuperBlockElems;
+        offs[t] = _mm512_fmadd_ps(scale, _mm512_loadu_ps(x[t].sum16 + b * 16), offs[t]);
+        const int8_t* xq = x[t].q + b * ggml::kSuperBlockElems;
         for (size_t j = 0; j < 4; ++j) {
           const __m512i dot = _mm512_dpbusd_epi32(zero, q[j], _mm512_load_si512(xq + 64 * j));
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(spread[j], scale), acc[t]);
@@ -235,7 +236,7 @@ DK_VNNI_TARGET inline float Q5BlockSum(const uint8_t* blk, const int8_t* xq, flo
 // (one FMA per 16 blocks). Pairs after the last whole 16 take their scales one by
 // one; an odd last block goes on 256 bits.
 template <size_t kTokens, typename Out>
-DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* x,
                              const Out& out) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
   constexpr size_t kChunk = 16;
@@ -259,8 +260,8 @@ DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1
       const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
       __m512 scale[kTokens];
       for (size_t t = 0; t < kTokens; ++t) {
-        scale[t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t]->d + b));
-        offs16[t] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[t]->sx + b), offs16[t]);
+        scale[t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t].d + b));
+        offs16[t] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[t].sx + b), offs16[t]);
       }
       __m512i pick = pair0;
       for (size_t p = b; p < b + kChunk; p += 2) {
@@ -269,7 +270,7 @@ DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1
         const __m512i q = Q5PairValues(b0, b0 + kBytes);
 #pragma GCC unroll 4
         for (size_t t = 0; t < kTokens; ++t) {
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t]->q + p * 32)),
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t].q + p * 32)),
                                    _mm512_permutexvar_ps(pick, scale[t]), acc[t]);
         }
         pick = _mm512_add_epi32(pick, two);
@@ -282,18 +283,18 @@ DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1
       const float d0 = F16(b0), d1 = F16(b1);
       const __m512i q = Q5PairValues(b0, b1);
       for (size_t t = 0; t < kTokens; ++t) {
-        const __m128 s = _mm_setr_ps(d0 * x[t]->d[b], d1 * x[t]->d[b + 1], 0, 0);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t]->q + b * 32)),
+        const __m128 s = _mm_setr_ps(d0 * x[t].d[b], d1 * x[t].d[b + 1], 0, 0);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t].q + b * 32)),
                                  _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc[t]);
-        offs[t] += d0 * x[t]->sx[b] + d1 * x[t]->sx[b + 1];
+        offs[t] += d0 * x[t].sx[b] + d1 * x[t].sx[b + 1];
       }
     }
     for (size_t t = 0; t < kTokens; ++t) {
       float tail = 0.0f;
       if (b < blocks) {
         const uint8_t* blk = row + b * kBytes;
-        tail = Q5BlockSum(blk, x[t]->q + b * 32, F16(blk) * x[t]->d[b]);
-        offs[t] += F16(blk) * x[t]->sx[b];
+        tail = Q5BlockSum(blk, x[t].q + b * 32, F16(blk) * x[t].d[b]);
+        offs[t] += F16(blk) * x[t].sx[b];
       }
       offs[t] += _mm512_reduce_add_ps(offs16[t]);
       out(t, r, _mm512_reduce_add_ps(acc[t]) + tail - 16.0f * offs[t]);
@@ -303,7 +304,7 @@ DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1
 
 // Rows [r0, r1) of `format` for kTokens token rows.
 template <size_t kTokens, typename Out>
-void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
+void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* x,
               const Out& out) {
   switch (format) {
     case WeightFormat::kQ5_0: return RowsQ5_0<kTokens>(w, cols, r0, r1, x, out);
@@ -316,8 +317,7 @@ void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, siz
 template <typename YT>
 void SingleRow(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations& x,
                YT* y) {
-  const Q8Activations* xs[1] = {&x};
-  Dispatch<1>(format, w, cols, r0, r1, xs, [y](size_t, size_t r, float v) { Store(v, y + r); });
+  Dispatch<1>(format, w, cols, r0, r1, &x, [y](size_t, size_t r, float v) { Store(v, y + r); });
 }
 
 }  // namespace
@@ -331,13 +331,16 @@ void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r
   SingleRow(format, w, cols, r0, r1, x, y);
 }
 
-void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x,
+void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* x,
                           size_t m, float* out, size_t out_stride) {
   constexpr size_t kTokens = 4;
-  size_t t0 = 0;
-  auto at = [&](size_t t, size_t r, float v) { out[(t0 + t) * out_stride + r] = v; };
-  for (; t0 + kTokens <= m; t0 += kTokens) Dispatch<kTokens>(format, w, cols, 0, n, x + t0, at);
-  for (; t0 < m; ++t0) Dispatch<1>(format, w, cols, 0, n, x + t0, at);
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) {
+    Dispatch<kTokens>(format, w, cols, 0, n, x + t, [&](size_t i, size_t r, float v) { out[(t + i) * out_stride + r] = v; });
+  }
+  ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
+    Dispatch<tokens>(format, w, cols, 0, n, x + t0, [&](size_t i, size_t r, float v) { out[(t0 + i) * out_stride + r] = v; });
+  });
 }
 
 const float* Sums16(const int8_t* q, size_t cols) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "util/aligned_buffer.h"
 #include "util/ggml_blocks.h"
 
@@ -186,6 +187,14 @@ DK_VNNI_TARGET inline __m512i BlockStarts() {
                             _mm512_set1_epi32(static_cast<int>(kBlock)));
 }
 
+// The qs of Q8_0 blocks b and b + 1 (b's block at `blk`) as one 512-bit vector.
+DK_VNNI_TARGET inline __m512i Q8PairQs(const uint8_t* blk) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+}
+
 // Q8_0 rows, 16 blocks at a time: the 16 f16 scales of a row's chunk come in with
 // one gather (a block's first 4 bytes: d and two qs bytes; the low half is d), one
 // conversion and one multiply by the chunk's dx, and each block pair takes its two
@@ -197,7 +206,6 @@ template <size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, size_t r,
                                              const Q8Activations& x, YT* y) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
   if (chunked == 0) return RowGroup<WeightFormat::kQ8_0, kRows>(w, blocks, r, x, y);
@@ -226,10 +234,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
       const __m512i xq = _mm512_load_si512(x.q + b0 * 32);
 #pragma GCC unroll 2
       for (size_t i = 0; i < kRows; ++i) {
-        const uint8_t* blk = rows[i] + b0 * kBlock;
-        const __m512i wq = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+        const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
         const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(wq), zero, xq);
         const __m512i dot = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wq), xs);
         acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i]), acc[i]);
@@ -320,20 +325,66 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   }
 }
 
-// RowGroupQ8Chunked for kTokens token rows x[t] at once: each weight pair's load,
-// sign mask and |w| serve every token row; each (row, token) pair keeps its own
-// accumulator, scales and FMA order, so its sum is RowGroupQ8Chunked's bit for bit.
-// out[t * out_stride + r + i].
+// RowGroupSums<kQ8_0, kRows> (blocks [begin, blocks)) for kTokens token rows x[t]:
+// each weight pair's load serves every token row, whose block dots come from x.biased
+// as in Q8ChunkedTokens (the same exact int32 values); scales, FMAs, the odd last
+// block and the final sum in RowGroupSums' order. sums[t][i] for row r + i.
 template <size_t kRows, size_t kTokens>
-DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* const* x,
+DK_VNNI_TARGET inline void Q8SumsTokens(const uint8_t* w, size_t blocks, size_t r, size_t begin,
+                                        const Q8Activations* x, float (*sums)[kRows]) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m512 acc[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+  size_t b = begin;
+  for (; b + 2 <= blocks; b += 2) {
+    for (size_t i = 0; i < kRows; ++i) {
+      const uint8_t* b0 = w + (r + i) * blocks * kBlock + b * kBlock;
+      const __m512i wq = Q8PairQs(b0);
+      const __m512i offset = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wq));
+      const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0)), U16(b0 + kBlock), 1));
+      for (size_t t = 0; t < kTokens; ++t) {
+        const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[t].d + b)));
+        const __m512i dot = _mm512_dpbusd_epi32(offset, _mm512_load_si512(x[t].biased + b * 32), wq);
+        const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i][t]);
+      }
+    }
+  }
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      float tail = 0.0f;
+      if (b < blocks) {
+        const uint8_t* blk = w + (r + i) * blocks * kBlock + b * kBlock;
+        tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<WeightFormat::kQ8_0>(blk, x[t], b)),
+                                       _mm256_set1_ps(F16(blk) * x[t].d[b])));
+      }
+      const float mins = 0.0f;  // RowGroupSums' min_acc, which Q8_0 leaves at zero
+      sums[t][i] = _mm512_reduce_add_ps(acc[i][t]) + tail + mins;
+    }
+  }
+}
+
+// RowGroupQ8Chunked for kTokens token rows x[t] at once: each weight pair's load and
+// each chunk's scale gather serve every token row; each (row, token) pair keeps its
+// own accumulator, scales and FMA order, so its sum is RowGroupQ8Chunked's bit for
+// bit. The block dot products are the same exact int32 values, reached another way:
+// vpdpbusd of the unsigned x + 128 (x.biased) with the signed weights, started from
+// -128 sum(w) per lane (itself one vpdpbusd per weight pair, shared by the token
+// rows), which saves the per-token sign flip of x. out[t * out_stride + r + i].
+template <size_t kRows, size_t kTokens>
+DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x,
                                     float* out, size_t out_stride) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
   float rest[kTokens][kRows] = {};
   if (chunked < blocks) {  // RowGroup's loop over the blocks after the last whole chunk (or all)
-    for (size_t t = 0; t < kTokens; ++t) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, *x[t], rest[t]);
+    Q8SumsTokens<kRows, kTokens>(w, blocks, r, chunked, x, rest);
   }
   if (chunked == 0) {  // RowGroup: the sums alone
     for (size_t t = 0; t < kTokens; ++t) {
@@ -345,6 +396,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   const __m512i starts = BlockStarts<kBlock>();
   const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i two = _mm512_set1_epi32(2);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   const uint8_t* rows[kRows];
   __m512 acc[kRows][kTokens];
   for (size_t i = 0; i < kRows; ++i) {
@@ -356,7 +408,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
     for (size_t i = 0; i < kRows; ++i) {
       const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
       const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
-      for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(dw, _mm512_loadu_ps(x[t]->d + b));
+      for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(dw, _mm512_loadu_ps(x[t].d + b));
     }
     __m512i pick = pair0;
 #pragma GCC unroll 2
@@ -364,16 +416,11 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
       const size_t b0 = b + 2 * pair;
 #pragma GCC unroll 2
       for (size_t i = 0; i < kRows; ++i) {
-        const uint8_t* blk = rows[i] + b0 * kBlock;
-        const __m512i wq = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
-        const __mmask64 negative = _mm512_movepi8_mask(wq);
-        const __m512i magnitude = _mm512_abs_epi8(wq);
+        const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
+        const __m512i offset = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wq));
 #pragma GCC unroll 8
         for (size_t t = 0; t < kTokens; ++t) {
-          const __m512i xq = _mm512_load_si512(x[t]->q + b0 * 32);
-          const __m512i dot = _mm512_dpbusd_epi32(zero, magnitude, _mm512_mask_sub_epi8(xq, negative, zero, xq));
+          const __m512i dot = _mm512_dpbusd_epi32(offset, _mm512_load_si512(x[t].biased + b0 * 32), wq);
           acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i][t]), acc[i][t]);
         }
       }
@@ -382,21 +429,6 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   }
   for (size_t t = 0; t < kTokens; ++t) {
     for (size_t i = 0; i < kRows; ++i) out[t * out_stride + r + i] = _mm512_reduce_add_ps(acc[i][t]) + rest[t][i];
-  }
-}
-
-// Rows [0, n) of Q8_0 W for token rows [0, m), kRows rows x kTokens token rows at a time.
-template <size_t kRows, size_t kTokens>
-DK_VNNI_TARGET void Q8TokensAllRows(const uint8_t* w, size_t blocks, size_t n, const Q8Activations* const* x,
-                                    size_t m, float* out, size_t out_stride) {
-  size_t t = 0;
-  for (; t + kTokens <= m; t += kTokens) {
-    size_t r = 0;
-    for (; r + kRows <= n; r += kRows) Q8ChunkedTokens<kRows, kTokens>(w, blocks, r, x + t, out + t * out_stride, out_stride);
-    for (; r < n; ++r) Q8ChunkedTokens<1, kTokens>(w, blocks, r, x + t, out + t * out_stride, out_stride);
-  }
-  for (; t < m; ++t) {
-    for (size_t r = 0; r < n; ++r) Q8ChunkedTokens<1, 1>(w, blocks, r, x + t, out + t * out_stride, out_stride);
   }
 }
 
@@ -536,9 +568,11 @@ void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0
   Dispatch(format, w, cols, r0, r1, x, y);
 }
 
-void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x, size_t m, float* out,
+void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                       size_t out_stride) {
-  Q8TokensAllRows<2, 4>(w, cols / ggml::kBlockElems, n, x, m, out, out_stride);
+  ForRowTokenTiles<2, 4>(n, m, [&](auto rows, auto tokens, size_t r, size_t t) {
+    Q8ChunkedTokens<rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
+  });
 }
 
 }  // namespace dk::kernels::internal

@@ -33,6 +33,8 @@ struct Q8Activations {
   const int8_t* quad = nullptr;
   // KQuantRowsVnni on Q6_K only: [cols / 16] sums of q per 16 elements (Sums16).
   const float* sum16 = nullptr;
+  // Q8RowsVnniTokens only: [cols] q + 128 as unsigned bytes, 64-byte aligned.
+  const uint8_t* biased = nullptr;
 };
 
 // `q` of the first cols / 512 * 16 blocks (whole 16-block chunks) re-arranged as the
@@ -57,9 +59,9 @@ void QuantRowsAvxVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t
                       const Q8Activations& x, bf16* y);
 
 // QuantRowsVnni on Q8_0 rows [0, n) for m token rows x[t] at once (each loaded weight
-// pair applied to several of them): out[t * out_stride + r], bit-identical to
-// QuantRowsVnni on x[t] alone.
-void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* const* x, size_t m, float* out,
+// pair applied to several of them; x[t].biased set): out[t * out_stride + r],
+// bit-identical to QuantRowsVnni on x[t] alone.
+void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                       size_t out_stride);
 
 }  // namespace dk::kernels::internal

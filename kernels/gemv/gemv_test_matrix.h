@@ -1,6 +1,6 @@
 // Test helper: one random weight matrix in every weight format, the single-row
-// GEMV each format's fused and multi-row kernels must match bit for bit, and the
-// bit-for-bit comparison (tests only).
+// GEMV each format's fused and multi-row kernels must match bit for bit, the
+// bit-for-bit comparison, and the configurations they are checked in (tests only).
 #ifndef DK_KERNELS_GEMV_GEMV_TEST_MATRIX_H_
 #define DK_KERNELS_GEMV_GEMV_TEST_MATRIX_H_
 
@@ -82,6 +82,26 @@ inline void ExpectBitEqual(const std::vector<T>& want, const T* got, const char*
       return;
     }
   }
+}
+
+// fn(format, pool) for every target, both bf16 GEMV paths (vdpbf16ps and widening),
+// both int8 paths (VNNI and Highway), every format, 1-3 threads.
+template <typename Fn>
+void ForEachConfiguration(const Fn& fn) {
+  ThreadPool pool2(2), pool3(3);
+  ForEachTarget([&](const char*) {
+    for (bool fast : {true, false}) {
+      SetGemvBf16DotEnabled(fast);
+      SetQuantGemvVnniEnabled(fast);
+      SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
+      for (WeightFormat f : formats::kAllWeightFormats) {
+        SCOPED_TRACE(formats::Name(f));
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
+      }
+    }
+  });
+  SetGemvBf16DotEnabled(true);
+  SetQuantGemvVnniEnabled(true);
 }
 
 }  // namespace dk::kernels::testing

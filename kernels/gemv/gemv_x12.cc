@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/gemv/gemm_tiles.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_avx512bf16.h"
 #include "kernels/gemv/gemv_rows.h"
@@ -233,31 +234,49 @@ DK_X12_TARGET inline void BlockTokens(const uint8_t* x12, const Geometry& g, con
   }
 }
 
-// Rows [r, r + kRows) of panel p (n of its rows real) for kTokens token rows:
-// out[t * out_stride + row in panel]; each (row, token) pair is PanelsDpBf16's sum.
+// Rows [r, r + kRows) of panel p (n of its rows real) for kTokens token rows, blocks
+// [q0, q1) of the panel: each (row, token) pair is PanelsDpBf16's sum. Between column
+// slices the accumulators wait in `mem` (stored and reloaded exactly); the last
+// slice reduces them into out[t * out_stride + row in panel].
 template <size_t kRows, size_t kTokens>
-DK_X12_TARGET void PanelTile(const uint8_t* x12, const Geometry& g, size_t p, size_t r, size_t n,
-                             const bf16* const* x, float* out, size_t out_stride) {
+DK_X12_TARGET void PanelTile(const uint8_t* x12, const Geometry& g, size_t p, size_t q0, size_t q1, bool first,
+                             bool last, size_t r, size_t n, const bf16* const* x, __m512* mem, float* out,
+                             size_t out_stride) {
   const uint8_t* data = x12 + p * g.pairs * kBlockBytes;
   const uint8_t* tables = x12 + g.tables + p * g.pairs * kTableBytes;
   __m512 acc0[kRows][kTokens], acc1[kRows][kTokens];
-  for (size_t i = 0; i < kRows; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) acc0[i][t] = acc1[i][t] = _mm512_setzero_ps();
-  }
-  const size_t full = g.chunks / 2;
-  for (size_t q = 0; q < full; ++q) {
+  internal::StartTile<kRows, kTokens>(first, mem, acc0, acc1);
+  const size_t full = std::min(q1, g.chunks / 2);
+  for (size_t q = q0; q < full; ++q) {
     BlockTokens<true, kRows, kTokens>(x12, g, data + q * kBlockBytes, tables + q * kTableBytes, r, x, q * kPairCols,
                                       acc0, acc1);
   }
-  if (g.chunks % 2) {
+  if (last && g.chunks % 2) {
     BlockTokens<false, kRows, kTokens>(x12, g, data + full * kBlockBytes, tables + full * kTableBytes, r, x,
                                        full * kPairCols, acc0, acc1);
   }
-  for (size_t i = 0; i < kRows && r + i < n; ++i) {
-    for (size_t t = 0; t < kTokens; ++t) {
-      out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
-    }
-  }
+  internal::FinishTile<kRows, kTokens>(last, r, n, acc0, acc1, mem, out, out_stride);
+}
+
+// Chunk pairs per slice of a long panel: a 4 x 3 tile's blocks and x of one slice stay
+// in L1 (as kSliceChunks of the packed kernel, gemv_avx512bf16.cc).
+constexpr size_t kSlicePairs = 16;
+
+// All m token rows over panel p (n of its rows real): out[t * out_stride + row in panel].
+template <size_t kRows, size_t kTokens>
+void PanelAllTokens(const uint8_t* x12, const Geometry& g, size_t p, size_t n, const bf16* const* x, size_t m,
+                    float* out, size_t out_stride) {
+  constexpr size_t kSlot = 2 * kRows * kTokens;  // accumulators of one tile
+  thread_local AlignedBuffer<float> scratch;
+  const size_t floats = internal::PanelSlots(m, kRows, kTokens) * kSlot * 16;
+  if (g.pairs > 2 * kSlicePairs && scratch.size() < floats) scratch = AlignedBuffer<float>(floats);
+  __m512* mem = reinterpret_cast<__m512*>(scratch.data());
+  internal::ForPanelSlices<kRows, kTokens>(g.pairs, kSlicePairs, n, m, [&](auto tokens, size_t q0, size_t q1,
+                                                                           bool first, bool last, size_t r, size_t t,
+                                                                           size_t slot) {
+    PanelTile<kRows, tokens>(x12, g, p, q0, q1, first, last, r, n, x + t, mem + slot * kSlot, out + t * out_stride,
+                             out_stride);
+  });
 }
 
 template <typename T>
@@ -470,17 +489,9 @@ void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, 
   if (Plain(x12, g)) {
     return PackedPanelsDpBf16Tokens(reinterpret_cast<const bf16*>(x12), rows, g.chunks, p0, p1, x, m, out, out_stride);
   }
-  constexpr size_t kRows = 4, kTokens = 3;
   for (size_t p = p0; p < p1; ++p) {
-    const size_t n = std::min(kPanelRows, rows - p * kPanelRows);
-    float* o = out + (p - p0) * kPanelRows;
-    size_t t = 0;
-    for (; t + kTokens <= m; t += kTokens) {
-      for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, kTokens>(x12, g, p, r, n, x + t, o + t * out_stride, out_stride);
-    }
-    for (; t < m; ++t) {
-      for (size_t r = 0; r < n; r += kRows) PanelTile<kRows, 1>(x12, g, p, r, n, x + t, o + t * out_stride, out_stride);
-    }
+    PanelAllTokens<4, 3>(x12, g, p, std::min(kPanelRows, rows - p * kPanelRows), x, m, out + (p - p0) * kPanelRows,
+                         out_stride);
   }
 }
 

@@ -1,0 +1,112 @@
+// Internal: the loop orders the register-blocked multi-row kernels share
+// (gemv_avx512bf16.cc, gemv_x12.cc, gemv_quant_vnni.cc): which tiles of weight rows x
+// token rows they run, in what order (no row's sum depends on the order), and how the
+// bf16 tiles park their accumulators between column slices.
+#ifndef DK_KERNELS_GEMV_GEMM_TILES_H_
+#define DK_KERNELS_GEMV_GEMM_TILES_H_
+
+#include <immintrin.h>
+
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+namespace dk::kernels::internal {
+
+template <size_t N>
+using Count = std::integral_constant<size_t, N>;
+
+// Token rows left over after the kTokens-row tiles: two at a time (a weight load then
+// still feeds two accumulators), then one. fn(Count<tokens>, t).
+template <size_t kTokens, typename Fn>
+inline void ForLeftoverTokens(size_t t, size_t m, const Fn& fn) {
+  if constexpr (kTokens > 2) {
+    for (; t + 2 <= m; t += 2) fn(Count<2>(), t);
+  }
+  for (; t < m; ++t) fn(Count<1>(), t);
+}
+
+// Rows [0, n) x token rows [0, m) in kRows x kTokens tiles, the rows left over one at
+// a time, the token rows as ForLeftoverTokens: tile(Count<rows>, Count<tokens>, r, t).
+template <size_t kRows, size_t kTokens, typename Tile>
+inline void ForRowTokenTiles(size_t n, size_t m, const Tile& tile) {
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) {
+    size_t r = 0;
+    for (; r + kRows <= n; r += kRows) tile(Count<kRows>(), Count<kTokens>(), r, t);
+    for (; r < n; ++r) tile(Count<1>(), Count<kTokens>(), r, t);
+  }
+  ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
+    size_t r = 0;
+    for (; r + kRows <= n; r += kRows) tile(Count<kRows>(), tokens, r, t0);
+    for (; r < n; ++r) tile(Count<1>(), tokens, r, t0);
+  });
+}
+
+// The accumulator slots ForPanelSlices numbers for m token rows.
+constexpr size_t PanelSlots(size_t m, size_t rows_per_tile, size_t tokens_per_tile) {
+  return (m / tokens_per_tile + tokens_per_tile) * (8 / rows_per_tile);
+}
+
+// One 8-row panel (n <= 8 rows real; a tile past them computes zero padding) x m
+// token rows, over `units` column units in slices of `slice` units (one slice when
+// units <= 2 * slice, so that only long rows pay for parking accumulators): per slice
+// every kRows x kTokens tile (token rows left over as ForLeftoverTokens),
+// tile(Count<tokens>, u0, u1, first, last, r, t, slot); a tile's accumulators wait
+// between slices in slot `slot` (< PanelSlots(m, kRows, kTokens)).
+template <size_t kRows, size_t kTokens, typename Tile>
+inline void ForPanelSlices(size_t units, size_t slice, size_t n, size_t m, const Tile& tile) {
+  if (units <= 2 * slice) slice = units;
+  for (size_t u0 = 0; u0 < units; u0 += slice) {
+    const size_t u1 = std::min(units, u0 + slice);
+    size_t t = 0, slot = 0;
+    for (; t + kTokens <= m; t += kTokens) {
+      for (size_t r = 0; r < n; r += kRows) tile(Count<kTokens>(), u0, u1, u0 == 0, u1 == units, r, t, slot++);
+    }
+    ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
+      for (size_t r = 0; r < n; r += kRows) tile(tokens, u0, u1, u0 == 0, u1 == units, r, t0, slot++);
+    });
+  }
+}
+
+#define DK_GEMM_TILE_TARGET __attribute__((target("avx512f")))
+
+// A bf16 tile's accumulator pairs (chunk c into acc0 when c is even, acc1 when odd) at
+// the start of a column slice: zero for the first, else as parked in `mem`.
+template <size_t kRows, size_t kTokens>
+DK_GEMM_TILE_TARGET inline void StartTile(bool first, const __m512* mem, __m512 (*acc0)[kTokens],
+                                          __m512 (*acc1)[kTokens]) {
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      acc0[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t)];
+      acc1[i][t] = first ? _mm512_setzero_ps() : mem[2 * (i * kTokens + t) + 1];
+    }
+  }
+}
+
+// At the end of a slice: parked in `mem` (a store and a reload change no bit), or
+// after the last slice the single-row kernels' sum, reduce(acc0 + acc1), into out[t *
+// out_stride + r + i] for the rows r + i < n.
+template <size_t kRows, size_t kTokens>
+DK_GEMM_TILE_TARGET inline void FinishTile(bool last, size_t r, size_t n, __m512 (*acc0)[kTokens],
+                                           __m512 (*acc1)[kTokens], __m512* mem, float* out, size_t out_stride) {
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      if (!last) {
+        mem[2 * (i * kTokens + t)] = acc0[i][t];
+        mem[2 * (i * kTokens + t) + 1] = acc1[i][t];
+      } else if (r + i < n) {
+        out[t * out_stride + r + i] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i][t], acc1[i][t]));
+      }
+    }
+  }
+}
+
+#undef DK_GEMM_TILE_TARGET
+
+}  // namespace dk::kernels::internal
+
+#endif  // DK_KERNELS_GEMV_GEMM_TILES_H_
