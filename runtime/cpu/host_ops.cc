@@ -203,42 +203,41 @@ class CpuHostOps final : public HostOps {
     }
     return absl::OkStatus();
   }
-  absl::Status Attention(const Bound& b, const Row& r, int position) {
-    const size_t hd = m_.head_dim();
+  kernels::AttentionDims Dims() const {
     kernels::AttentionDims dims;
     dims.n_heads = m_.n_heads();
     dims.n_kv_heads = m_.n_kv_heads();
-    dims.head_dim = hd;
+    dims.head_dim = m_.head_dim();
     dims.max_ctx = max_context_;
+    return dims;
+  }
+  // query_pre_attn_scalar^-0.5 (Gemma 3), else head_dim^-0.5.
+  float Scale() const {
+    const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(m_.head_dim());
+    return 1.0f / std::sqrt(scalar);
+  }
+  absl::Status Attention(const Bound& b, const Row& r, int position) {
+    const size_t hd = m_.head_dim();
     // A sliding layer attends to positions (position - window, position] only: the
     // caches from `first` on, read as a cache that starts there (the kv-head stride
     // stays max_context).
     const size_t first = b.sliding && position >= m_.sliding_window() ? position - m_.sliding_window() + 1 : 0;
-    const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(hd);
     const size_t layer = b.step->layer() * kv_stride_;
-    return kernels::DecodeAttention(dims, static_cast<const bf16*>(r.in), k_cache_.data() + layer + first * hd,
+    return kernels::DecodeAttention(Dims(), static_cast<const bf16*>(r.in), k_cache_.data() + layer + first * hd,
                                     v_cache_.data() + layer + first * hd, position - first,
-                                    static_cast<bf16*>(r.out), pool_, 1.0f / std::sqrt(scalar));
+                                    static_cast<bf16*>(r.out), pool_, Scale());
   }
   // Attention for `m` token rows from `first_row` (positions position..position + m - 1)
   // in one call: each row as Attention() gives it (kernels::CausalAttention is
   // bit-identical per row to DecodeAttention), one pool run for the chunk. The rows
   // of q and out are consecutive slots (a chunk starts at its values' first slot).
   absl::Status AttentionRows(const Bound& b, int first_row, int position, size_t m) {
-    const size_t hd = m_.head_dim();
-    kernels::AttentionDims dims;
-    dims.n_heads = m_.n_heads();
-    dims.n_kv_heads = m_.n_kv_heads();
-    dims.head_dim = hd;
-    dims.max_ctx = max_context_;
     const Row r = b.AtRow(first_row);
     const size_t window = b.sliding ? static_cast<size_t>(m_.sliding_window()) : 0;
-    const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(hd);
     const size_t layer = b.step->layer() * kv_stride_;
-    return kernels::CausalAttention(dims, static_cast<const bf16*>(r.in), b.row_bytes[0] / sizeof(bf16), m,
+    return kernels::CausalAttention(Dims(), static_cast<const bf16*>(r.in), b.row_bytes[0] / sizeof(bf16), m,
                                     position, window, k_cache_.data() + layer, v_cache_.data() + layer,
-                                    static_cast<bf16*>(r.out), b.row_bytes[2] / sizeof(bf16), pool_,
-                                    1.0f / std::sqrt(scalar));
+                                    static_cast<bf16*>(r.out), b.row_bytes[2] / sizeof(bf16), pool_, Scale());
   }
   // Writes the k best ids (i32) and their logits to the step's values, best first;
   // entries past the finite logits found hold id -1 (and NaN).
