@@ -73,10 +73,13 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& pro
 }
 
 absl::Status Decoder::Plan(const weights::Weights& weights) {
-  if (options_.prefill_rows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("prefill rows (the prompt chunk) must be at least 1, not ", options_.prefill_rows));
+  const int64_t context = options_.max_context > 0 ? options_.max_context : program_.model().max_context();
+  if (options_.prefill_rows < 0 || options_.prefill_rows > context) {
+    return absl::InvalidArgumentError(absl::StrCat("prefill rows (the prompt chunk) must be in [1, ", context,
+                                                   "] (the context), not ", options_.prefill_rows));
   }
+  prefill_rows_ = options_.prefill_rows > 0 ? options_.prefill_rows
+                                            : static_cast<int>(std::min<int64_t>(kDefaultPrefillRows, context));
   PlanRows();
   DK_RETURN_IF_ERROR(PlanValues());
   std::vector<uint8_t*> weight_src;
@@ -122,7 +125,7 @@ void Decoder::PlanRows() {
   std::map<std::string, int> bo_index, value_index;
   for (int i = 0; i < program_.bos_size(); ++i) bo_index[program_.bos(i).name()] = i;
   for (int i = 0; i < program_.values_size(); ++i) value_index[program_.values(i).name()] = i;
-  const int prefix_rows = std::max(options_.prefill_rows, check_rows_);
+  const int prefix_rows = std::max(prefill_rows_, check_rows_);
   for (size_t s = 0; s < program_.steps_size(); ++s) {
     const int rows = s < tail_begin_ ? prefix_rows : check_rows_;
     auto hold = [rows](int& held) { held = std::max(held, rows); };
@@ -356,7 +359,7 @@ absl::Status Decoder::Feed(absl::Span<const uint32_t> tokens) {
         "a prompt of ", tokens.size(), " tokens", position_ > 0 ? absl::StrCat(" after ", position_, " others") : "",
         " does not fit the context of ", context, " positions (raise max_context or shorten the prompt)"));
   }
-  const size_t chunk = static_cast<size_t>(options_.prefill_rows);
+  const size_t chunk = static_cast<size_t>(prefill_rows_);
   for (size_t i = 0; i < tokens.size(); i += chunk) {
     DK_RETURN_IF_ERROR(RunChunk(tokens.subspan(i, std::min(chunk, tokens.size() - i))));
   }
@@ -365,7 +368,7 @@ absl::Status Decoder::Feed(absl::Span<const uint32_t> tokens) {
 
 absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_rows) {
   const int m = static_cast<int>(tokens.size());
-  const int most = tail_all_rows ? check_rows_ : std::max(options_.prefill_rows, check_rows_);
+  const int most = tail_all_rows ? check_rows_ : std::max(prefill_rows_, check_rows_);
   if (m > most) return absl::InvalidArgumentError(absl::StrCat(m, " tokens in one run, the decoder holds ", most));
   last_row_ = m - 1;
   last_score_ = 0;

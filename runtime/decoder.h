@@ -42,6 +42,10 @@ struct StepResult {
   std::vector<float> top_logits;
 };
 
+// The prompt chunk when none is given: large enough that the weights are read once
+// per many tokens, small enough that a chunk's activations stay a few MiB.
+inline constexpr int kDefaultPrefillRows = 512;
+
 class Decoder {
  public:
   // Checks the weights against the program's model, allocates and fills every BO
@@ -64,8 +68,9 @@ class Decoder {
     // and host value the steps before the LM head use holds this many token rows.
     // 1: tokens go through one at a time. Each row's result is the one feeding the
     // tokens one by one gives (the kernels' multi-row forms are bit-identical per
-    // row), so this changes speed and memory, never the output.
-    int prefill_rows = 1;
+    // row), so this changes speed and memory, never the output. 0: kDefaultPrefillRows,
+    // or the context when that is shorter; else at most the context.
+    int prefill_rows = 0;
     // The positions the host's KV cache holds (0: the model's max_context), for
     // Feed's up-front check of a prompt's length.
     int max_context = 0;
@@ -97,6 +102,8 @@ class Decoder {
   // The most tokens one Score takes: the program's max_draft + 1 (1 without
   // Program.speculative).
   int check_rows() const { return check_rows_; }
+  // The prompt chunk in force (Options::prefill_rows resolved).
+  int prefill_rows() const { return prefill_rows_; }
   // The top-k of row `row` (< the tokens kept) of the last Score, into *out.
   absl::Status ReadRow(int row, StepResult* out) const;
   const StepResult& last() const { return last_; }
@@ -172,6 +179,7 @@ class Decoder {
   std::vector<int> bo_rows_, value_rows_;  // token rows each BO / host value holds
   int last_row_ = 0;                       // the last token's row in the last run
   int check_rows_ = 1;                     // rows the tail holds (Score)
+  int prefill_rows_ = 1;                   // Options::prefill_rows resolved
   int last_score_ = 0;                     // tokens of the last Score (0: none since)
   int logits_value_ = -1;
   int topk_ids_value_ = -1;     // the top-k step's i32 ids and f32 values

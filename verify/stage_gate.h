@@ -46,7 +46,7 @@ struct GateSetup {
   int prompts = 2;             // the goldens' first N prompts
   bool validate = true;        // check the BO protocol while running
   runtime::CpuDeviceOptions cpu;  // how the sessions' devices run (tools' runtime flags)
-  int prefill_rows = runtime::kDefaultPrefillRows;  // the prompt chunk (SessionOptions)
+  int prefill_rows = 0;  // the prompt chunk (SessionOptions; 0: the default)
   DecodeFn decode;             // ids -> text in the reports (null: the ids)
   bool numeric = true;         // also run the numeric check (a second, teacher-forced run)
   bool greedy = true;          // run the greedy top-5 gate; false: numeric only (no parent)

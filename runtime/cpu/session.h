@@ -31,14 +31,12 @@ absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
 using HostOpsWrapper =
     std::function<std::unique_ptr<HostOps>(std::unique_ptr<HostOps>, const elf::ModelShape&)>;
 
-// The prompt chunk tools use unless told otherwise (--prefill_chunk).
-inline constexpr int kDefaultPrefillRows = 512;
-
 struct SessionOptions {
   bool validate = false;       // check the BO protocol
   int max_context = 0;         // 0: the model's
-  // The most prompt tokens one run processes (Decoder::Options::prefill_rows).
-  int prefill_rows = kDefaultPrefillRows;
+  // The most prompt tokens one run processes (Decoder::Options::prefill_rows; 0:
+  // kDefaultPrefillRows or the context).
+  int prefill_rows = 0;
   ThreadPool* pool = nullptr;  // kernels' threads (nullptr: SharedThreadPool())
   CpuDeviceOptions cpu;        // how the device runs its launch groups
   HostOpsWrapper wrap_host;    // test only, see above

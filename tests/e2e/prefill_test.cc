@@ -106,12 +106,22 @@ TEST(Prefill, BadChunkAndTooLongPromptAreClearErrors) {
   const Model m = Load("decodekit/models/smollm2_135m/decode_x12.elf", "smollm2_135m/model.gguf");
   ASSERT_NE(m.weights, nullptr);
   runtime::SessionOptions options;
-  options.prefill_rows = 0;
-  auto zero = runtime::CpuSession::Open(m.program, "test.elf", m.weights, options);
-  ASSERT_FALSE(zero.ok());
-  EXPECT_NE(zero.status().message().find("prefill rows (the prompt chunk) must be at least 1, not 0"),
+  options.prefill_rows = -1;
+  auto negative = runtime::CpuSession::Open(m.program, "test.elf", m.weights, options);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("prefill rows (the prompt chunk) must be in [1, 2048] (the context), not -1"),
             std::string::npos)
-      << zero.status();
+      << negative.status();
+  options.prefill_rows = 0;  // the default: 512, or a shorter context
+  options.max_context = 32;
+  auto fits = runtime::CpuSession::Open(m.program, "test.elf", m.weights, options);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ((*fits)->decoder().prefill_rows(), 32);
+  options.prefill_rows = 64;
+  auto big = runtime::CpuSession::Open(m.program, "test.elf", m.weights, options);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("must be in [1, 32] (the context), not 64"), std::string::npos)
+      << big.status();
 
   options.prefill_rows = 8;
   options.max_context = 16;

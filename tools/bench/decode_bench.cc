@@ -334,7 +334,7 @@ void BM_Prompt(benchmark::State& state) {
   state.counters["prompt_tokens"] = static_cast<double>(prompt.size());
   state.counters["ttft_ms"] = median;  // the prompt fed and the first new token chosen
   state.counters["tokens_per_s"] = prompt.size() / (median * 1e-3);
-  state.counters["prefill_chunk"] = g_runtime.prefill_rows;
+  state.counters["prefill_chunk"] = decoder.prefill_rows();
   state.SetLabel(g_program.model().name());
 }
 

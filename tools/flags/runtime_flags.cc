@@ -20,16 +20,18 @@ ABSL_FLAG(bool, team_runs, true, "run a launch group as one team run of the pool
 ABSL_FLAG(bool, kernel_times, false, "time each kernel symbol's launches (decode_bench prints them)");
 ABSL_FLAG(bool, gemv_bf16dot, true, "bf16 GEMVs use vdpbf16ps where the CPU has AVX512_BF16");
 ABSL_FLAG(bool, gemv_vnni, true, "quantized GEMVs use vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI");
-ABSL_FLAG(int, prefill_chunk, 512,
-          "prompt tokens one run of the decode program processes (the batched prefill; 1: one at a time). "
-          "Changes speed and memory, never the tokens");
+ABSL_FLAG(int, prefill_chunk, 0,
+          "prompt tokens one run of the decode program processes (the batched prefill; 1: one at a time; "
+          "0: 512, or the model's context when shorter; at most the context). Changes speed and memory, "
+          "never the tokens");
 ABSL_FLAG(std::string, gemv_prefetch, "auto",
           "software prefetch in the packed bf16 GEMVs: auto (on for Intel CPUs), on or off");
 
 namespace dk::tools {
 
 std::string RuntimeOptions::Describe() const {
-  return absl::StrCat(pool.Describe(), " ", cpu.Describe(), " prefill_chunk=", prefill_rows);
+  return absl::StrCat(pool.Describe(), " ", cpu.Describe(), " prefill_chunk=",
+                      prefill_rows > 0 ? absl::StrCat(prefill_rows) : std::string("auto"));
 }
 
 absl::StatusOr<RuntimeOptions> RuntimeOptionsFromFlags() {
@@ -51,7 +53,7 @@ absl::StatusOr<RuntimeOptions> RuntimeOptionsFromFlags() {
                                 cli::RequireRange("pool_spin", o.pool.worker_spin, 0, kMax),
                                 cli::RequireRange("pool_join_spin", o.pool.join_spin, 0, kMax),
                                 cli::RequireRange("host_spin", o.cpu.host_spin, -1, kMax),
-                                cli::RequireRange("prefill_chunk", o.prefill_rows, 1, 1 << 16)}) {
+                                cli::RequireRange("prefill_chunk", o.prefill_rows, 0, 1 << 16)}) {
     if (!s.ok()) return s;
   }
   using Prefetch = runtime::CpuDeviceOptions::Prefetch;

@@ -25,7 +25,7 @@ TEST(RuntimeFlags, DefaultsDescribeEveryOption) {
   const std::string d = o->Describe();
   for (const char* key : {"threads=", "worker_spin=16384", "join_spin=1024", "adaptive=1", "host_spin=auto",
                           "device_thread=0", "team_runs=1", "kernel_times=0", "gemv_bf16dot=1", "gemv_vnni=1",
-                          "gemv_prefetch=auto(", "prefill_chunk=512"}) {
+                          "gemv_prefetch=auto(", "prefill_chunk=auto"}) {
     EXPECT_NE(d.find(key), std::string::npos) << key << " missing from: " << d;
   }
 }
@@ -36,11 +36,11 @@ TEST(RuntimeFlags, BadValuesNameTheFlag) {
   EXPECT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("--pool_spin -3 is outside [0, "), std::string::npos) << o.status();
   absl::SetFlag(&FLAGS_pool_spin, 1 << 14);
-  absl::SetFlag(&FLAGS_prefill_chunk, 0);
+  absl::SetFlag(&FLAGS_prefill_chunk, -1);
   o = RuntimeOptionsFromFlags();
   EXPECT_FALSE(o.ok());
-  EXPECT_NE(o.status().message().find("--prefill_chunk 0 is outside [1, 65536]"), std::string::npos) << o.status();
-  absl::SetFlag(&FLAGS_prefill_chunk, 512);
+  EXPECT_NE(o.status().message().find("--prefill_chunk -1 is outside [0, 65536]"), std::string::npos) << o.status();
+  absl::SetFlag(&FLAGS_prefill_chunk, 0);
   absl::SetFlag(&FLAGS_gemv_prefetch, std::string("sometimes"));
   o = RuntimeOptionsFromFlags();
   EXPECT_FALSE(o.ok());

@@ -155,7 +155,7 @@ absl::Status Generate(Loaded& m) {
                "[generate] prompt %zu tokens in %.0f ms (%.1f tokens/s, chunks of %d: the time to the first "
                "new token); %d new tokens; decode %.2f ms/token (mean), %.1f tokens/s\n",
                prompt.size(), run.prompt_ms, run.prompt_ms > 0 ? prompt.size() / (run.prompt_ms * 1e-3) : 0.0,
-               m.runtime.prefill_rows, run.generated, mean, mean > 0 ? 1000.0 / mean : 0.0);
+               m.session->decoder().prefill_rows(), run.generated, mean, mean > 0 ? 1000.0 / mean : 0.0);
   if (run.checks > 0) {
     std::fprintf(stderr, "[generate] speculative: %d draft checks, %d of %d drafted tokens accepted (%.0f%%), %.2f "
                  "tokens per check\n", run.checks, run.accepted, run.drafted,

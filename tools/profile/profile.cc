@@ -519,7 +519,6 @@ void MeasurePrefillAll(Profile& p) {
   sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](int n) { return n > p.model().max_context(); }),
               sizes.end());
   if (sizes.empty()) return;
-  p.prefill.chunk = p.runtime.prefill_rows;
   for (size_t i = 0; i < p.record.stages.size(); ++i) {
     profile::StagePrefill stage;
     const std::string what = absl::StrCat(":", p.record.stages[i].name, " prompt processing");
@@ -528,6 +527,7 @@ void MeasurePrefillAll(Profile& p) {
     options.prefill_rows = p.runtime.prefill_rows;
     absl::StatusOr<std::vector<profile::PrefillPoint>> points = [&]() -> decltype(points) {
       DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
+      p.prefill.chunk = session->decoder().prefill_rows();
       return profile::MeasurePrefill(session->decoder(), sizes, p.prefill.reps,
                                      [&](int done, int total) { p.progress.Tick(what, done, total); });
     }();
