@@ -8,6 +8,7 @@
 
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
+#include "kernels/gemv/gemm_q4_vnni.h"
 #include "kernels/gemv/gemv_avx512bf16.h"
 #include "kernels/gemv/gemv_kquant.h"
 #include "kernels/gemv/gemv_quant_vnni.h"
@@ -21,10 +22,10 @@
 // rows each thread owns are cut into tiles of at most kTileBytes of weights, and
 // every block of token rows runs over a tile while it is in L2, so the weights come
 // from DRAM once per call. On AVX-512 CPUs the bf16 vdpbf16ps paths (row-major,
-// packed, x12) and the VNNI paths of Q8_0, Q5_0, Q4_K and Q6_K go further: each
+// packed, x12) and the VNNI paths of Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K go further: each
 // loaded (or decoded) weight vector feeds several token rows' accumulators held in
 // registers (the *Tokens kernels beside their single-row ones: gemv_avx512bf16.h,
-// gemv_x12.h, gemv_quant_vnni.h, gemv_kquant.h). Elsewhere (Q4_0 / Q4_1, the widening
+// gemv_x12.h, gemv_quant_vnni.h, gemm_q4_vnni.h, gemv_kquant.h). Elsewhere (the widening
 // and Highway int8 loops, AVX-VNNI, targets without AVX-512) a tile runs the
 // single-row kernels once per token row (gemv_rows.h), bit-identical by construction.
 namespace dk::kernels {
@@ -145,6 +146,19 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
 constexpr size_t kTokenBlockBytes = 256 * 1024;
 size_t TokenBlock(size_t cols) { return std::clamp<size_t>(kTokenBlockBytes / (cols * sizeof(bf16) + 1), 3, 64); }
 
+// The register-blocked kernel for x's format on x's path, if it has one.
+enum class TokenKernel { kNone, kPacked, kRowMajor, kX12, kQ8, kQ4, kKQuant };
+TokenKernel TokenKernelOf(const GemmX& x) {
+  const bool vnni = x.quant != nullptr && x.quant[0].avx512_vnni;
+  if (x.format == WeightFormat::kBf16Packed && x.padded) return TokenKernel::kPacked;
+  if (x.format == WeightFormat::kBf16RowMajor && x.padded) return TokenKernel::kRowMajor;
+  if (x.format == WeightFormat::kBf16X12 && x.padded) return TokenKernel::kX12;
+  if (x.format == WeightFormat::kQ8_0 && vnni) return TokenKernel::kQ8;
+  if ((x.format == WeightFormat::kQ4_0 || x.format == WeightFormat::kQ4_1) && vnni) return TokenKernel::kQ4;
+  if (internal::IsKQuantKernelFormat(x.format) && vnni) return TokenKernel::kKQuant;
+  return TokenKernel::kNone;
+}
+
 // Rows [s, e) of W (s % kUnitRows == 0, e likewise or == rows) for token rows [t0,
 // t1): out[(t - t0) * out_stride + r - s]. The register-blocked kernels where this
 // format and path have one; otherwise the single-row kernels once per token row.
@@ -152,26 +166,27 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
               size_t out_stride) {
   const size_t cols = x.cols, n = e - s;
   const size_t chunks = RoundUp(cols, kChunkCols) / kChunkCols;
-  if (x.format == WeightFormat::kBf16Packed && x.padded) {
-    return internal::PackedPanelsDpBf16Tokens(static_cast<const bf16*>(w), rows, chunks, s / kPanelRows,
-                                              (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,
-                                              out_stride);
-  }
-  if (x.format == WeightFormat::kBf16RowMajor && x.padded) {
-    return internal::RowMajorRowsDpBf16Tokens(static_cast<const bf16*>(w) + s * cols, cols, n, x.padded + t0, t1 - t0,
-                                              out, out_stride);
-  }
-  if (x.format == WeightFormat::kBf16X12 && x.padded) {
-    return internal::Bf16X12RowsTokens(static_cast<const uint8_t*>(w), rows, cols, s, e, x.padded + t0, t1 - t0, out,
-                                       out_stride);
-  }
-  if (x.format == WeightFormat::kQ8_0 && x.quant[0].avx512_vnni) {
-    return internal::Q8RowsVnniTokens(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), cols,
-                                      n, x.acts + t0, t1 - t0, out, out_stride);
-  }
-  if (internal::IsKQuantKernelFormat(x.format) && x.quant[0].avx512_vnni) {
-    return internal::KQuantRowsVnniTokens(x.format, static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols),
-                                          cols, n, x.acts + t0, t1 - t0, out, out_stride);
+  const size_t row_bytes = formats::IsBlockFormat(x.format) ? formats::RowBytes(x.format, cols) : 0;
+  const uint8_t* blocks = static_cast<const uint8_t*>(w) + s * row_bytes;  // block formats: from row s
+  switch (TokenKernelOf(x)) {
+    case TokenKernel::kPacked:
+      return internal::PackedPanelsDpBf16Tokens(static_cast<const bf16*>(w), rows, chunks, s / kPanelRows,
+                                                (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,
+                                                out_stride);
+    case TokenKernel::kRowMajor:
+      return internal::RowMajorRowsDpBf16Tokens(static_cast<const bf16*>(w) + s * cols, cols, n, x.padded + t0,
+                                                t1 - t0, out, out_stride);
+    case TokenKernel::kX12:
+      return internal::Bf16X12RowsTokens(static_cast<const uint8_t*>(w), rows, cols, s, e, x.padded + t0, t1 - t0,
+                                         out, out_stride);
+    case TokenKernel::kQ8:
+      return internal::Q8RowsVnniTokens(blocks, cols, n, x.acts + t0, t1 - t0, out, out_stride);
+    case TokenKernel::kQ4:
+      return internal::Q4RowsVnniTokens(x.format, blocks, cols, n, x.acts + t0, t1 - t0, out, out_stride);
+    case TokenKernel::kKQuant:
+      return internal::KQuantRowsVnniTokens(x.format, blocks, cols, n, x.acts + t0, t1 - t0, out, out_stride);
+    case TokenKernel::kNone:
+      break;
   }
   float* abs = x.format == WeightFormat::kBf16X12 ? Scratch<float>(0, rows) : nullptr;
   for (size_t i = t0; i < t1; ++i) {
@@ -189,8 +204,7 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
         std::memcpy(o, abs + s, n * sizeof(float));
         break;
       default:
-        internal::QuantRows(static_cast<const uint8_t*>(w) + s * formats::RowBytes(x.format, cols), x.quant[i], 0,
-                            n, o);
+        internal::QuantRows(blocks, x.quant[i], 0, n, o);
         break;
     }
   }
@@ -277,6 +291,12 @@ GemmX NormAndPrepare(WeightFormat format, const bf16* x, size_t x_stride, size_t
 }
 
 }  // namespace
+
+bool internal::GemmRegisterBlocked(WeightFormat format) {
+  const size_t cols = 256;  // a whole super-block
+  const std::vector<bf16> x(cols, F32ToBf16(1.0f));
+  return TokenKernelOf(PrepareRows(format, x.data(), cols, 1, cols)) != TokenKernel::kNone;
+}
 
 void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
           size_t m, float* y, size_t y_stride, ThreadPool* pool) {

@@ -56,6 +56,13 @@ void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, siz
 void GemmAdd(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols, FusedWeight w,
              const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool);
 
+namespace internal {
+// Whether Gemm on `format` runs a register-blocked multi-row kernel on this CPU and
+// SIMD target (each loaded weight vector feeding several token rows) rather than the
+// single-row kernels once per token row; the results are the same, so tests ask this.
+bool GemmRegisterBlocked(WeightFormat format);
+}  // namespace internal
+
 }  // namespace dk::kernels
 
 #endif  // DK_KERNELS_GEMV_GEMM_H_

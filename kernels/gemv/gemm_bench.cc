@@ -1,7 +1,7 @@
 // Multi-row GEMM (gemm.h) throughput for batched prefill, in GFLOP/s = 2 rows cols m
 // / time, at the llama32_1b (2048x2048 q/o, 8192x2048 gate/up, 2048x8192 down) and
 // SmolLM2-135M (576x576, 1536x576, 576x1536) shapes, per weight format, for m token
-// rows in {1, 8, 64, 512} and 1 or 2 threads. Weights rotate over >= 64 MiB of
+// rows in {1, 5, 8, 64, 512} and 1 or 2 threads. Weights rotate over >= 64 MiB of
 // distinct matrices so that, as in a prefill over many layers, they come from DRAM.
 //   ./bazelw run --config=opt //kernels/gemv:gemm_bench -- --benchmark_filter=...
 // Arguments: format (kFormats index), shape (kShapes index), m, threads. Counter solo:
@@ -32,7 +32,7 @@ struct Shape {
 constexpr Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {576, 576}, {1536, 576}, {576, 1536}};
 constexpr WeightFormat kFormats[] = {WeightFormat::kBf16Packed, WeightFormat::kBf16X12, WeightFormat::kQ8_0,
                                      WeightFormat::kQ4_K,       WeightFormat::kQ5_0,    WeightFormat::kQ6_K,
-                                     WeightFormat::kBf16RowMajor, WeightFormat::kQ4_0};
+                                     WeightFormat::kBf16RowMajor, WeightFormat::kQ4_0,  WeightFormat::kQ4_1};
 constexpr size_t kMinRotationBytes = size_t{64} << 20;
 
 // Random bf16 weights of a trained matrix's range (about 1e-2, few exponents per block).
@@ -139,7 +139,7 @@ void Args(benchmark::internal::Benchmark* b) {
   for (int f = 0; f < static_cast<int>(std::size(kFormats)); ++f) {
     for (int s = 0; s < static_cast<int>(std::size(kShapes)); ++s) {
       if (kShapes[s].cols % formats::BlockElems(kFormats[f]) != 0) continue;  // K-quants at SmolLM2's 576
-      for (int m : {1, 8, 64, 512}) {
+      for (int m : {1, 5, 8, 64, 512}) {
         for (int threads : {1, 2}) b->Args({f, s, m, threads});
       }
     }

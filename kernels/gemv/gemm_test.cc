@@ -8,6 +8,7 @@
 #include "kernels/gemv/gemm.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -40,9 +41,10 @@ struct Shape {
 };
 // Odd row counts around the 8-row panel and unit, odd cols (bf16 formats) and K of
 // one to several blocks; one shape crosses the 64-row SiLU unit and a tile, one
-// (bf16) the column slices of long panels.
+// (bf16) the column slices of long panels; the last block shape has two 16-block
+// scale chunks and an odd block after them (the chunked Q8_0 / Q4 kernels).
 const Shape kBf16Shapes[] = {{1, 31}, {13, 75}, {67, 130}, {200, 576}, {11, 2070}};
-const Shape kBlockShapes[] = {{1, 32}, {13, 96}, {67, 160}, {200, 576}};
+const Shape kBlockShapes[] = {{1, 32}, {13, 96}, {67, 160}, {200, 576}, {21, 1056}};
 const Shape kSuperBlockShapes[] = {{1, 256}, {13, 512}, {67, 768}, {130, 1280}};
 
 std::vector<Shape> ShapesOf(WeightFormat f) {
@@ -258,6 +260,23 @@ TEST(Gemm, X12TestMatricesHaveCompactAndRawBlocks) {
     EXPECT_GT(stats.raw_blocks, 0u) << s.rows << "x" << s.cols;
     EXPECT_LT(stats.raw_blocks, stats.blocks) << s.rows << "x" << s.cols;
   }
+}
+
+// With AVX512-VNNI, every block format runs a register-blocked kernel (the tests
+// above compare those with the single-row kernels); Q4_0 / Q4_1 once ran the
+// single-row kernel per token row, which the tests cannot tell apart.
+TEST(Gemm, BlockFormatsAreRegisterBlockedWithAvx512Vnni) {
+  if (std::string(QuantGemvTargetName(QuantActivations::kInt8)).find("+VNNI") == std::string::npos) {
+    GTEST_SKIP() << "no AVX512-VNNI int8 path here";
+  }
+  for (WeightFormat f : formats::kAllWeightFormats) {
+    if (formats::IsBlockFormat(f)) {
+      EXPECT_TRUE(internal::GemmRegisterBlocked(f)) << formats::Name(f);
+    }
+  }
+  SetQuantGemvVnniEnabled(false);
+  EXPECT_FALSE(internal::GemmRegisterBlocked(WeightFormat::kQ4_1)) << "Highway int8 loops";
+  SetQuantGemvVnniEnabled(true);
 }
 
 TEST(Gemm, NoRowsOrNoTokensIsANoOp) {

@@ -1,0 +1,231 @@
+#include "kernels/gemv/gemm_q4_vnni.h"
+
+#include <immintrin.h>
+
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <cstring>
+
+#include "kernels/gemv/gemm_tiles.h"
+#include "util/check.h"
+#include "util/ggml_blocks.h"
+
+namespace dk::kernels::internal {
+namespace {
+
+#define DK_VNNI_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+// The helpers below are copies of gemv_quant_vnni.cc's (its anonymous namespace):
+// the sums must be those of its single-row Q4 kernels, operation for operation.
+
+DK_VNNI_TARGET inline float F16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline uint16_t U16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return h;
+}
+
+DK_VNNI_TARGET inline float ReduceAdd(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <WeightFormat F>
+constexpr size_t QsOffset() {
+  return F == WeightFormat::kQ4_1 ? offsetof(ggml::BlockQ4_1, qs) : offsetof(ggml::BlockQ4_0, qs);
+}
+constexpr size_t kMinOffset = offsetof(ggml::BlockQ4_1, m);  // Q4_1's f16 m
+constexpr size_t kChunk = 16;                                // blocks per scale gather
+constexpr size_t kPrefetchAhead = 4096;                      // as the single-row kernels
+
+// One block's 32 nibbles dotted with x's block b on 256-bit vectors (an odd last block).
+template <WeightFormat F>
+DK_VNNI_TARGET inline __m256i BlockDot(const uint8_t* blk, const Q8Activations& x, size_t b) {
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + QsOffset<F>()));
+  const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, mask)),
+                                            _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), q,
+                             _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q + b * 32)));
+}
+
+// Blocks b and b + 1 (b's at b0) as RowGroupSums lays them out: [b's 32 values, b + 1's].
+DK_VNNI_TARGET inline __m512i PairNibbles(const uint8_t* q0, const uint8_t* q1) {
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);  // [lo0 lo1 hi0 hi1] -> [lo0 hi0 lo1 hi1]
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0))),
+                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)), 1);
+  const __m256i lo = _mm256_and_si256(v, mask);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+  return _mm512_permutexvar_epi64(halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+
+// RowGroupSums<F> (blocks [begin, blocks)) of rows r + i for kTokens token rows:
+// sums[t][i]. Each pair's nibbles are unpacked once per weight row.
+template <WeightFormat F, size_t kRows, size_t kTokens>
+DK_VNNI_TARGET inline void Q4SumsTokens(const uint8_t* w, size_t blocks, size_t r, size_t begin,
+                                        const Q8Activations* x, float (*sums)[kRows]) {
+  constexpr size_t kBlock = formats::BlockBytes(F);
+  constexpr size_t kQs = QsOffset<F>();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m512 acc[kRows][kTokens];
+  __m128 min_acc[kRows][kTokens];  // lanes 0 and 1: sum of m dx sum(q_x) (Q4_1) or d dx sum(q_x) (Q4_0)
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_setzero_ps(), min_acc[i][t] = _mm_setzero_ps();
+  }
+  size_t b = begin;
+  for (; b + 2 <= blocks; b += 2) {
+    for (size_t i = 0; i < kRows; ++i) {
+      const uint8_t* b0 = w + (r + i) * blocks * kBlock + b * kBlock;
+      const uint8_t* b1 = b0 + kBlock;
+      const __m512i q = PairNibbles(b0 + kQs, b1 + kQs);
+      const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0)), U16(b1), 1));
+      __m128 mins = dw;
+      if constexpr (F == WeightFormat::kQ4_1) {
+        mins = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(U16(b0 + kMinOffset)), U16(b1 + kMinOffset), 1));
+      }
+      for (size_t t = 0; t < kTokens; ++t) {
+        const __m128 dx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[t].d + b)));
+        const __m128 sx = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[t].sx + b)));
+        const __m512i dot = _mm512_dpbusd_epi32(zero, q, _mm512_load_si512(x[t].q + b * 32));
+        const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[i][t]);
+        min_acc[i][t] = _mm_fmadd_ps(mins, sx, min_acc[i][t]);
+      }
+    }
+  }
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      float tail = 0.0f;
+      if (b < blocks) {
+        const uint8_t* blk = w + (r + i) * blocks * kBlock + b * kBlock;
+        tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<F>(blk, x[t], b)),
+                                       _mm256_set1_ps(F16(blk) * x[t].d[b])));
+        if constexpr (F == WeightFormat::kQ4_0) tail -= 8.0f * (F16(blk) * x[t].sx[b]);
+        if constexpr (F == WeightFormat::kQ4_1) tail += F16(blk + kMinOffset) * x[t].sx[b];
+      }
+      float mins = _mm_cvtss_f32(_mm_add_ss(min_acc[i][t], _mm_movehdup_ps(min_acc[i][t])));
+      if constexpr (F == WeightFormat::kQ4_0) mins *= -8.0f;
+      sums[t][i] = _mm512_reduce_add_ps(acc[i][t]) + tail + mins;
+    }
+  }
+}
+
+// One chunk's scales of rows r + i for every token row, as RowGroupQ4Chunked takes
+// them: d * dx into scale, m * sx (Q4_1) or d * sx (Q4_0) added into min_acc.
+template <WeightFormat F, size_t kRows, size_t kTokens>
+DK_VNNI_TARGET inline void ChunkScales(const uint8_t* const* rows, size_t b, const Q8Activations* x,
+                                       __m512 (*scale)[kTokens], __m512 (*min_acc)[kTokens]) {
+  constexpr size_t kBlock = formats::BlockBytes(F);
+  const __m512i starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(static_cast<int>(kBlock)));
+  for (size_t i = 0; i < kRows; ++i) {
+    const char* ahead = reinterpret_cast<const char*>(rows[i] + b * kBlock) + kPrefetchAhead;
+    for (size_t line = 0; line < kChunk * kBlock; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+    __m512 mins = d;
+    if constexpr (F == WeightFormat::kQ4_1) mins = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+    for (size_t t = 0; t < kTokens; ++t) {
+      scale[i][t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t].d + b));
+      min_acc[i][t] = _mm512_fmadd_ps(mins, _mm512_loadu_ps(x[t].sx + b), min_acc[i][t]);
+    }
+  }
+}
+
+// RowGroupQ4Chunked<F> of rows r + i for kTokens token rows x[t]: each quad of
+// blocks' nibble vector is loaded and split into low and high nibbles once per
+// weight row, then dotted with every token row's quad activations. out[t *
+// out_stride + r + i].
+template <WeightFormat F, size_t kRows, size_t kTokens>
+DK_VNNI_TARGET void Q4ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x, float* out,
+                                    size_t out_stride) {
+  constexpr size_t kBlock = formats::BlockBytes(F);
+  constexpr size_t kQs = QsOffset<F>();
+  const size_t chunked = blocks / kChunk * kChunk;
+  float rest[kTokens][kRows] = {};
+  if (chunked < blocks) Q4SumsTokens<F, kRows, kTokens>(w, blocks, r, chunked, x, rest);
+  if (chunked == 0) {  // RowGroup: the sums alone
+    for (size_t t = 0; t < kTokens; ++t) {
+      for (size_t i = 0; i < kRows; ++i) out[t * out_stride + r + i] = rest[t][i];
+    }
+    return;
+  }
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i mask = _mm512_set1_epi8(0x0F);
+  const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i four = _mm512_set1_epi32(4);
+  const uint8_t* rows[kRows];
+  __m512 acc[kRows][kTokens], min_acc[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * blocks * kBlock;
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_setzero_ps(), min_acc[i][t] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < chunked; b += kChunk) {
+    __m512 scale[kRows][kTokens];
+    ChunkScales<F, kRows, kTokens>(rows, b, x, scale, min_acc);
+    __m512i pick = quad0;
+#pragma GCC unroll 4
+    for (size_t quad = 0; quad < kChunk / 4; ++quad) {
+      const size_t b0 = b + 4 * quad;
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kRows; ++i) {
+        const uint8_t* q = rows[i] + b0 * kBlock + kQs;
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + kBlock)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 2 * kBlock)), 2);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 3 * kBlock)), 3);
+        const __m512i lo = _mm512_and_si512(v, mask);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+#pragma GCC unroll 8
+        for (size_t t = 0; t < kTokens; ++t) {
+          const __m512i xlo = _mm512_load_si512(x[t].quad + b0 * 32);
+          const __m512i xhi = _mm512_load_si512(x[t].quad + b0 * 32 + 64);
+          const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, xlo), hi, xhi);
+          acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i][t]), acc[i][t]);
+        }
+      }
+      pick = _mm512_add_epi32(pick, four);
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    for (size_t i = 0; i < kRows; ++i) {
+      float mins = _mm512_reduce_add_ps(min_acc[i][t]);
+      if constexpr (F == WeightFormat::kQ4_0) mins *= -8.0f;
+      out[t * out_stride + r + i] = _mm512_reduce_add_ps(acc[i][t]) + mins + rest[t][i];
+    }
+  }
+}
+
+// Weight rows x token rows per tile.
+constexpr size_t kTileRows = 2, kTileTokens = 4;
+
+template <WeightFormat F>
+void RowsTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
+                size_t out_stride) {
+  ForRowTokenTiles<kTileRows, kTileTokens>(n, m, [&](auto rows, auto tokens, size_t r, size_t t) {
+    Q4ChunkedTokens<F, rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
+  });
+}
+
+#undef DK_VNNI_TARGET
+
+}  // namespace
+
+void Q4RowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* x,
+                      size_t m, float* out, size_t out_stride) {
+  DK_CHECK(format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1);
+  if (format == WeightFormat::kQ4_0) return RowsTokens<WeightFormat::kQ4_0>(w, cols, n, x, m, out, out_stride);
+  RowsTokens<WeightFormat::kQ4_1>(w, cols, n, x, m, out, out_stride);
+}
+
+}  // namespace dk::kernels::internal
