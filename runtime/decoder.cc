@@ -73,13 +73,12 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const elf::Program& pro
 }
 
 absl::Status Decoder::Plan(const weights::Weights& weights) {
-  const int64_t context = options_.max_context > 0 ? options_.max_context : program_.model().max_context();
-  if (options_.prefill_rows < 0 || options_.prefill_rows > context) {
-    return absl::InvalidArgumentError(absl::StrCat("prefill rows (the prompt chunk) must be in [1, ", context,
+  context_ = options_.max_context > 0 ? options_.max_context : program_.model().max_context();
+  if (options_.prefill_rows < 0 || options_.prefill_rows > context_) {
+    return absl::InvalidArgumentError(absl::StrCat("prefill rows (the prompt chunk) must be in [1, ", context_,
                                                    "] (the context), not ", options_.prefill_rows));
   }
-  prefill_rows_ = options_.prefill_rows > 0 ? options_.prefill_rows
-                                            : static_cast<int>(std::min<int64_t>(kDefaultPrefillRows, context));
+  prefill_rows_ = options_.prefill_rows;  // 0: PlanRows picks
   PlanRows();
   DK_RETURN_IF_ERROR(PlanValues());
   std::vector<uint8_t*> weight_src;
@@ -120,18 +119,16 @@ void Decoder::PlanRows() {
   tail_begin_ = tail;
   // A draft check runs max_draft + 1 rows through every step, the tail included.
   check_rows_ = program_.has_speculative() ? program_.speculative().max_draft() + 1 : 1;
-  bo_rows_.assign(program_.bos_size(), 1);
-  value_rows_.assign(program_.values_size(), 1);
+  // Which activations each part uses: 1 before the tail, 2 in the tail (weights: none).
+  std::vector<int> bo_part(program_.bos_size(), 0), value_part(program_.values_size(), 0);
   std::map<std::string, int> bo_index, value_index;
   for (int i = 0; i < program_.bos_size(); ++i) bo_index[program_.bos(i).name()] = i;
   for (int i = 0; i < program_.values_size(); ++i) value_index[program_.values(i).name()] = i;
-  const int prefix_rows = std::max(prefill_rows_, check_rows_);
   for (size_t s = 0; s < program_.steps_size(); ++s) {
-    const int rows = s < tail_begin_ ? prefix_rows : check_rows_;
-    auto hold = [rows](int& held) { held = std::max(held, rows); };
+    const int part = s < tail_begin_ ? 1 : 2;
     const elf::Step& st = program_.steps(static_cast<int>(s));
     if (st.has_host()) {
-      for (const auto& b : st.host().bindings()) hold(value_rows_[value_index.at(b.value())]);
+      for (const auto& b : st.host().bindings()) value_part[value_index.at(b.value())] |= part;
       continue;
     }
     for (const elf::Launch& l : st.group().launches()) {
@@ -139,11 +136,32 @@ void Decoder::PlanRows() {
         const int i = bo_index.at(bind.bo());
         const elf::BufferObject& b = program_.bos(i);
         if (!b.weight_tensor().empty() || b.category() == elf::STATIC) continue;  // weights: one copy
-        hold(bo_rows_[i]);
-        if (!b.host_value().empty()) hold(value_rows_[value_index.at(b.host_value())]);
+        bo_part[i] |= part;
+        if (!b.host_value().empty()) value_part[value_index.at(b.host_value())] |= part;
       }
     }
   }
+  if (prefill_rows_ == 0) {
+    // The default chunk: kDefaultPrefillRows, fewer where one token row of the
+    // activations before the tail (device and host sides, host values) is so large
+    // that the chunk would pass kPrefillActivationBudget.
+    int64_t row_bytes = 0;
+    for (int i = 0; i < program_.bos_size(); ++i) {
+      if (bo_part[i] & 1) row_bytes += program_.bos(i).size_bytes() * (program_.bos(i).category() == elf::INTERMEDIATE ? 1 : 2);
+    }
+    for (int i = 0; i < program_.values_size(); ++i) {
+      const auto& v = program_.values(i);
+      if (value_part[i] & 1) row_bytes += Numel(v.shape()) * elf::DTypeBytes(v.dtype());
+    }
+    const int64_t fit = row_bytes > 0 ? std::max<int64_t>(1, kPrefillActivationBudget / row_bytes) : kDefaultPrefillRows;
+    prefill_rows_ = static_cast<int>(std::min<int64_t>({kDefaultPrefillRows, fit, context_}));
+  }
+  const int prefix_rows = std::max(prefill_rows_, check_rows_);
+  auto rows_of = [&](int part) { return (part & 1) ? prefix_rows : (part & 2) ? check_rows_ : 1; };
+  bo_rows_.resize(program_.bos_size());
+  value_rows_.resize(program_.values_size());
+  for (int i = 0; i < program_.bos_size(); ++i) bo_rows_[i] = rows_of(bo_part[i]);
+  for (int i = 0; i < program_.values_size(); ++i) value_rows_[i] = rows_of(value_part[i]);
 }
 
 absl::Status Decoder::PlanValues() {
@@ -353,7 +371,7 @@ absl::Status Decoder::Advance(uint32_t token) { return RunChunk(absl::Span<const
 
 absl::Status Decoder::Feed(absl::Span<const uint32_t> tokens) {
   if (tokens.empty()) return absl::InvalidArgumentError("no tokens to feed");
-  const int64_t context = options_.max_context > 0 ? options_.max_context : program_.model().max_context();
+  const int64_t context = context_;
   if (position_ + static_cast<int64_t>(tokens.size()) > context) {
     return absl::OutOfRangeError(absl::StrCat(
         "a prompt of ", tokens.size(), " tokens", position_ > 0 ? absl::StrCat(" after ", position_, " others") : "",
@@ -456,7 +474,7 @@ absl::Status Decoder::RunGroup(size_t s, RowRange rows) {
 
 absl::Status Decoder::Score(absl::Span<const uint32_t> tokens, std::vector<uint32_t>* top1) {
   if (tokens.empty()) return absl::InvalidArgumentError("no tokens to score");
-  const int64_t context = options_.max_context > 0 ? options_.max_context : program_.model().max_context();
+  const int64_t context = context_;
   if (position_ + static_cast<int64_t>(tokens.size()) > context) {
     return absl::OutOfRangeError(absl::StrCat(tokens.size(), " tokens to check at position ", position_,
                                               " do not fit the context of ", context, " positions"));

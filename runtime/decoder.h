@@ -45,6 +45,8 @@ struct StepResult {
 // The prompt chunk when none is given: large enough that the weights are read once
 // per many tokens, small enough that a chunk's activations stay a few MiB.
 inline constexpr int kDefaultPrefillRows = 512;
+// ... or fewer, so that the default chunk's activation buffers stay within this.
+inline constexpr int64_t kPrefillActivationBudget = int64_t{256} << 20;
 
 class Decoder {
  public:
@@ -69,7 +71,8 @@ class Decoder {
     // 1: tokens go through one at a time. Each row's result is the one feeding the
     // tokens one by one gives (the kernels' multi-row forms are bit-identical per
     // row), so this changes speed and memory, never the output. 0: kDefaultPrefillRows,
-    // or the context when that is shorter; else at most the context.
+    // or fewer when the context is shorter or a chunk's activation buffers (device and
+    // host sides, host values) would pass kPrefillActivationBudget; else at most the context.
     int prefill_rows = 0;
     // The positions the host's KV cache holds (0: the model's max_context), for
     // Feed's up-front check of a prompt's length.
@@ -180,6 +183,7 @@ class Decoder {
   int last_row_ = 0;                       // the last token's row in the last run
   int check_rows_ = 1;                     // rows the tail holds (Score)
   int prefill_rows_ = 1;                   // Options::prefill_rows resolved
+  int64_t context_ = 0;                    // positions the KV cache holds
   int last_score_ = 0;                     // tokens of the last Score (0: none since)
   int logits_value_ = -1;
   int topk_ids_value_ = -1;     // the top-k step's i32 ids and f32 values
