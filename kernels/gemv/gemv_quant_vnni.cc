@@ -217,6 +217,15 @@ DK_VNNI_TARGET inline void ReduceRows(const __m512* v, float* sums) {
   }
 }
 
+// The qs of the Q8_0 blocks at blk and blk + 34, one per 256-bit half.
+DK_VNNI_TARGET inline __m512i Q8PairQs(const uint8_t* blk) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+}
+
 // Q8_0 pairs [b, b + 2 pairs) of kRows rows into acc: scale[i] holds row i's d dx of
 // blocks b, b + 1, ... in lanes 0, 1, ..., and each pair takes its two from it with
 // one permute. The signed weights go into vpdpbusd's unsigned operand biased:
@@ -228,7 +237,6 @@ template <size_t kRows>
 DK_VNNI_TARGET inline void Q8Pairs(const uint8_t* const* rows, size_t b, size_t pairs,
                                    const Q8Activations& x, const __m512* scale, __m512* acc) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
   const __m512i zero = _mm512_setzero_si512();
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i pick = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -239,10 +247,7 @@ DK_VNNI_TARGET inline void Q8Pairs(const uint8_t* const* rows, size_t b, size_t 
     const __m512i start = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, xq));
 #pragma GCC unroll 4
     for (size_t i = 0; i < kRows; ++i) {
-      const uint8_t* blk = rows[i] + b0 * kBlock;
-      const __m512i wq = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+      const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
       const __m512i dot = _mm512_dpbusd_epi32(start, _mm512_xor_si512(wq, bias), xq);
       acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i]), acc[i]);
     }
@@ -396,7 +401,6 @@ template <size_t kRows, size_t kTokens>
 DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* const* x,
                                     float* out, size_t out_stride) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
   float rest[kTokens][kRows] = {};
@@ -430,10 +434,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
       const size_t b0 = b + 2 * pair;
 #pragma GCC unroll 2
       for (size_t i = 0; i < kRows; ++i) {
-        const uint8_t* blk = rows[i] + b0 * kBlock;
-        const __m512i wq = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+        const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
         const __mmask64 negative = _mm512_movepi8_mask(wq);
         const __m512i magnitude = _mm512_abs_epi8(wq);
 #pragma GCC unroll 8
