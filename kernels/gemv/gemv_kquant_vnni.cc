@@ -312,12 +312,13 @@ DK_VNNI_TARGET inline void Q5RowGroup(const uint8_t* w, size_t blocks, size_t r,
   for (size_t i = 0; i < kRows; ++i) Q5RowTail<kTokens>(rows[i], blocks, b, x, prefetch, acc[i], offs16[i], r + i, out);
 }
 
-// Q5_0 rows [r0, r1): four rows side by side for one token row, one at a time for
-// several (whose chains overlap already).
+// Q5_0 rows [r0, r1): two rows side by side for one token row (faster in cache and
+// from memory than one; four were faster in cache but slower from memory at short
+// rows, docs/gemv-kernels.md), one at a time for several token rows.
 template <size_t kTokens, typename Out>
 DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* const* x,
                              const Out& out) {
-  constexpr size_t kRows = kTokens == 1 ? 4 : 1;
+  constexpr size_t kRows = kTokens == 1 ? 2 : 1;
   const size_t blocks = cols / ggml::kBlockElems;
   StreamPrefetch prefetch(w + r0 * blocks * sizeof(ggml::BlockQ5_0));
   size_t r = r0;

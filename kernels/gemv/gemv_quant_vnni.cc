@@ -181,42 +181,6 @@ DK_VNNI_TARGET inline void PrefetchAhead(const uint8_t* chunk) {
   for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
 }
 
-// The sum of v's 16 lanes in _mm512_reduce_add_ps's order (GCC's): lanes i + (i + 8),
-// then i + (i + 4) of those, then i + (i + 2), then 0 + 1. Spelled out so that the
-// four-vector form below adds in the very same order.
-DK_VNNI_TARGET inline float ReduceAdd16(__m512 v) {
-  const __m256 t = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)),
-                                 _mm512_castps512_ps256(v));
-  const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
-  const __m128 w = _mm_add_ps(u, _mm_movehl_ps(u, u));
-  return _mm_cvtss_f32(_mm_add_ss(w, _mm_movehdup_ps(w)));
-}
-
-// ReduceAdd16 of v[0..3] at once (each sum bit for bit ReduceAdd16's): the four
-// vectors' halves, then quarters, side by side in one vector.
-DK_VNNI_TARGET inline void ReduceAdd16x4(const __m512* v, float* sums) {
-  const __m512 h01 = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)),
-                                   _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)));
-  const __m512 h23 = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)),
-                                   _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)));
-  const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(3, 1, 3, 1)),
-                                 _mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(2, 0, 2, 0)));
-  const __m512 w = _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(1, 0, 3, 2)));
-  const __m512 z = _mm512_add_ps(w, _mm512_permute_ps(w, _MM_SHUFFLE(2, 3, 0, 1)));
-  const __m512i firsts = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-  _mm_storeu_ps(sums, _mm512_castps512_ps128(_mm512_permutexvar_ps(firsts, z)));
-}
-
-// ReduceAdd16 of v[0..kRows).
-template <size_t kRows>
-DK_VNNI_TARGET inline void ReduceRows(const __m512* v, float* sums) {
-  if constexpr (kRows == 4) {
-    ReduceAdd16x4(v, sums);
-  } else {
-    for (size_t i = 0; i < kRows; ++i) sums[i] = ReduceAdd16(v[i]);
-  }
-}
-
 // The qs of the Q8_0 blocks at blk and blk + 34, one per 256-bit half.
 DK_VNNI_TARGET inline __m512i Q8PairQs(const uint8_t* blk) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
@@ -298,9 +262,6 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
     Q8Scales<kRows>(rows, chunked, 2 * pairs, x, scale);
     Q8Pairs<kRows>(rows, chunked, pairs, x, scale, rest_acc);
   }
-  float sums[kRows], rest_sums[kRows];
-  ReduceRows<kRows>(acc, sums);
-  if (rest > 0) ReduceRows<kRows>(rest_acc, rest_sums);
   for (size_t i = 0; i < kRows; ++i) {
     float sum = 0.0f;
     if (rest > 0) {
@@ -311,9 +272,9 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
         tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<WeightFormat::kQ8_0>(blk, x, b)),
                                        _mm256_set1_ps(F16(blk) * x.d[b])));
       }
-      sum = rest_sums[i] + tail + 0.0f;  // + RowGroupSums' zero mins
+      sum = _mm512_reduce_add_ps(rest_acc[i]) + tail + 0.0f;  // + RowGroupSums' zero mins
     }
-    Store(sums[i] + sum, y + r + i);
+    Store(_mm512_reduce_add_ps(acc[i]) + sum, y + r + i);
   }
 }
 
@@ -473,7 +434,6 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   const size_t blocks = cols / ggml::kBlockElems;
   size_t r = r0;
   if constexpr (F == WeightFormat::kQ8_0) {
-    for (; r + 4 <= r1; r += 4) RowGroupQ8Chunked<4>(w, blocks, r, x, y);
     for (; r + 2 <= r1; r += 2) RowGroupQ8Chunked<2>(w, blocks, r, x, y);
     if (r < r1) RowGroupQ8Chunked<1>(w, blocks, r, x, y);
   } else {
