@@ -219,24 +219,22 @@ DK_VNNI_TARGET inline void Q8Pairs(const uint8_t* const* rows, size_t b, size_t 
   }
 }
 
-// The d dx of n <= 16 blocks from b of kRows rows, in lanes 0..n-1 (ChunkScales).
+// The d dx of the 16 blocks from b of kRows rows, block k in lane k (ChunkScales).
 template <size_t kRows>
-DK_VNNI_TARGET inline void Q8Scales(const uint8_t* const* rows, size_t b, size_t n, const Q8Activations& x,
-                                    __m512* scale) {
+DK_VNNI_TARGET inline void Q8Scales(const uint8_t* const* rows, size_t b, const Q8Activations& x, __m512* scale) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  const __m512 dx = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), x.d + b);
-  for (size_t i = 0; i < kRows; ++i) {
-    scale[i] = _mm512_mul_ps(_mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock, n)), dx);
-  }
+  const __m512 dx = _mm512_loadu_ps(x.d + b);
+  for (size_t i = 0; i < kRows; ++i) scale[i] = _mm512_mul_ps(_mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock)), dx);
 }
 
 // Q8_0 rows, 16 blocks at a time (Q8Pairs): the 16 f16 scales of a row's chunk come
 // in with a few word permutes (ChunkScales), one conversion and one multiply by the
 // chunk's dx, where RowGroup spends about six instructions per pair on them. The
-// blocks after the last whole chunk go the same way into accumulators of their own,
-// an odd last block as RowGroupSums takes it, and that sum is added at the end: the
-// dot products, scales and FMAs are RowGroup's (chunk by chunk, then RowGroupSums
-// from the last chunk on), in the same order into the same lanes.
+// blocks after the last whole chunk go through RowGroup's loop (RowGroupSums), whose
+// sum is added at the end: the dot products, scales and FMAs are RowGroup's, in the
+// same order into the same lanes. (Those tail blocks through a partial ChunkScales
+// instead were faster in cache but slower from memory: Gemma 3's K = 640 rows,
+// docs/gemv-kernels.md.)
 template <size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, size_t r,
                                              const Q8Activations& x, YT* y) {
@@ -252,30 +250,12 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
   }
   for (size_t b = 0; b < chunked; b += kChunk) {
     for (size_t i = 0; i < kRows; ++i) PrefetchAhead<kChunk * kBlock>(rows[i] + b * kBlock);
-    Q8Scales<kRows>(rows, b, kChunk, x, scale);
+    Q8Scales<kRows>(rows, b, x, scale);
     Q8Pairs<kRows>(rows, b, kChunk / 2, x, scale, acc);
   }
-  const size_t rest = blocks - chunked, pairs = rest / 2;
-  __m512 rest_acc[kRows];
-  for (size_t i = 0; i < kRows; ++i) rest_acc[i] = _mm512_setzero_ps();
-  if (pairs > 0) {
-    Q8Scales<kRows>(rows, chunked, 2 * pairs, x, scale);
-    Q8Pairs<kRows>(rows, chunked, pairs, x, scale, rest_acc);
-  }
-  for (size_t i = 0; i < kRows; ++i) {
-    float sum = 0.0f;
-    if (rest > 0) {
-      float tail = 0.0f;
-      if (rest % 2 != 0) {
-        const size_t b = blocks - 1;
-        const uint8_t* blk = rows[i] + b * kBlock;
-        tail = ReduceAdd(_mm256_mul_ps(_mm256_cvtepi32_ps(BlockDot<WeightFormat::kQ8_0>(blk, x, b)),
-                                       _mm256_set1_ps(F16(blk) * x.d[b])));
-      }
-      sum = _mm512_reduce_add_ps(rest_acc[i]) + tail + 0.0f;  // + RowGroupSums' zero mins
-    }
-    Store(_mm512_reduce_add_ps(acc[i]) + sum, y + r + i);
-  }
+  float rest[kRows] = {};
+  if (chunked < blocks) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x, rest);
+  for (size_t i = 0; i < kRows; ++i) Store(_mm512_reduce_add_ps(acc[i]) + rest[i], y + r + i);
 }
 
 // Q4_0 / Q4_1 rows, 16 blocks at a time. Scales as in RowGroupQ8Chunked: the 16
