@@ -219,12 +219,15 @@ DK_VNNI_TARGET inline void Q8Pairs(const uint8_t* const* rows, size_t b, size_t 
   }
 }
 
-// The d dx of the 16 blocks from b of kRows rows, block k in lane k (ChunkScales).
+// The d dx of n <= 16 blocks from b of kRows rows, in lanes 0..n-1 (ChunkScales).
 template <size_t kRows>
-DK_VNNI_TARGET inline void Q8Scales(const uint8_t* const* rows, size_t b, const Q8Activations& x, __m512* scale) {
+DK_VNNI_TARGET inline void Q8Scales(const uint8_t* const* rows, size_t b, size_t n, const Q8Activations& x,
+                                    __m512* scale) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
-  const __m512 dx = _mm512_loadu_ps(x.d + b);
-  for (size_t i = 0; i < kRows; ++i) scale[i] = _mm512_mul_ps(_mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock)), dx);
+  const __m512 dx = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), x.d + b);
+  for (size_t i = 0; i < kRows; ++i) {
+    scale[i] = _mm512_mul_ps(_mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock, n)), dx);
+  }
 }
 
 // Q8_0 rows, 16 blocks at a time (Q8Pairs): the 16 f16 scales of a row's chunk come
@@ -250,7 +253,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
   }
   for (size_t b = 0; b < chunked; b += kChunk) {
     for (size_t i = 0; i < kRows; ++i) PrefetchAhead<kChunk * kBlock>(rows[i] + b * kBlock);
-    Q8Scales<kRows>(rows, b, x, scale);
+    Q8Scales<kRows>(rows, b, kChunk, x, scale);
     Q8Pairs<kRows>(rows, b, kChunk / 2, x, scale, acc);
   }
   float rest[kRows] = {};
