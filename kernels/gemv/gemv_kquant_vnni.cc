@@ -7,13 +7,16 @@
 // accumulator per row, reduced at the end.
 #include <immintrin.h>
 
-// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized (and, inlined into a
+// loop over an array of accumulators, -Wuninitialized) on its own locals.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <cstdint>
 #include <cstring>
 
 #include "kernels/gemv/gemm_tiles.h"
+#include "kernels/gemv/gemv_chunk_scales.h"
 #include "kernels/gemv/gemv_kquant.h"
 #include "util/aligned_buffer.h"
 #include "util/ggml_blocks.h"
@@ -193,21 +196,19 @@ DK_VNNI_TARGET void RowsQ6K(const uint8_t* w, size_t cols, size_t r0, size_t r1,
 }
 
 // Q5_0 blocks b0, b1 as Q4's RowGroupSums takes a pair ([lo0 hi0 lo1 hi1] nibbles),
-// the fifth bits (qh, bit i for element i) a byte mask of 0x10: the pair's 64
-// unsigned values, which vpdpbusd dots with its 64 activations (block b0 in lanes
-// 0..7, b1 in lanes 8..15).
+// the fifth bits (qh, bit i for element i) added as 0x10 under a byte mask: the
+// pair's 64 unsigned values, which vpdpbusd dots with its 64 activations (block b0
+// in lanes 0..7, b1 in lanes 8..15). The nibbles: each block's 16 bytes broadcast
+// into two 128-bit lanes ([qs0 qs0 qs1 qs1], two broadcast loads), the second of
+// each shifted right by 4 under a word mask, then one AND.
 DK_VNNI_TARGET inline __m512i Q5PairValues(const uint8_t* b0, const uint8_t* b1) {
   constexpr size_t kQh = offsetof(ggml::BlockQ5_0, qh), kQs = offsetof(ggml::BlockQ5_0, qs);
-  const __m256i mask = _mm256_set1_epi8(0x0F);
-  const __m512i halves = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
-  const __m256i v = _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQs))),
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQs)), 1);
-  const __m256i lo = _mm256_and_si256(v, mask);
-  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-  const __m512i q = _mm512_permutexvar_epi64(halves, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+  const __m512i v = _mm512_mask_broadcast_i32x4(
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQs))), 0xFF00,
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQs)));
+  const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00, v, 4), _mm512_set1_epi8(0x0F));
   const __mmask64 fifth = U32(b0 + kQh) | (static_cast<uint64_t>(U32(b1 + kQh)) << 32);
-  return _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
+  return _mm512_mask_add_epi8(q, fifth, q, _mm512_set1_epi8(0x10));
 }
 
 DK_VNNI_TARGET inline __m512i Q5PairDot(__m512i q, const int8_t* xq) {
@@ -230,76 +231,100 @@ DK_VNNI_TARGET inline float Q5BlockSum(const uint8_t* blk, const int8_t* xq, flo
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-// Q5_0 rows: blocks in pairs (Q5PairValues), their scales d dx 16 blocks at a time as
-// the Q4 rows take them (one gather of the blocks' first 4 bytes, one conversion,
-// one multiply by dx, a permute per pair), the -16 as -16 sum_b d_b dx_b sum_b(x)
-// (one FMA per 16 blocks). Pairs after the last whole 16 take their scales one by
-// one; an odd last block goes on 256 bits.
+// Row r's pairs from b on, each with its two scales, an odd last block on 256 bits,
+// and its sums out.
+template <size_t kTokens, typename Out>
+DK_VNNI_TARGET inline void Q5RowTail(const uint8_t* row, size_t blocks, size_t b, const Q8Activations* x,
+                                     StreamPrefetch& prefetch, __m512* acc, const __m512* offs16, size_t r,
+                                     const Out& out) {
+  constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
+  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  float offs[kTokens] = {};
+  for (; b + 2 <= blocks; b += 2) {
+    const uint8_t* b0 = row + b * kBytes;
+    const uint8_t* b1 = b0 + kBytes;
+    prefetch.Through(b1 + kBytes);
+    const float d0 = F16(b0), d1 = F16(b1);
+    const __m512i q = Q5PairValues(b0, b1);
+    for (size_t t = 0; t < kTokens; ++t) {
+      const __m128 s = _mm_setr_ps(d0 * x[t].d[b], d1 * x[t].d[b + 1], 0, 0);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t].q + b * 32)),
+                               _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc[t]);
+      offs[t] += d0 * x[t].sx[b] + d1 * x[t].sx[b + 1];
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    float tail = 0.0f;
+    if (b < blocks) {
+      const uint8_t* blk = row + b * kBytes;
+      tail = Q5BlockSum(blk, x[t].q + b * 32, F16(blk) * x[t].d[b]);
+      offs[t] += F16(blk) * x[t].sx[b];
+    }
+    offs[t] += _mm512_reduce_add_ps(offs16[t]);
+    out(t, r, _mm512_reduce_add_ps(acc[t]) + tail - 16.0f * offs[t]);
+  }
+}
+
+// kRows Q5_0 rows from r for kTokens token rows: blocks in pairs (Q5PairValues),
+// their scales d dx 16 blocks at a time (ChunkScales, one conversion, one multiply
+// by dx, a permute per pair), the -16 as -16 sum_b d_b dx_b sum_b(x) (one FMA per 16
+// blocks). Pairs after the last whole 16 take their scales one by one; an odd last
+// block goes on 256 bits. Rows (or token rows) go side by side so that their
+// accumulators' FMA chains overlap (one alone waits on the FMA latency every pair);
+// each (row, token row) keeps its own accumulators and order, its sum as if alone.
+template <size_t kRows, size_t kTokens, typename Out>
+DK_VNNI_TARGET inline void Q5RowGroup(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x,
+                                      StreamPrefetch& prefetch, const Out& out) {
+  constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
+  constexpr size_t kChunk = 16;
+  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i two = _mm512_set1_epi32(2);
+  const uint8_t* rows[kRows];
+  __m512 acc[kRows][kTokens], offs16[kRows][kTokens];
+  for (size_t i = 0; i < kRows; ++i) {
+    rows[i] = w + (r + i) * blocks * kBytes;
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = offs16[i][t] = _mm512_setzero_ps();
+  }
+  size_t b = 0;
+  for (; b + kChunk <= blocks; b += kChunk) {
+    __m512 scale[kRows][kTokens];
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512 d = _mm512_cvtph_ps(ChunkScales<kBytes>(rows[i] + b * kBytes));
+      for (size_t t = 0; t < kTokens; ++t) {
+        scale[i][t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t].d + b));
+        offs16[i][t] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[t].sx + b), offs16[i][t]);
+      }
+    }
+    __m512i pick = pair0;
+    for (size_t p = b; p < b + kChunk; p += 2) {
+      prefetch.Through(rows[kRows - 1] + (p + 2) * kBytes);
+#pragma GCC unroll 4
+      for (size_t i = 0; i < kRows; ++i) {
+        const __m512i q = Q5PairValues(rows[i] + p * kBytes, rows[i] + (p + 1) * kBytes);
+#pragma GCC unroll 4
+        for (size_t t = 0; t < kTokens; ++t) {
+          acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t].q + p * 32)),
+                                      _mm512_permutexvar_ps(pick, scale[i][t]), acc[i][t]);
+        }
+      }
+      pick = _mm512_add_epi32(pick, two);
+    }
+  }
+  for (size_t i = 0; i < kRows; ++i) Q5RowTail<kTokens>(rows[i], blocks, b, x, prefetch, acc[i], offs16[i], r + i, out);
+}
+
+// Q5_0 rows [r0, r1): two rows side by side for one token row (faster in cache and
+// from memory than one; four were faster in cache but slower from memory at short
+// rows, docs/gemv-kernels.md), one at a time for several token rows.
 template <size_t kTokens, typename Out>
 DK_VNNI_TARGET void RowsQ5_0(const uint8_t* w, size_t cols, size_t r0, size_t r1, const Q8Activations* x,
                              const Out& out) {
-  constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
-  constexpr size_t kChunk = 16;
+  constexpr size_t kRows = kTokens == 1 ? 2 : 1;
   const size_t blocks = cols / ggml::kBlockElems;
-  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  const __m512i two = _mm512_set1_epi32(2);
-  const __m512i starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(static_cast<int>(kBytes)));
-  StreamPrefetch prefetch(w + r0 * blocks * kBytes);
-  for (size_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w + r * blocks * kBytes;
-    __m512 acc[kTokens], offs16[kTokens];
-    float offs[kTokens];
-    for (size_t t = 0; t < kTokens; ++t) {
-      acc[t] = offs16[t] = _mm512_setzero_ps();
-      offs[t] = 0.0f;
-    }
-    size_t b = 0;
-    for (; b + kChunk <= blocks; b += kChunk) {
-      const __m512i head = _mm512_i32gather_epi32(starts, row + b * kBytes, 1);
-      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
-      __m512 scale[kTokens];
-      for (size_t t = 0; t < kTokens; ++t) {
-        scale[t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t].d + b));
-        offs16[t] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[t].sx + b), offs16[t]);
-      }
-      __m512i pick = pair0;
-      for (size_t p = b; p < b + kChunk; p += 2) {
-        const uint8_t* b0 = row + p * kBytes;
-        prefetch.Through(b0 + 2 * kBytes);
-        const __m512i q = Q5PairValues(b0, b0 + kBytes);
-#pragma GCC unroll 4
-        for (size_t t = 0; t < kTokens; ++t) {
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t].q + p * 32)),
-                                   _mm512_permutexvar_ps(pick, scale[t]), acc[t]);
-        }
-        pick = _mm512_add_epi32(pick, two);
-      }
-    }
-    for (; b + 2 <= blocks; b += 2) {
-      const uint8_t* b0 = row + b * kBytes;
-      const uint8_t* b1 = b0 + kBytes;
-      prefetch.Through(b1 + kBytes);
-      const float d0 = F16(b0), d1 = F16(b1);
-      const __m512i q = Q5PairValues(b0, b1);
-      for (size_t t = 0; t < kTokens; ++t) {
-        const __m128 s = _mm_setr_ps(d0 * x[t].d[b], d1 * x[t].d[b + 1], 0, 0);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t].q + b * 32)),
-                                 _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc[t]);
-        offs[t] += d0 * x[t].sx[b] + d1 * x[t].sx[b + 1];
-      }
-    }
-    for (size_t t = 0; t < kTokens; ++t) {
-      float tail = 0.0f;
-      if (b < blocks) {
-        const uint8_t* blk = row + b * kBytes;
-        tail = Q5BlockSum(blk, x[t].q + b * 32, F16(blk) * x[t].d[b]);
-        offs[t] += F16(blk) * x[t].sx[b];
-      }
-      offs[t] += _mm512_reduce_add_ps(offs16[t]);
-      out(t, r, _mm512_reduce_add_ps(acc[t]) + tail - 16.0f * offs[t]);
-    }
-  }
+  StreamPrefetch prefetch(w + r0 * blocks * sizeof(ggml::BlockQ5_0));
+  size_t r = r0;
+  for (; r + kRows <= r1; r += kRows) Q5RowGroup<kRows, kTokens>(w, blocks, r, x, prefetch, out);
+  for (; r < r1; ++r) Q5RowGroup<1, kTokens>(w, blocks, r, x, prefetch, out);
 }
 
 // Rows [r0, r1) of `format` for kTokens token rows.

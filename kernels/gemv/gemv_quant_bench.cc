@@ -134,14 +134,17 @@ BENCHMARK(BM_QuantGemv)
     ->MinTime(0.5)
     ->UseRealTime();
 
-// Compute ceiling: one thread, one 512 x 2048 matrix read over and over (1.1 MiB in
-// Q8_0, 2 MiB in bf16: in L2 or L3), so memory is not the limit. A kernel whose
-// GB/s here is not well above the bandwidth above cannot reach that bandwidth.
+// Compute ceiling: one thread, one matrix read over and over (shape 0: 256 x 2048,
+// 0.53 MiB in Q8_0, 1 MiB in bf16; shape 1: 64 x 8192, the same bytes in longer rows;
+// shape 2: 768 x 640, Gemma 3 270M's K: in the 1 MiB L2 of a Zen core or near it),
+// so memory is not the limit. A kernel whose GB/s here is not well above the
+// bandwidth above cannot reach that bandwidth.
 void BM_QuantGemvHot(benchmark::State& state) {
   const QuantActivations act =
       state.range(0) == 0 ? QuantActivations::kInt8 : QuantActivations::kFloat;
   const int format = static_cast<int>(state.range(1));
-  const Shape s{512, 2048};
+  constexpr Shape kHotShapes[] = {{256, 2048}, {64, 8192}, {768, 640}};
+  const Shape s = kHotShapes[state.range(2)];
   const AlignedBuffer<uint8_t>& w = WeightSet(s, format)[0];
   std::vector<bf16> x(s.cols);
   for (size_t k = 0; k < s.cols; ++k) x[k] = F32ToBf16(static_cast<float>(k % 13) - 6);
@@ -160,8 +163,8 @@ void BM_QuantGemvHot(benchmark::State& state) {
                                        (act == QuantActivations::kInt8 ? " int8-x" : " float-x"));
 }
 BENCHMARK(BM_QuantGemvHot)
-    ->ArgNames({"act", "format"})
-    ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6}})
+    ->ArgNames({"act", "format", "shape"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6}, {0, 1, 2}})
     ->MinTime(0.3);
 
 }  // namespace

@@ -50,10 +50,11 @@ struct Shape {
   size_t rows, cols;
 };
 // Odd row counts around the 4-row task split, K of 1, 2 and 3 blocks and a
-// decode-sized K with an odd block count.
+// decode-sized K with an odd block count; K past whole 16-block chunks by 1, 2, 4
+// (Gemma 3's 640) and 15 blocks (the chunked kernels' tails).
 const Shape kShapes[] = {{1, 32},  {3, 64},   {5, 96},  {7, 32},   {13, 64},
                          {17, 96}, {33, 160}, {1, 2080}, {9, 2080}, {65, 2080},
-                         {3, 1088}, {4, 512}};
+                         {3, 1088}, {4, 512}, {6, 640}, {11, 1504}};
 
 // The same for the K-quants' 256-element super-blocks: 1, 2, 3, 5 and 9 of them.
 const Shape kSuperBlockShapes[] = {{1, 256},  {3, 512},  {5, 768},  {7, 256},  {13, 512},

@@ -2,14 +2,17 @@
 
 #include <immintrin.h>
 
-// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized (and, inlined into a
+// loop over an array of accumulators, -Wuninitialized) on its own locals.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 
 #include "kernels/gemv/gemm_tiles.h"
+#include "kernels/gemv/gemv_chunk_scales.h"
 #include "util/aligned_buffer.h"
 #include "util/ggml_blocks.h"
 
@@ -167,10 +170,10 @@ DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
 
 // Software prefetch distance of the chunked kernels: each row prefetches the cache
 // lines of its chunk this many bytes ahead (into the next rows once past its end;
-// prefetches past the weights are harmless) before it gathers the chunk's scales.
-// The hardware prefetcher alone left the gathers waiting on DRAM; of the distances
-// tried, 4-5 KB was near the best for Q8_0 and Q4_1 alike (the runs, dated:
-// docs/gemv-kernels.md).
+// prefetches past the weights are harmless) before it loads the chunk's scales.
+// The hardware prefetcher alone left the scale loads (then a gather) waiting on
+// DRAM; of the distances tried, 4-5 KB was near the best for Q8_0 and Q4_1 alike
+// (the runs, dated: docs/gemv-kernels.md).
 constexpr size_t kPrefetchAhead = 4096;
 
 template <size_t kBytes>
@@ -179,29 +182,63 @@ DK_VNNI_TARGET inline void PrefetchAhead(const uint8_t* chunk) {
   for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
 }
 
-// Byte offsets of 16 consecutive blocks of kBlock bytes: the chunked kernels'
-// gather of each block's first 4 bytes (its scale fields).
-template <size_t kBlock>
-DK_VNNI_TARGET inline __m512i BlockStarts() {
-  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                            _mm512_set1_epi32(static_cast<int>(kBlock)));
-}
-
-// The qs of Q8_0 blocks b and b + 1 (b's block at `blk`) as one 512-bit vector.
+// The qs of the Q8_0 blocks at blk and blk + 34, one per 256-bit half.
 DK_VNNI_TARGET inline __m512i Q8PairQs(const uint8_t* blk) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
   constexpr size_t kQs = offsetof(ggml::BlockQ8_0, qs);
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQs))),
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlock + kQs)), 1);
 }
 
-// Q8_0 rows, 16 blocks at a time: the 16 f16 scales of a row's chunk come in with
-// one gather (a block's first 4 bytes: d and two qs bytes; the low half is d), one
-// conversion and one multiply by the chunk's dx, and each block pair takes its two
-// scales from that vector with one permute, where RowGroup spends about six
-// instructions per pair on them. The dot products, scales and FMAs are RowGroup's,
-// in the same order into the same lanes; the blocks after the last whole chunk go
-// through RowGroup's loop (RowGroupSums), whose sum is added at the end.
+// Q8_0 pairs [b, b + 2 pairs) of kRows rows into acc: scale[i] holds row i's d dx of
+// blocks b, b + 1, ... in lanes 0, 1, ..., and each pair takes its two from it with
+// one permute. The signed weights go into vpdpbusd's unsigned operand biased:
+// u = w ^ 0x80 = w + 128, so dot(u, x) = dot(w, x) + 128 sum(x) per int32 lane (its
+// four bytes); the lane starts from -128 sum(x) (one vpdpbusd of x with 0x80 bytes
+// per pair, shared by the rows), which leaves the exact dot(w, x) of RowGroup's sign
+// trick for one XOR per pair and row instead of its mask, masked subtract and abs.
+template <size_t kRows>
+DK_VNNI_TARGET inline void Q8Pairs(const uint8_t* const* rows, size_t b, size_t pairs,
+                                   const Q8Activations& x, const __m512* scale, __m512* acc) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i pick = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+#pragma GCC unroll 8
+  for (size_t pair = 0; pair < pairs; ++pair) {
+    const size_t b0 = b + 2 * pair;
+    const __m512i xq = _mm512_load_si512(x.q + b0 * 32);
+    const __m512i start = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, xq));
+#pragma GCC unroll 4
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
+      const __m512i dot = _mm512_dpbusd_epi32(start, _mm512_xor_si512(wq, bias), xq);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i]), acc[i]);
+    }
+    pick = _mm512_add_epi32(pick, _mm512_set1_epi32(2));
+  }
+}
+
+// The d dx of n <= 16 blocks from b of kRows rows, in lanes 0..n-1 (ChunkScales).
+template <size_t kRows>
+DK_VNNI_TARGET inline void Q8Scales(const uint8_t* const* rows, size_t b, size_t n, const Q8Activations& x,
+                                    __m512* scale) {
+  constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
+  const __m512 dx = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), x.d + b);
+  for (size_t i = 0; i < kRows; ++i) {
+    scale[i] = _mm512_mul_ps(_mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock, n)), dx);
+  }
+}
+
+// Q8_0 rows, 16 blocks at a time (Q8Pairs): the 16 f16 scales of a row's chunk come
+// in with a few word permutes (ChunkScales), one conversion and one multiply by the
+// chunk's dx, where RowGroup spends about six instructions per pair on them. The
+// blocks after the last whole chunk go through RowGroup's loop (RowGroupSums), whose
+// sum is added at the end: the dot products, scales and FMAs are RowGroup's, in the
+// same order into the same lanes. (Those tail blocks through a partial ChunkScales
+// instead were faster in cache but slower from memory: Gemma 3's K = 640 rows,
+// docs/gemv-kernels.md.)
 template <size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, size_t r,
                                              const Q8Activations& x, YT* y) {
@@ -209,47 +246,25 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
   if (chunked == 0) return RowGroup<WeightFormat::kQ8_0, kRows>(w, blocks, r, x, y);
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i starts = BlockStarts<kBlock>();
-  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  const __m512i two = _mm512_set1_epi32(2);
   const uint8_t* rows[kRows];
-  __m512 acc[kRows];
+  __m512 acc[kRows], scale[kRows];
   for (size_t i = 0; i < kRows; ++i) {
     rows[i] = w + (r + i) * blocks * kBlock;
     acc[i] = _mm512_setzero_ps();
   }
   for (size_t b = 0; b < chunked; b += kChunk) {
-    const __m512 dx = _mm512_loadu_ps(x.d + b);
-    __m512 scale[kRows];
-    for (size_t i = 0; i < kRows; ++i) {
-      PrefetchAhead<kChunk * kBlock>(rows[i] + b * kBlock);
-      const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
-      scale[i] = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)), dx);
-    }
-    __m512i pick = pair0;
-#pragma GCC unroll 8
-    for (size_t pair = 0; pair < kChunk / 2; ++pair) {
-      const size_t b0 = b + 2 * pair;
-      const __m512i xq = _mm512_load_si512(x.q + b0 * 32);
-#pragma GCC unroll 2
-      for (size_t i = 0; i < kRows; ++i) {
-        const __m512i wq = Q8PairQs(rows[i] + b0 * kBlock);
-        const __m512i xs = _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(wq), zero, xq);
-        const __m512i dot = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wq), xs);
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(pick, scale[i]), acc[i]);
-      }
-      pick = _mm512_add_epi32(pick, two);
-    }
+    for (size_t i = 0; i < kRows; ++i) PrefetchAhead<kChunk * kBlock>(rows[i] + b * kBlock);
+    Q8Scales<kRows>(rows, b, kChunk, x, scale);
+    Q8Pairs<kRows>(rows, b, kChunk / 2, x, scale, acc);
   }
   float rest[kRows] = {};
   if (chunked < blocks) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x, rest);
   for (size_t i = 0; i < kRows; ++i) Store(_mm512_reduce_add_ps(acc[i]) + rest[i], y + r + i);
 }
 
-// Q4_0 / Q4_1 rows, 16 blocks at a time. Scales as in RowGroupQ8Chunked: one
-// gather of the 16 blocks' first 4 bytes (d, then Q4_1's m or two nibble bytes),
-// one conversion each, one multiply by the chunk's dx; the offset's share is one
+// Q4_0 / Q4_1 rows, 16 blocks at a time. Scales as in RowGroupQ8Chunked: the 16
+// blocks' d (and Q4_1's m) by ChunkScales, one conversion each, one multiply by the
+// chunk's dx; the offset's share is one
 // FMA per chunk (m * sx for Q4_1; d * sx for Q4_0, times -8 at the end). Four blocks
 // share one 512-bit vector: their 4 x 16 nibble bytes (a load and three inserts);
 // the low nibbles are dotted with the four blocks' first-half activations and the
@@ -269,7 +284,6 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
   if (chunked == 0) return RowGroup<F, kRows>(w, blocks, r, x, y);
   const __m512i zero = _mm512_setzero_si512();
   const __m512i mask = _mm512_set1_epi8(0x0F);
-  const __m512i starts = BlockStarts<kBlock>();
   const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i four = _mm512_set1_epi32(4);
   const uint8_t* rows[kRows];
@@ -285,11 +299,10 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
     __m512 scale[kRows];
     for (size_t i = 0; i < kRows; ++i) {
       PrefetchAhead<kChunk * kBlock>(rows[i] + b * kBlock);
-      const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
-      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+      const __m512 d = _mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock));
       scale[i] = _mm512_mul_ps(d, dx);
       if constexpr (F == WeightFormat::kQ4_1) {
-        const __m512 m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+        const __m512 m = _mm512_cvtph_ps(ChunkScales<kBlock, kMinOffset>(rows[i] + b * kBlock));
         min_acc[i] = _mm512_fmadd_ps(m, sx, min_acc[i]);
       } else {
         min_acc[i] = _mm512_fmadd_ps(d, sx, min_acc[i]);
@@ -393,7 +406,6 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
     return;
   }
   const __m512i zero = _mm512_setzero_si512();
-  const __m512i starts = BlockStarts<kBlock>();
   const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i two = _mm512_set1_epi32(2);
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -406,8 +418,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   for (size_t b = 0; b < chunked; b += kChunk) {
     __m512 scale[kRows][kTokens];
     for (size_t i = 0; i < kRows; ++i) {
-      const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
-      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+      const __m512 dw = _mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock));
       for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(dw, _mm512_loadu_ps(x[t].d + b));
     }
     __m512i pick = pair0;

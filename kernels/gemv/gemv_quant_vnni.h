@@ -3,15 +3,18 @@
 // vpdpbusd).
 // vpdpbusd multiplies unsigned by signed bytes: Q4 nibbles are unsigned already
 // (Q4_0's -8 is added per row as -8 * sum_b dw_b * dx_b * sum(q_x), as Q4_1's m);
-// for Q8_0 the weight sign moves onto the activation (|w| * (sign(w) x)), exact because x is in
-// [-127, 127]. Each block's dot product is exact; blocks go in pairs on 512-bit
+// Q8_0's weights go in biased by 128 (w ^ 0x80) from int32 lanes that start at
+// -128 times their activations' sum (the AVX-VNNI and short-row loops move the
+// sign onto the activation instead, |w| * (sign(w) x), exact because x is in
+// [-127, 127]). Each block's dot product is exact; blocks go in pairs on 512-bit
 // vectors and accumulate as acc += float(idot) * (dw * dx) in f32 (an odd last
 // block on 256 bits), reduced at the end. Q8_0 rows take their scales 16 blocks at a
-// time (one gather, convert and multiply, then one permute per block pair), which
-// beat converting the scales per block pair. Q4_0 / Q4_1 rows take theirs the same
-// way and put four blocks on one 512-bit vector (activations pre-arranged per four
-// blocks), which beat the per-pair loop in and out of cache. The benchmark runs that
-// decided both, dated: docs/gemv-kernels.md.
+// time (word permutes of the chunk's own lines, gemv_chunk_scales.h; convert and
+// multiply, then one permute per block pair), which beat converting the scales per
+// block pair. Q4_0 / Q4_1 rows take theirs the same way and put four blocks on one
+// 512-bit vector (activations pre-arranged per four blocks), which beat the per-pair
+// loop in and out of cache. The benchmark runs that decided these, dated:
+// docs/gemv-kernels.md.
 #ifndef DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
 #define DK_KERNELS_GEMV_GEMV_QUANT_VNNI_H_
 
