@@ -4,9 +4,11 @@
 
 namespace dk::runtime {
 
-std::vector<uint32_t> PromptLookupDraft(absl::Span<const uint32_t> context, int max_draft, int max_ngram) {
+std::vector<uint32_t> PromptLookupDraft(absl::Span<const uint32_t> context, int max_draft, int max_ngram,
+                                        int min_ngram) {
   const size_t len = context.size();
-  for (size_t n = std::min<size_t>(max_ngram, len > 0 ? len - 1 : 0); n >= 1; --n) {
+  const size_t least = static_cast<size_t>(std::max(min_ngram, 1));
+  for (size_t n = std::min<size_t>(max_ngram, len > 0 ? len - 1 : 0); n >= least; --n) {
     const absl::Span<const uint32_t> suffix = context.subspan(len - n);
     // The most recent earlier occurrence: start j < len - n, latest first.
     for (size_t j = len - n; j-- > 0;) {

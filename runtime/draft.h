@@ -15,8 +15,9 @@
 namespace dk::runtime {
 
 // Up to max_draft tokens continuing `context` (the prompt and the tokens generated
-// so far); empty when no suffix of 1..max_ngram tokens occurred earlier.
-std::vector<uint32_t> PromptLookupDraft(absl::Span<const uint32_t> context, int max_draft, int max_ngram);
+// so far); empty when no suffix of min_ngram..max_ngram tokens occurred earlier.
+std::vector<uint32_t> PromptLookupDraft(absl::Span<const uint32_t> context, int max_draft, int max_ngram,
+                                        int min_ngram = 1);
 
 }  // namespace dk::runtime
 

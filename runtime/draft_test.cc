@@ -26,6 +26,14 @@ TEST(PromptLookupDraft, NoEarlierOccurrenceNoDraft) {
   EXPECT_TRUE(PromptLookupDraft(V{}, 4, 3).empty());
 }
 
+TEST(PromptLookupDraft, MinNgramLeavesShortMatchesOut) {
+  // "... 9 3 | 3": only a 1-gram match; with min_ngram 2 no draft.
+  EXPECT_EQ(PromptLookupDraft(V{3, 8, 9, 3}, 2, 3, 1), (V{8, 9}));
+  EXPECT_TRUE(PromptLookupDraft(V{3, 8, 9, 3}, 2, 3, 2).empty());
+  // A 2-gram match still drafts.
+  EXPECT_EQ(PromptLookupDraft(V{1, 2, 7, 1, 2}, 2, 3, 2), (V{7, 1}));
+}
+
 TEST(PromptLookupDraft, RepeatedTokenDraftsItsContinuation) {
   // "4 4 4": the suffix "4 4" occurred at 0..1, followed by 4.
   EXPECT_EQ(PromptLookupDraft(V{4, 4, 4}, 3, 2), (V{4}));

@@ -27,6 +27,10 @@ absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt) {
 
 namespace {
 
+// Drafts come from matches of at least two tokens: a lone repeated token (a space, a
+// comma) predicts its old successor too rarely to pay for the extra rows of a check.
+constexpr int kMinDraftNgram = 2;
+
 // The speculative loop: `pending` (the last chosen token, not yet fed) and drafts
 // checked together; emits the kept drafts and the check's own choice.
 absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, const GreedyOptions& options,
@@ -37,7 +41,7 @@ absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, 
   while (run.generated < options.max_new_tokens && !run.stopped) {
     const int room = options.max_new_tokens - run.generated - 1;  // drafts past the limit are wasted
     std::vector<uint32_t> draft =
-        PromptLookupDraft(context, std::min(spec.max_draft(), room), spec.max_ngram());
+        PromptLookupDraft(context, std::min(spec.max_draft(), room), spec.max_ngram(), kMinDraftNgram);
     chunk.assign(1, context.back());
     chunk.insert(chunk.end(), draft.begin(), draft.end());
     const auto t0 = Clock::now();
