@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "util/cli.h"
 
@@ -20,10 +21,10 @@ ABSL_FLAG(bool, team_runs, true, "run a launch group as one team run of the pool
 ABSL_FLAG(bool, kernel_times, false, "time each kernel symbol's launches (decode_bench prints them)");
 ABSL_FLAG(bool, gemv_bf16dot, true, "bf16 GEMVs use vdpbf16ps where the CPU has AVX512_BF16");
 ABSL_FLAG(bool, gemv_vnni, true, "quantized GEMVs use vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI");
-ABSL_FLAG(int, prefill_chunk, 0,
-          "prompt tokens one run of the decode program processes (the batched prefill; 1: one at a time; "
-          "0: 512, or the model's context when shorter; at most the context). Changes speed and memory, "
-          "never the tokens");
+ABSL_FLAG(std::string, prefill_chunk, "auto",
+          "prompt tokens one run of the decode program processes (the batched prefill): a number from 1 "
+          "(one at a time) to the model's context, or auto (512, fewer when the context is shorter or a "
+          "chunk's activation buffers would pass 256 MiB). Changes speed and memory, never the tokens");
 ABSL_FLAG(std::string, gemv_prefetch, "auto",
           "software prefetch in the packed bf16 GEMVs: auto (on for Intel CPUs), on or off");
 
@@ -46,14 +47,17 @@ absl::StatusOr<RuntimeOptions> RuntimeOptionsFromFlags() {
   o.cpu.kernel_times = absl::GetFlag(FLAGS_kernel_times);
   o.cpu.gemv_bf16dot = absl::GetFlag(FLAGS_gemv_bf16dot);
   o.cpu.gemv_vnni = absl::GetFlag(FLAGS_gemv_vnni);
-  o.prefill_rows = absl::GetFlag(FLAGS_prefill_chunk);
+  const std::string chunk = absl::GetFlag(FLAGS_prefill_chunk);
+  if (chunk != "auto" && (!absl::SimpleAtoi(chunk, &o.prefill_rows) || o.prefill_rows < 1 || o.prefill_rows > 65536)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prefill_chunk=", chunk, ": expected auto or a number of prompt tokens in [1, 65536]"));
+  }
   const std::string prefetch = absl::GetFlag(FLAGS_gemv_prefetch);
   constexpr int kMax = std::numeric_limits<int>::max();
   for (const absl::Status& s : {cli::RequireRange("threads", o.pool.num_threads, 0, 1024),
                                 cli::RequireRange("pool_spin", o.pool.worker_spin, 0, kMax),
                                 cli::RequireRange("pool_join_spin", o.pool.join_spin, 0, kMax),
-                                cli::RequireRange("host_spin", o.cpu.host_spin, -1, kMax),
-                                cli::RequireRange("prefill_chunk", o.prefill_rows, 0, 1 << 16)}) {
+                                cli::RequireRange("host_spin", o.cpu.host_spin, -1, kMax)}) {
     if (!s.ok()) return s;
   }
   using Prefetch = runtime::CpuDeviceOptions::Prefetch;

@@ -1,5 +1,7 @@
 #include "tools/flags/runtime_flags.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -14,7 +16,7 @@ ABSL_DECLARE_FLAG(bool, team_runs);
 ABSL_DECLARE_FLAG(bool, gemv_vnni);
 ABSL_DECLARE_FLAG(bool, gemv_bf16dot);
 ABSL_DECLARE_FLAG(std::string, gemv_prefetch);
-ABSL_DECLARE_FLAG(int, prefill_chunk);
+ABSL_DECLARE_FLAG(std::string, prefill_chunk);
 
 namespace dk::tools {
 namespace {
@@ -36,11 +38,20 @@ TEST(RuntimeFlags, BadValuesNameTheFlag) {
   EXPECT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("--pool_spin -3 is outside [0, "), std::string::npos) << o.status();
   absl::SetFlag(&FLAGS_pool_spin, 1 << 14);
-  absl::SetFlag(&FLAGS_prefill_chunk, -1);
+  for (const char* bad : {"0", "-1", "many", "100000"}) {
+    absl::SetFlag(&FLAGS_prefill_chunk, std::string(bad));
+    o = RuntimeOptionsFromFlags();
+    EXPECT_FALSE(o.ok()) << bad;
+    EXPECT_NE(o.status().message().find(absl::StrCat("--prefill_chunk=", bad, ": expected auto or a number")),
+              std::string::npos)
+        << o.status();
+  }
+  absl::SetFlag(&FLAGS_prefill_chunk, std::string("64"));
   o = RuntimeOptionsFromFlags();
-  EXPECT_FALSE(o.ok());
-  EXPECT_NE(o.status().message().find("--prefill_chunk -1 is outside [0, 65536]"), std::string::npos) << o.status();
-  absl::SetFlag(&FLAGS_prefill_chunk, 0);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->prefill_rows, 64);
+  EXPECT_NE(o->Describe().find("prefill_chunk=64"), std::string::npos);
+  absl::SetFlag(&FLAGS_prefill_chunk, std::string("auto"));
   absl::SetFlag(&FLAGS_gemv_prefetch, std::string("sometimes"));
   o = RuntimeOptionsFromFlags();
   EXPECT_FALSE(o.ok());
