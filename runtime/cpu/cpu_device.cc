@@ -337,10 +337,7 @@ class CpuDevice final : public Device {
       op.kernel->run_rows(op, rows.first, rows.count, pool_);
       return;
     }
-    for (int r = rows.first; r < rows.first + rows.count; ++r) {
-      op.row = r;
-      op.kernel->run(op, pool_);
-    }
+    cpu::RunRowByRow(op, rows.first, rows.count, pool_);
   }
 
   // A group's launches, in order, over token rows `rows`; with `team` (one row),

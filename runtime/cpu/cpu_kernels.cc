@@ -153,17 +153,9 @@ template <typename T>
 size_t Stride(const LaunchOp& op, int i) {
   return op.bo[i]->row_bytes() / sizeof(T);
 }
-// Calls run() row by row (what the device does for a kernel without rows).
-void RowByRow(void (*run)(const LaunchOp&, ThreadPool*), const LaunchOp& op, size_t first, size_t count,
-              ThreadPool* pool) {
-  for (size_t r = first; r < first + count; ++r) {
-    op.row = r;
-    run(op, pool);
-  }
-}
 void RunGemvRows(const LaunchOp& op, size_t first, size_t count, ThreadPool* pool) {
   // f32 x (a baseline's F32 activations) has no multi-row form.
-  if (op.x_f32) return RowByRow(&RunGemv, op, first, count, pool);
+  if (op.x_f32) return RunRowByRow(op, first, count, pool);
   const size_t rows = op.p[0], cols = op.p[1];
   const auto call = [&](auto* y) {
     using Y = std::remove_pointer_t<decltype(y)>;
@@ -336,6 +328,13 @@ constexpr KernelRow kKernels[] = {
 };
 
 }  // namespace
+
+void RunRowByRow(const LaunchOp& op, size_t first, size_t count, ThreadPool* pool) {
+  for (size_t r = first; r < first + count; ++r) {
+    op.row = r;
+    op.kernel->run(op, pool);
+  }
+}
 
 const KernelRow* FindKernel(const std::string& id) {
   for (const KernelRow& row : kKernels) {

@@ -95,6 +95,10 @@ struct KernelRow {
   void (*run_rows)(const LaunchOp& op, size_t first, size_t count, ThreadPool* pool) = nullptr;
 };
 
+// op.kernel->run() once per row of [first, first + count) (a kernel without
+// run_rows, or a call its multi-row form does not cover).
+void RunRowByRow(const LaunchOp& op, size_t first, size_t count, ThreadPool* pool);
+
 // The row of kernel id `id`; nullptr when the CPU device has no such kernel.
 const KernelRow* FindKernel(const std::string& id);
 
