@@ -542,6 +542,20 @@ void Decoder::Reset() {
   host_->Reset();
 }
 
+absl::Status Decoder::Truncate(int positions) {
+  if (positions < 0 || positions > position_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Truncate(", positions, "): the sequence has ", position_, " positions (keep 0..", position_, ")"));
+  }
+  if (positions == 0) {
+    Reset();
+    return absl::OkStatus();
+  }
+  position_ = positions;
+  last_score_ = 0;
+  return absl::OkStatus();
+}
+
 const float* Decoder::logits() const {
   const int vi = logits_value_;
   return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(last_row_, value_rows_[vi]) * value_bytes_[vi]);

@@ -115,6 +115,11 @@ class Decoder {
 
   // Starts a new sequence (position 0, empty KV cache).
   void Reset();
+  // Keeps the first `positions` (0 <= positions <= position()) tokens of the sequence:
+  // position() moves back to it, and the KV entries past it are overwritten before
+  // anything reads them. last() and logits() are stale until the next Advance / Feed
+  // (feed the last kept token again for its choice).
+  absl::Status Truncate(int positions);
   int position() const { return position_; }
   const elf::Program& program() const { return program_; }
   // The BO of program().bos(i), i in [0, program().bos_size()).

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/draft.h"
-
 #include "util/status.h"
 
 namespace dk::runtime {
@@ -56,7 +56,9 @@ absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, 
     for (size_t i = 0; i <= kept && run.generated < options.max_new_tokens; ++i) {
       DK_RETURN_IF_ERROR(decoder.ReadRow(static_cast<int>(i), &row));
       run.token_ms.push_back(ms);
-      if (options.stop_token && row.token == *options.stop_token) {
+      if (options.IsStop(row.token)) {
+        // Nothing past the stop stays fed: the sequence ends with the token it follows.
+        if (i < kept) DK_RETURN_IF_ERROR(decoder.Rewind(static_cast<int>(i) + 1));
         run.stopped = true;
         break;
       }
@@ -70,25 +72,30 @@ absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, 
 
 }  // namespace
 
-absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
+bool GreedyOptions::IsStop(uint32_t token) const {
+  return std::find(stop_tokens.begin(), stop_tokens.end(), token) != stop_tokens.end();
+}
+
+absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>* context,
                                          const GreedyOptions& options, const OnToken& on_token) {
+  if (context->empty() || decoder.position() != static_cast<int>(context->size())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("ContinueGreedy: the decoder has fed ", decoder.position(), " tokens, the context holds ",
+                     context->size(), " (feed at least one token first)"));
+  }
   GreedyRun run;
-  const auto t_prompt = Clock::now();
-  DK_RETURN_IF_ERROR(FeedPrompt(decoder, prompt));
-  run.prompt_ms = MsSince(t_prompt);
   run.token_ms.reserve(options.max_new_tokens > 0 ? options.max_new_tokens : 0);
   if (decoder.check_rows() > 1 && options.max_new_tokens > 0) {
     // Token 0 is the prompt's choice; the rest come from draft checks.
     const StepResult& first = decoder.last();
-    if (options.stop_token && first.token == *options.stop_token) {
+    if (options.IsStop(first.token)) {
       run.stopped = true;
       return run;
     }
     if (on_token) DK_RETURN_IF_ERROR(on_token(0, first));
     run.generated = 1;
-    std::vector<uint32_t> context(prompt.begin(), prompt.end());
-    context.push_back(first.token);
-    DK_RETURN_IF_ERROR(SpeculativeSteps(decoder, context, options, on_token, run));
+    context->push_back(first.token);
+    DK_RETURN_IF_ERROR(SpeculativeSteps(decoder, *context, options, on_token, run));
     return run;
   }
   for (int i = 0; i < options.max_new_tokens; ++i) {
@@ -99,13 +106,26 @@ absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint
       run.token_ms.push_back(MsSince(t0));
       DK_RETURN_IF_ERROR(step);
     }
-    if (options.stop_token && decoder.last().token == *options.stop_token) {
+    if (options.IsStop(decoder.last().token)) {
       run.stopped = true;
       break;
     }
     if (on_token) DK_RETURN_IF_ERROR(on_token(i, decoder.last()));
     ++run.generated;
+    context->push_back(decoder.last().token);
   }
+  return run;
+}
+
+absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
+                                         const GreedyOptions& options, const OnToken& on_token) {
+  const auto t_prompt = Clock::now();
+  DK_RETURN_IF_ERROR(FeedPrompt(decoder, prompt));
+  const double prompt_ms = MsSince(t_prompt);
+  std::vector<uint32_t> context(prompt.begin(), prompt.end());
+  context.reserve(prompt.size() + std::max(options.max_new_tokens, 0));
+  DK_ASSIGN_OR_RETURN(GreedyRun run, ContinueGreedy(decoder, &context, options, on_token));
+  run.prompt_ms = prompt_ms;
   return run;
 }
 

@@ -5,7 +5,7 @@
 //
 //   runtime::GreedyOptions options;
 //   options.max_new_tokens = 32;
-//   options.stop_token = eos;  // optional
+//   options.stop_tokens = {eos};  // optional
 //   DK_ASSIGN_OR_RETURN(runtime::GreedyRun run,
 //       runtime::GenerateGreedy(decoder, prompt, options,
 //           [&](int i, const runtime::StepResult& step) { ...; return absl::OkStatus(); }));
@@ -18,7 +18,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -34,8 +33,10 @@ absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt);
 
 struct GreedyOptions {
   int max_new_tokens = 32;
-  // A choice equal to this ends the run before it is emitted (the model's EOS).
-  std::optional<uint32_t> stop_token;
+  // A choice equal to one of these ends the run before it is emitted (the model's
+  // end-of-generation ids).
+  std::vector<uint32_t> stop_tokens;
+  bool IsStop(uint32_t token) const;
 };
 
 // Called with each new token in order (`step` is decoder.last(); the decoder's
@@ -45,7 +46,7 @@ using OnToken = std::function<absl::Status(int index, const StepResult& step)>;
 
 struct GreedyRun {
   int generated = 0;             // tokens passed to on_token
-  bool stopped = false;          // ended at options.stop_token
+  bool stopped = false;          // ended at one of options.stop_tokens
   double prompt_ms = 0;          // feeding the prompt
   // Each new token after the first, in order: the decode step that chose it (a draft
   // check that chose several: its time split evenly among them).
@@ -60,6 +61,14 @@ struct GreedyRun {
 // them with Decoder::Score, keeping those the model chooses: the same tokens, with
 // the same top-k, as one step per token.
 absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
+                                         const GreedyOptions& options, const OnToken& on_token);
+
+// GenerateGreedy's tokens after the prompt, from the decoder's current state:
+// `context` holds every token fed so far (the last one's choice is decoder.last(); the
+// speculative loop drafts from it); GreedyRun::prompt_ms stays 0. The generated tokens
+// are appended to *context; the last one is chosen but not fed (decoder.position() is
+// context->size() - 1 afterwards, or context->size() after a stop).
+absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>* context,
                                          const GreedyOptions& options, const OnToken& on_token);
 
 }  // namespace dk::runtime

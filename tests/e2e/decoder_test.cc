@@ -162,7 +162,7 @@ TEST(Greedy, GeneratesWhatStepByStepDecodingDoes) {
   EXPECT_EQ(decoder.position(), 3 + 5);
 
   // A stop token ends the run before it is emitted.
-  options.stop_token = want[2];
+  options.stop_tokens = {want[2]};
   got.clear();
   run = runtime::GenerateGreedy(decoder, prompt, options, [&](int, const runtime::StepResult& s) {
     got.push_back(s.token);
@@ -173,6 +173,23 @@ TEST(Greedy, GeneratesWhatStepByStepDecodingDoes) {
   EXPECT_EQ(got, std::vector<uint32_t>(want.begin(), first));
   EXPECT_TRUE(run->stopped);
   EXPECT_EQ(run->generated, static_cast<int>(got.size()));
+  // The sequence ends with the token the stop follows: all of it fed, the stop not.
+  EXPECT_EQ(decoder.position(), static_cast<int>(prompt.size() + got.size()));
+
+  // ContinueGreedy goes on from the decoder's state: 2 tokens, then 4 more, are the 6.
+  options.stop_tokens.clear();
+  ASSERT_TRUE(runtime::FeedPrompt(decoder, prompt).ok());
+  std::vector<uint32_t> context = prompt;
+  options.max_new_tokens = 2;
+  ASSERT_TRUE(runtime::ContinueGreedy(decoder, &context, options, nullptr).ok());
+  EXPECT_EQ(decoder.position(), static_cast<int>(context.size()) - 1);  // the last chosen, not fed
+  ASSERT_TRUE(decoder.Advance(context.back()).ok());
+  options.max_new_tokens = 4;
+  ASSERT_TRUE(runtime::ContinueGreedy(decoder, &context, options, nullptr).ok());
+  EXPECT_EQ(std::vector<uint32_t>(context.begin() + 3, context.end()), want);
+  // It refuses a context that is not what the decoder has fed.
+  EXPECT_EQ(runtime::ContinueGreedy(decoder, &context, options, nullptr).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 
   // The callback's error ends the run and is returned; an empty prompt is an error.
   run = runtime::GenerateGreedy(decoder, prompt, options,

@@ -93,6 +93,38 @@ TEST_F(Speculative, RepetitivePromptSameTokensWithAcceptedDrafts) {
   EXPECT_EQ(spec.run.token_ms.size(), parent.run.token_ms.size());
 }
 
+// A stop token chosen inside a check's accepted drafts ends the run there: the
+// sequence then holds the prompt and the tokens emitted, nothing fed past the stop.
+TEST_F(Speculative, StopInsideAcceptedDraftsLeavesTheSequenceAtTheStop) {
+  const std::string code =
+      "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n"
+      "Here is the same code again:\n\ndef add(a, b):\n";
+  const Generated parent = Generate(0, code, 24);
+  ASSERT_EQ(parent.steps.size(), 24u);
+  auto session = runtime::CpuSession::Open(programs_[1], "test.elf", weights_);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto ids = tokenizer_->Encode(code);
+  ASSERT_TRUE(ids.ok());
+  const std::vector<uint32_t> prompt(ids->begin(), ids->end());
+  int stops_inside = 0;
+  for (int k = 2; k < 24; ++k) {
+    const uint32_t stop = parent.steps[k].token;
+    int first = 0;
+    while (parent.steps[first].token != stop) ++first;
+    runtime::GreedyOptions greedy;
+    greedy.max_new_tokens = 24;
+    greedy.stop_tokens = {stop};
+    auto run = runtime::GenerateGreedy((*session)->decoder(), prompt, greedy, nullptr);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE(run->stopped);
+    EXPECT_EQ(run->generated, first) << "stop token " << stop;
+    EXPECT_EQ((*session)->decoder().position(), static_cast<int>(prompt.size()) + first) << "stop at " << first;
+    EXPECT_EQ((*session)->decoder().last().token, stop);
+    stops_inside += run->accepted > 0 ? 1 : 0;
+  }
+  EXPECT_GT(stops_inside, 0);  // some stops came inside accepted drafts
+}
+
 TEST_F(Speculative, OrdinaryPromptsSameTokens) {
   for (const char* text : {"The capital of France is", "Once upon a time, there was a"}) {
     const Generated parent = Generate(0, text, 24);

@@ -140,7 +140,7 @@ absl::Status Generate(Loaded& m) {
   dk::runtime::GreedyOptions options;
   options.max_new_tokens = new_tokens;
   if (absl::GetFlag(FLAGS_stop_at_eos) && m.tokenizer->eos_id()) {
-    options.stop_token = static_cast<uint32_t>(*m.tokenizer->eos_id());
+    options.stop_tokens = {static_cast<uint32_t>(*m.tokenizer->eos_id())};
   }
   DK_ASSIGN_OR_RETURN(
       dk::runtime::GreedyRun run,
