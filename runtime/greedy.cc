@@ -38,7 +38,7 @@ absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, 
   const elf::Speculative& spec = decoder.program().speculative();
   std::vector<uint32_t> chunk, top1;
   StepResult row;
-  while (run.generated < options.max_new_tokens && !run.stopped) {
+  while (run.generated < options.max_new_tokens && !run.stopped && !run.requested_end) {
     const int room = options.max_new_tokens - run.generated - 1;  // drafts past the limit are wasted
     std::vector<uint32_t> draft =
         PromptLookupDraft(context, std::min(spec.max_draft(), room), spec.max_ngram(), kMinDraftNgram);
@@ -65,6 +65,12 @@ absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, 
       if (on_token) DK_RETURN_IF_ERROR(on_token(run.generated, row));
       ++run.generated;
       context.push_back(row.token);
+      if (options.end_requested && options.end_requested()) {
+        // As after any run's last token: it is chosen, not fed.
+        if (i < kept) DK_RETURN_IF_ERROR(decoder.Rewind(static_cast<int>(i) + 1));
+        run.requested_end = true;
+        break;
+      }
     }
   }
   return absl::OkStatus();
@@ -95,6 +101,10 @@ absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>
     if (on_token) DK_RETURN_IF_ERROR(on_token(0, first));
     run.generated = 1;
     context->push_back(first.token);
+    if (options.end_requested && options.end_requested()) {
+      run.requested_end = true;
+      return run;
+    }
     DK_RETURN_IF_ERROR(SpeculativeSteps(decoder, *context, options, on_token, run));
     return run;
   }
@@ -113,6 +123,10 @@ absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>
     if (on_token) DK_RETURN_IF_ERROR(on_token(i, decoder.last()));
     ++run.generated;
     context->push_back(decoder.last().token);
+    if (options.end_requested && options.end_requested()) {
+      run.requested_end = true;
+      break;
+    }
   }
   return run;
 }

@@ -36,6 +36,9 @@ struct GreedyOptions {
   // A choice equal to one of these ends the run before it is emitted (the model's
   // end-of-generation ids).
   std::vector<uint32_t> stop_tokens;
+  // Asked after each token passed to on_token: true ends the run there, that token
+  // the last (GreedyRun::requested_end); e.g. a stop string completed in the text.
+  std::function<bool()> end_requested;
   bool IsStop(uint32_t token) const;
 };
 
@@ -47,6 +50,7 @@ using OnToken = std::function<absl::Status(int index, const StepResult& step)>;
 struct GreedyRun {
   int generated = 0;             // tokens passed to on_token
   bool stopped = false;          // ended at one of options.stop_tokens
+  bool requested_end = false;    // ended by options.end_requested
   double prompt_ms = 0;          // feeding the prompt
   // Each new token after the first, in order: the decode step that chose it (a draft
   // check that chose several: its time split evenly among them).

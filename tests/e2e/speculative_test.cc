@@ -95,6 +95,7 @@ TEST_F(Speculative, RepetitivePromptSameTokensWithAcceptedDrafts) {
 
 // A stop token chosen inside a check's accepted drafts ends the run there: the
 // sequence then holds the prompt and the tokens emitted, nothing fed past the stop.
+// So does an end requested after a token inside them.
 TEST_F(Speculative, StopInsideAcceptedDraftsLeavesTheSequenceAtTheStop) {
   const std::string code =
       "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\n"
@@ -121,6 +122,16 @@ TEST_F(Speculative, StopInsideAcceptedDraftsLeavesTheSequenceAtTheStop) {
     EXPECT_EQ((*session)->decoder().position(), static_cast<int>(prompt.size()) + first) << "stop at " << first;
     EXPECT_EQ((*session)->decoder().last().token, stop);
     stops_inside += run->accepted > 0 ? 1 : 0;
+    // An end requested after token `first`: it is the run's last, chosen but not fed.
+    greedy.stop_tokens.clear();
+    int emitted = 0;
+    greedy.end_requested = [&emitted, first] { return ++emitted == first + 1; };
+    run = runtime::GenerateGreedy((*session)->decoder(), prompt, greedy, nullptr);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_TRUE(run->requested_end);
+    EXPECT_EQ(run->generated, first + 1);
+    EXPECT_EQ((*session)->decoder().position(), static_cast<int>(prompt.size()) + first) << "end after " << first;
+    EXPECT_EQ((*session)->decoder().last().token, stop);
   }
   EXPECT_GT(stops_inside, 0);  // some stops came inside accepted drafts
 }
