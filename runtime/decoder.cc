@@ -38,6 +38,10 @@ struct Decoder::Copy {
   int host_rows = 1, bo_rows = 1;                // rows held (row r in slot r mod rows)
   uint8_t* host_at(size_t r) const { return host + RowSlot(r, host_rows) * host_row_bytes; }
   size_t bo_at(size_t r) const { return RowSlot(r, bo_rows) * bo_row_bytes; }
+  // Row copies a run of `rows` token rows makes: one where neither side holds rows
+  // (a weight BO rewritten from its tensor, a value all rows share): the same bytes to
+  // the same place.
+  int Copies(int rows) const { return host_row_bytes == 0 && bo_row_bytes == 0 ? std::min(rows, 1) : rows; }
 };
 
 struct Decoder::StepPlan {
@@ -437,13 +441,13 @@ absl::Status Decoder::WriteInputs(size_t s, RowRange rows, StepTiming* t) {
       }
       continue;
     }
-    for (int r = rows.first; r < rows.first + rows.count; ++r) {
+    for (int r = rows.first; r < rows.first + c.Copies(rows.count); ++r) {
       DK_RETURN_IF_ERROR(c.bo->Write(c.host_at(r), c.bytes, c.bo_at(r)));
     }
     DK_RETURN_IF_ERROR(c.bo_row_bytes == 0
                            ? c.bo->SyncToDevice()
                            : c.bo->SyncRangeToDevice(rows.count * c.bytes, c.bo_at(rows.first)));
-    t->bytes_written += rows.count * c.bytes;
+    t->bytes_written += c.Copies(rows.count) * c.bytes;
   }
   return absl::OkStatus();
 }
@@ -461,10 +465,10 @@ absl::Status Decoder::RunGroup(size_t s, RowRange rows) {
     DK_RETURN_IF_ERROR(c.bo_row_bytes == 0
                            ? c.bo->SyncFromDevice()
                            : c.bo->SyncRangeFromDevice(rows.count * c.bytes, c.bo_at(rows.first)));
-    for (int r = rows.first; r < rows.first + rows.count; ++r) {
+    for (int r = rows.first; r < rows.first + c.Copies(rows.count); ++r) {
       DK_RETURN_IF_ERROR(c.bo->Read(c.host_at(r), c.bytes, c.bo_at(r)));
     }
-    t.bytes_read += rows.count * c.bytes;
+    t.bytes_read += c.Copies(rows.count) * c.bytes;
   }
   t.write_ns = t1 - t0;
   t.run_ns = t2 - t1;
