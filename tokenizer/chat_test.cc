@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "tokenizer/tokenizer.h"
 #include "tools/cpp/runfiles/runfiles.h"
+#include "util/read_file.h"
 
 namespace dk::tokenizer {
 namespace {
@@ -33,26 +33,31 @@ using ::testing::HasSubstr;
 
 constexpr char kTemplates[] = "decodekit/tokenizer/testdata/chat_templates/";
 
+// The test's runfiles, found once (nullptr only if the runner gives none).
+const Runfiles* Files() {
+  static const Runfiles* files = [] {
+    std::string error;
+    Runfiles* r = Runfiles::CreateForTest(&error);
+    EXPECT_NE(r, nullptr) << error;
+    return r;
+  }();
+  return files;
+}
+
+std::string Path(const std::string& rlocation) {
+  return Files() == nullptr ? rlocation : Files()->Rlocation(rlocation);
+}
+
+std::string Read(const std::string& rlocation) {
+  absl::StatusOr<std::string> text = ReadRegularFile(Path(rlocation), "test data");
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.value_or("");
+}
+
+std::string Template(const std::string& file) { return Read(kTemplates + file); }
+
 class ChatTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string error;
-    runfiles_.reset(Runfiles::CreateForTest(&error));
-    ASSERT_NE(runfiles_, nullptr) << error;
-  }
-
-  std::string Path(const std::string& rlocation) { return runfiles_->Rlocation(rlocation); }
-
-  std::string Read(const std::string& rlocation) {
-    std::ifstream in(Path(rlocation), std::ios::binary);
-    EXPECT_TRUE(in.good()) << "cannot open " << rlocation;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
-  std::string Template(const std::string& file) { return Read(kTemplates + file); }
-
   // The tokenizer each golden names (make_chat_goldens.py's docstring), loaded once.
   const Tokenizer& TokenizerFor(const std::string& key) {
     auto it = tokenizers_.find(key);
@@ -68,7 +73,6 @@ class ChatTest : public ::testing::Test {
     return *(tokenizers_[key] = std::move(tok).value());
   }
 
-  std::unique_ptr<Runfiles> runfiles_;
   std::map<std::string, std::unique_ptr<Tokenizer>> tokenizers_;
 };
 
