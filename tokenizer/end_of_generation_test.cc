@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ namespace {
 
 using bazel::tools::cpp::runfiles::Runfiles;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 std::string Rlocation(const std::string& path) {
@@ -152,31 +154,28 @@ TEST(EndOfGenerationTest, Llama32InstructCheckpoint) {
 }
 
 TEST(EndOfGenerationTest, FamilyCheckpoints) {
-  const std::string qwen2 =
-      Checkpoint("qwen2", ReadAll(Testdata("qwen2_style_tokenizer.json")), "qwen2");
-  auto tok = Tokenizer::Load(qwen2);
-  ASSERT_TRUE(tok.ok()) << tok.status();
-  EXPECT_EQ((*tok)->eos_id(), 3002);
-  EXPECT_FALSE((*tok)->bos_id().has_value());  // "bos_token": null
-  EXPECT_THAT((*tok)->end_of_generation_ids(), ElementsAre(3000, 3002));
-
-  // eos_token as {"content": "<eos>"}; generation_config [1, 106].
-  const std::string gemma3 =
-      Checkpoint("gemma3", ReadAll(Testdata("gemma3_style_tokenizer.json")), "gemma3");
-  tok = Tokenizer::Load(gemma3);
-  ASSERT_TRUE(tok.ok()) << tok.status();
-  EXPECT_EQ((*tok)->eos_id(), 1);
-  EXPECT_EQ((*tok)->bos_id(), 2);
-  EXPECT_THAT((*tok)->end_of_generation_ids(), ElementsAre(1, 106));
-
-  // eos_token_id a single integer.
-  const std::string smollm2 =
-      Checkpoint("smollm2", ReadAll(Testdata("smollm2_tokenizer.json")), "smollm2");
-  tok = Tokenizer::Load(smollm2);
-  ASSERT_TRUE(tok.ok()) << tok.status();
-  EXPECT_EQ((*tok)->eos_id(), 2);
-  EXPECT_EQ((*tok)->bos_id(), 1);
-  EXPECT_THAT((*tok)->end_of_generation_ids(), ElementsAre(0, 2));
+  struct Family {
+    const char* name;  // testdata/eog/<name>/, testdata/<tokenizer>
+    const char* tokenizer;
+    int32_t eos;
+    std::optional<int32_t> bos;
+    std::vector<int32_t> eog;
+  };
+  const Family families[] = {
+      // "bos_token": null; generation_config [3002, 3000].
+      {"qwen2", "qwen2_style_tokenizer.json", 3002, std::nullopt, {3000, 3002}},
+      // The object form {"content": "<eos>"}; generation_config [1, 106].
+      {"gemma3", "gemma3_style_tokenizer.json", 1, 2, {1, 106}},
+      // eos_token_id one integer.
+      {"smollm2", "smollm2_tokenizer.json", 2, 1, {0, 2}},
+  };
+  for (const Family& f : families) {
+    auto tok = Tokenizer::Load(Checkpoint(f.name, ReadAll(Testdata(f.tokenizer)), f.name));
+    ASSERT_TRUE(tok.ok()) << f.name << ": " << tok.status();
+    EXPECT_EQ((*tok)->eos_id(), f.eos) << f.name;
+    EXPECT_EQ((*tok)->bos_id(), f.bos) << f.name;
+    EXPECT_THAT((*tok)->end_of_generation_ids(), ElementsAreArray(f.eog)) << f.name;
+  }
 }
 
 // generation_config.json alone: its ids end generation, and EOS stays unset.
