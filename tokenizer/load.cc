@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "tokenizer/end_of_generation.h"
 #include "tokenizer/tokenizer.h"
 #include "util/read_file.h"
 
@@ -478,6 +479,7 @@ absl::StatusOr<TokenizerSpec> Tokenizer::SpecFromTokenizerJson(absl::string_view
   }
   if (absl::Status s = AddJsonPipeline(root, spec); !s.ok()) return s;
   if (!spec.prefix_ids.empty()) spec.bos_id = spec.prefix_ids.front();
+  AddKnownEndOfGenerationIds(spec);
   return spec;
 }
 
@@ -500,10 +502,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
     return absl::NotFoundError(absl::StrCat("tokenizer: no such file or directory: ", path));
   }
   std::string json_path = path;
-  std::optional<std::string> config_path;
+  // Where tokenizer_config.json and generation_config.json may be: the checkpoint
+  // directory, or the directory of a file named tokenizer.json (a checkpoint's).
+  std::optional<std::string> config_dir;
   if (S_ISDIR(st.st_mode)) {
     json_path = absl::StrCat(path, "/tokenizer.json");
-    config_path = absl::StrCat(path, "/tokenizer_config.json");
+    config_dir = path;
     if (::stat(json_path.c_str(), &st) != 0) {
       return absl::NotFoundError(absl::StrCat("tokenizer: checkpoint directory ", path,
                                               " has no tokenizer.json"));
@@ -530,6 +534,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
           "tokenizer ", path, " is neither a GGUF file (no GGUF magic) nor a tokenizer.json ",
           "(does not start with '{')", absl::EndsWith(path, ".gguf") ? "; a corrupt .gguf?" : ""));
     }
+    const size_t slash = path.rfind('/');
+    if (path.substr(slash + 1) == "tokenizer.json") {
+      config_dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    }
   }
   absl::StatusOr<std::string> text = ReadFile(json_path);
   if (!text.ok()) return text.status();
@@ -538,32 +546,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
     return absl::Status(spec.status().code(),
                         absl::StrCat(json_path, ": ", spec.status().message()));
   }
-  // tokenizer_config.json (optional) names the BOS/EOS tokens.
-  if (config_path.has_value()) {
-    absl::StatusOr<std::string> config_text = ReadFile(*config_path);
-    // Absent is fine; present but unreadable (a directory, /dev/zero) is an error.
-    if (!config_text.ok() && !absl::IsNotFound(config_text.status())) return config_text.status();
-    if (config_text.ok()) {
-      Json config = Json::parse(*config_text, nullptr, /*allow_exceptions=*/false);
-      auto token_id = [&](const char* key) -> std::optional<int32_t> {
-        const Json* f = Field(config, key);
-        if (f == nullptr) return std::nullopt;
-        std::string name;
-        if (f->is_string()) {
-          name = f->get<std::string>();
-        } else if (const Json* c = Field(*f, "content"); c != nullptr && c->is_string()) {
-          name = c->get<std::string>();
-        } else {
-          return std::nullopt;
-        }
-        for (size_t id = 0; id < spec->tokens.size(); ++id) {
-          if (spec->tokens[id] == name) return static_cast<int32_t>(id);
-        }
-        return std::nullopt;
-      };
-      if (auto bos = token_id("bos_token")) spec->bos_id = bos;
-      if (auto eos = token_id("eos_token")) spec->eos_id = eos;
-    }
+  if (config_dir.has_value()) {
+    if (absl::Status s = AddCheckpointConfigs(*config_dir, *spec); !s.ok()) return s;
   }
   return Create(*std::move(spec));
 }

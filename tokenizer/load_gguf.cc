@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tokenizer/end_of_generation.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 #include "util/printable.h"
@@ -105,21 +106,42 @@ absl::Status AddGgufPreTokenizer(const weights::GgufFile& gguf, const std::strin
   return absl::OkStatus();
 }
 
-// BOS/EOS/unknown ids and the add_bos/add_eos/add_space_prefix flags. add_bos_token
-// absent means `default_add_bos`.
+// An optional token id `key`, checked against the vocabulary.
+absl::Status OptionalGgufId(const weights::GgufFile& gguf, const std::string& where,
+                            const char* key, const TokenizerSpec& spec,
+                            std::optional<int32_t>* out) {
+  if (gguf.Find(key) == nullptr) return absl::OkStatus();
+  absl::StatusOr<int64_t> v = gguf.GetInt(key);
+  if (!v.ok()) return v.status();
+  if (*v < 0 || *v >= static_cast<int64_t>(spec.tokens.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, key, " = ", *v, " is out of range [0, ", spec.tokens.size(), ")"));
+  }
+  *out = static_cast<int32_t>(*v);
+  return absl::OkStatus();
+}
+
+// The end-of-generation ids besides EOS (which Tokenizer::Create adds): the end-of-turn
+// and end-of-message ids, and the control tokens with a known end-of-turn text, which
+// files often do not name (Gemma 3's has no eot key for its <end_of_turn>). Run after
+// AddGgufTokenTypes, which makes the control tokens special added tokens.
+absl::Status AddGgufEndOfGeneration(const weights::GgufFile& gguf, const std::string& where,
+                                    TokenizerSpec& spec) {
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    std::optional<int32_t> id;
+    if (absl::Status s = OptionalGgufId(gguf, where, key, spec, &id); !s.ok()) return s;
+    if (id.has_value()) spec.eog_ids.push_back(*id);
+  }
+  AddKnownEndOfGenerationIds(spec);
+  return absl::OkStatus();
+}
+
+// BOS/EOS/unknown ids and the add_bos/add_eos/add_space_prefix flags, and the
+// end-of-generation ids. add_bos_token absent means `default_add_bos`.
 absl::Status AddGgufSpecialTokens(const weights::GgufFile& gguf, const std::string& where,
                                   bool default_add_bos, TokenizerSpec& spec) {
-  auto optional_id = [&](const char* key, std::optional<int32_t>* out) -> absl::Status {
-    if (gguf.Find(key) == nullptr) return absl::OkStatus();
-    absl::StatusOr<int64_t> v = gguf.GetInt(key);
-    if (!v.ok()) return v.status();
-    if (*v < 0 || *v >= static_cast<int64_t>(spec.tokens.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(where, key, " = ", *v,
-                                                     " is out of range [0, ",
-                                                     spec.tokens.size(), ")"));
-    }
-    *out = static_cast<int32_t>(*v);
-    return absl::OkStatus();
+  auto optional_id = [&](const char* key, std::optional<int32_t>* out) {
+    return OptionalGgufId(gguf, where, key, spec, out);
   };
   if (absl::Status s = optional_id("tokenizer.ggml.bos_token_id", &spec.bos_id); !s.ok()) return s;
   if (absl::Status s = optional_id("tokenizer.ggml.eos_token_id", &spec.eos_id); !s.ok()) return s;
@@ -154,7 +176,7 @@ absl::Status AddGgufSpecialTokens(const weights::GgufFile& gguf, const std::stri
     }
     spec.suffix_ids.push_back(*spec.eos_id);
   }
-  return absl::OkStatus();
+  return AddGgufEndOfGeneration(gguf, where, spec);
 }
 
 // tokenizer.ggml.tokens, each checked to be UTF-8: a corrupt array would otherwise

@@ -138,6 +138,12 @@ absl::Status Tokenizer::Init() {
   for (int32_t id : spec_.suffix_ids) {
     if (absl::Status s = CheckId(n, id, "post-processor"); !s.ok()) return s;
   }
+  if (spec_.eos_id.has_value()) spec_.eog_ids.push_back(*spec_.eos_id);
+  for (int32_t id : spec_.eog_ids) {
+    if (absl::Status s = CheckId(n, id, "end-of-generation"); !s.ok()) return s;
+  }
+  std::sort(spec_.eog_ids.begin(), spec_.eog_ids.end());
+  spec_.eog_ids.erase(std::unique(spec_.eog_ids.begin(), spec_.eog_ids.end()), spec_.eog_ids.end());
   if (absl::Status s = CheckSteps(spec_); !s.ok()) return s;
 
   BuildTokenTables();

@@ -15,7 +15,17 @@
 //     decoder ByteLevel, or a Sequence of Replace / ByteFallback / Fuse; added tokens;
 //     post_processor TemplateProcessing / ByteLevel / Sequence).
 //   * Tokenizer::Load(path): a .gguf file, a tokenizer.json file, or a checkpoint directory
-//     holding tokenizer.json.
+//     holding tokenizer.json. Next to a tokenizer.json (in the directory, or beside a file
+//     named tokenizer.json), tokenizer_config.json names the BOS/EOS tokens and
+//     generation_config.json lists the end-of-generation ids.
+//
+// End of generation (end_of_generation_ids): a model ends its answer with one of several
+// tokens, rarely only the tokenizer's EOS (Llama 3 Instruct: <|eot_id|>, Qwen: <|im_end|>,
+// Gemma: <end_of_turn>). The set is the EOS id; from a GGUF, tokenizer.ggml.eot_token_id and
+// eom_token_id; from a checkpoint, generation_config.json's eos_token_id (an id or a list);
+// and, from either, every special (GGUF: control) token whose text is a known end-of-turn
+// token (the texts llama.cpp's vocabulary loader treats as end of generation), since files
+// often name only one of them.
 //
 // Encoding (as HF does): added tokens that are not `normalized` (all special tokens, e.g.
 // <|im_start|>, <|eot_id|>, <bos>) are matched as whole tokens anywhere in the raw input
@@ -122,7 +132,14 @@ struct TokenizerSpec {
   std::optional<int32_t> bos_id;
   std::optional<int32_t> eos_id;
   std::optional<int32_t> unk_id;
+  // Ids that end generation (see the top of this file). Tokenizer::Create sorts them, drops
+  // repeats, adds eos_id and refuses one out of [0, tokens.size()).
+  std::vector<int32_t> eog_ids;
 };
+
+// Whether `text` is a special token's text that ends a turn or the text in some model
+// family (e.g. "<|eot_id|>", "<|im_end|>", "<end_of_turn>", "<|endoftext|>").
+bool IsKnownEndOfGenerationText(absl::string_view text);
 
 class Tokenizer {
  public:
@@ -154,6 +171,9 @@ class Tokenizer {
   int32_t vocab_size() const { return static_cast<int32_t>(spec_.tokens.size()); }
   std::optional<int32_t> bos_id() const { return spec_.bos_id; }
   std::optional<int32_t> eos_id() const { return spec_.eos_id; }
+  // Every id that ends generation, sorted (eos_id among them when set).
+  absl::Span<const int32_t> end_of_generation_ids() const { return spec_.eog_ids; }
+  bool IsEndOfGeneration(int32_t id) const;
   const TokenizerSpec& spec() const { return spec_; }
 
  private:
