@@ -98,7 +98,8 @@ void SortPrefix(Sampler::Workspace& ws, size_t need) {
     return;
   }
   const std::vector<double>& e = ws.scores;
-  while (ws.sorted < need) {
+  // (next_bucket < kBuckets: the last bucket holds every kept id left.)
+  while (ws.sorted < need && ws.next_bucket < kBuckets) {
     const size_t chunk = std::max(kFirstChunk, ws.sorted);
     const size_t first = ws.next_bucket;
     size_t last = first, taken = ws.histogram[first];

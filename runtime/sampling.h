@@ -9,6 +9,7 @@
 //   1. repetition penalty: each distinct id among the last repetition_last_n history
 //      tokens has its logit l replaced by l > 0 ? l / penalty : l * penalty (once,
 //      however often it occurred); history ids outside the vocabulary are ignored.
+//      (HF looks at the whole sequence: a last_n >= the history's length does too.)
 //   2. temperature: s = l / temperature (in double).
 //   3. top-k: keep exactly min(k, number of finite logits) ids.
 //   4. top-p: on the softmax over top-k's ids, keep the shortest prefix of the order
@@ -40,10 +41,12 @@
 // platform-dependent step is std::exp in double, whose last bit may differ between
 // C libraries (a draw could change only when u lands within ~1e-16 of a boundary).
 //
-// Cost: top-k runs as one pass with a k-sized heap; top-p and the draw sort only as
-// long a prefix of the order as they walk (growing it by partial selection), so a
-// full sort happens only when nothing cuts the vocabulary and a draw lands deep in
-// its tail, or when Distribution must list every id.
+// Cost: top-k runs as one pass over the logits with a heap of k (plus the penalised
+// ids); without top-k, one pass computes every id's e and a histogram of e by
+// quarter octaves, and top-p and the draw then sort only as long a prefix of the
+// order as they walk (whole buckets, picked by one more pass), so the vocabulary is
+// sorted in full only when Distribution must list every id. Measured figures:
+// docs/measurements.md (//runtime:sampling_bench).
 //
 // Thread-safety: Distribution is const and safe to call concurrently; Sample and
 // Reseed mutate the random stream (and a scratch buffer) and need external locking.

@@ -130,6 +130,13 @@ TEST(Sampling, FiltersCombineInHfOrder) {
   o.top_k = 3;
   o.top_p = 0.85f;
   ExpectDistribution(Make(o).Distribution(kLogits, {}), {1, 4, 7}, Scaled({1, 4, 7}));
+  // Top-p binding over top-k's set: over the top 6 the cumulative sums are .313 .627
+  // .817 .932 .974, so 0.97 keeps five; over all seven (.969 after five) it would
+  // keep six, and without top-p min-p 0.05 would keep 3 (.082) too.
+  o.top_k = 6;
+  o.top_p = 0.97f;
+  o.min_p = 0.05f;
+  ExpectDistribution(Make(o).Distribution(kLogits, {}), {1, 4, 7, 2, 0}, Scaled({1, 4, 7, 2, 0}));
 }
 
 TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
@@ -290,18 +297,23 @@ void ExpectEqualDistributions(const std::vector<Candidate>& a, const std::vector
 }
 
 TEST(Sampling, MatchesThePlainHfPipeline) {
-  const std::vector<float> logits = RandomLogits(3000, 7);
-  const Ids history = {5, 17, 17, 2999, 400, 12345, 5, 77, 78, 79};
+  std::vector<float> logits = RandomLogits(3000, 7);
+  // Penalised ids at the top (5 twice in the window, 17) and a negative one (77);
+  // the other logits lie in [-6.7, 6.7].
+  logits[5] = 8.0f, logits[17] = 7.5f, logits[77] = -2.0f;
+  const Ids history = {5, 17, 17, 2999, 400, 12345, 5, 77, 78, 5};
   for (float t : {0.6f, 1.0f, 1.7f}) {
     for (int k : {0, 1, 40, 2999, 5000}) {
       for (float p : {0.3f, 0.9f, 1.0f}) {
         for (float m : {0.0f, 0.05f}) {
-          SamplingOptions o = Sampling(t);
-          o.top_k = k, o.top_p = p, o.min_p = m;
-          o.repetition_penalty = 1.3f, o.repetition_last_n = 8;
-          SCOPED_TRACE(testing::Message() << t << " " << k << " " << p << " " << m);
-          ExpectEqualDistributions(Make(o).Distribution(logits, history),
-                                   Reference(logits, history, o));
+          for (float penalty : {1.3f, 0.7f}) {
+            SamplingOptions o = Sampling(t);
+            o.top_k = k, o.top_p = p, o.min_p = m;
+            o.repetition_penalty = penalty, o.repetition_last_n = 8;
+            SCOPED_TRACE(testing::Message() << t << " " << k << " " << p << " " << m << " " << penalty);
+            ExpectEqualDistributions(Make(o).Distribution(logits, history),
+                                     Reference(logits, history, o));
+          }
         }
       }
     }
@@ -351,10 +363,14 @@ TEST(Sampling, TheStreamIsXoshiro256StarStarSeededBySplitMix64) {
   EXPECT_EQ(sampler.NextUniform(), 5415695640260286 * 0x1.0p-53);
   EXPECT_EQ(sampler.NextUniform(), 6735350249106120 * 0x1.0p-53);
   EXPECT_EQ(sampler.NextUniform(), 927921571702396 * 0x1.0p-53);
+  for (int i = 3; i < 999; ++i) sampler.NextUniform();
+  EXPECT_EQ(sampler.NextUniform(), 4316208208233947 * 0x1.0p-53);  // the 1000th
   sampler.Reseed(42);
   EXPECT_EQ(sampler.NextUniform(), 755370490430936 * 0x1.0p-53);
   EXPECT_EQ(sampler.NextUniform(), 3413550631330343 * 0x1.0p-53);
   EXPECT_EQ(sampler.NextUniform(), 6125286505004179 * 0x1.0p-53);
+  for (int i = 3; i < 999; ++i) sampler.NextUniform();
+  EXPECT_EQ(sampler.NextUniform(), 4992541146232177 * 0x1.0p-53);
 }
 
 Ids Draws(Sampler& sampler, const std::vector<float>& logits, int count) {
