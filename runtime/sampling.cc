@@ -115,24 +115,39 @@ void SortPrefix(Sampler::Workspace& ws, size_t need) {
   }
 }
 
-// The best `count` ids by their cleaned logit (finite only), in no set order.
+constexpr size_t kBlock = 64;
+
+// Whether any of the kBlock logits at p is > bound (NaN is not): a fixed-length loop
+// without branches, which the compiler vectorises even at -O2.
+bool AnyAbove(const float* p, float bound) {
+  int any = 0;
+  for (size_t j = 0; j < kBlock; ++j) any |= p[j] > bound;
+  return any;
+}
+
+// The best `count` ids by their cleaned logit (finite only), in no set order. Blocks
+// whose maximum cannot enter the heap are skipped after one vectorised pass.
 std::vector<Scored> TopByLogit(absl::Span<const float> logits, size_t count) {
   std::vector<Scored> heap;  // heap.front(): the worst of those kept so far
   heap.reserve(count);
   float worst = -std::numeric_limits<float>::infinity();  // a bound while filling
-  for (size_t i = 0; i < logits.size(); ++i) {
-    // A later id with an equal value comes after; NaN fails this test too.
-    if (!(logits[i] > worst)) continue;
-    const Scored x{Clean(logits[i]), static_cast<uint32_t>(i)};
-    if (heap.size() < count) {
-      heap.push_back(x);
-      std::push_heap(heap.begin(), heap.end(), ScoredBefore);
-      if (heap.size() == count) worst = static_cast<float>(heap.front().s);
-    } else if (ScoredBefore(x, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), ScoredBefore);
-      heap.back() = x;
-      std::push_heap(heap.begin(), heap.end(), ScoredBefore);
-      worst = static_cast<float>(heap.front().s);
+  for (size_t begin = 0; begin < logits.size(); begin += kBlock) {
+    const size_t end = std::min(logits.size(), begin + kBlock);
+    if (end - begin == kBlock && !AnyAbove(&logits[begin], worst)) continue;
+    for (size_t i = begin; i < end; ++i) {
+      // A later id with an equal value comes after; NaN fails this test too.
+      if (!(logits[i] > worst)) continue;
+      const Scored x{Clean(logits[i]), static_cast<uint32_t>(i)};
+      if (heap.size() < count) {
+        heap.push_back(x);
+        std::push_heap(heap.begin(), heap.end(), ScoredBefore);
+        if (heap.size() == count) worst = static_cast<float>(heap.front().s);
+      } else if (ScoredBefore(x, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), ScoredBefore);
+        heap.back() = x;
+        std::push_heap(heap.begin(), heap.end(), ScoredBefore);
+        worst = static_cast<float>(heap.front().s);
+      }
     }
   }
   return heap;
@@ -142,10 +157,9 @@ std::vector<Scored> TopByLogit(absl::Span<const float> logits, size_t count) {
 // not touch is among the best k + (penalised ids) by raw logit, so one pass with a
 // heap of that size and a sort of the few survivors suffice.
 std::vector<Scored> TopK(absl::Span<const float> logits, absl::Span<const uint32_t> history,
-                         const SamplingOptions& options) {
+                         const SamplingOptions& options, size_t k, double t) {
   const std::vector<uint32_t> penalised = PenalisedIds(history, logits.size(), options);
-  std::vector<Scored> top = TopByLogit(logits, options.top_k + penalised.size());
-  const double t = options.temperature;
+  std::vector<Scored> top = TopByLogit(logits, k + penalised.size());
   std::vector<Scored> out;
   for (const Scored& x : top) {
     if (!std::binary_search(penalised.begin(), penalised.end(), x.id)) out.push_back({x.s / t, x.id});
@@ -155,7 +169,7 @@ std::vector<Scored> TopK(absl::Span<const float> logits, absl::Span<const uint32
     if (l != kNegInf) out.push_back({Penalise(l, options.repetition_penalty) / t, id});
   }
   std::sort(out.begin(), out.end(), ScoredBefore);
-  if (out.size() > static_cast<size_t>(options.top_k)) out.resize(options.top_k);
+  if (out.size() > k) out.resize(k);
   return out;
 }
 
@@ -171,7 +185,7 @@ bool Candidates(absl::Span<const float> logits, absl::Span<const uint32_t> histo
   ws.z = 0;
   const double min_p = options.min_p;
   if (options.top_k > 0 && static_cast<size_t>(options.top_k) < logits.size()) {
-    const std::vector<Scored> top = TopK(logits, history, options);
+    const std::vector<Scored> top = TopK(logits, history, options, options.top_k, options.temperature);
     for (const Scored& x : top) {
       const double e = std::exp(x.s - top.front().s);
       ws.z += e;
@@ -210,13 +224,12 @@ double KeptSum(const Sampler::Workspace& ws) {
   return z;
 }
 
-// Greedy: the argmax of the penalised logits, ties (and an all -inf row) to the smaller id.
-uint32_t Argmax(const std::vector<double>& scores) {
-  size_t best = 0;
-  for (size_t i = 1; i < scores.size(); ++i) {
-    if (scores[i] > scores[best]) best = i;
-  }
-  return static_cast<uint32_t>(best);
+// Greedy: the argmax of the penalised logits, ties (and an all -inf row) to the
+// smaller id.
+uint32_t Argmax(absl::Span<const float> logits, absl::Span<const uint32_t> history,
+                const SamplingOptions& options) {
+  const std::vector<Scored> top = TopK(logits, history, options, 1, 1.0);
+  return top.empty() ? 0 : top.front().id;
 }
 
 // splitmix64: expands one 64-bit seed into the xoshiro256** state.
@@ -293,11 +306,8 @@ void Sampler::Filter(absl::Span<const float> logits, absl::Span<const uint32_t> 
 
 std::vector<Candidate> Sampler::Distribution(absl::Span<const float> logits,
                                              absl::Span<const uint32_t> history) const {
+  if (options_.temperature == 0) return {{Argmax(logits, history, options_), 1.0}};
   Workspace ws;
-  if (options_.temperature == 0) {
-    Score(logits, history, options_, 1.0, ws.scores);
-    return {{Argmax(ws.scores), 1.0}};
-  }
   Filter(logits, history, ws);
   if (ws.count == 0) return {{0, 1.0}};
   SortPrefix(ws, ws.count);
@@ -308,11 +318,8 @@ std::vector<Candidate> Sampler::Distribution(absl::Span<const float> logits,
 }
 
 uint32_t Sampler::Sample(absl::Span<const float> logits, absl::Span<const uint32_t> history) {
+  if (options_.temperature == 0) return Argmax(logits, history, options_);
   Workspace& ws = workspace_;
-  if (options_.temperature == 0) {
-    Score(logits, history, options_, 1.0, ws.scores);
-    return Argmax(ws.scores);
-  }
   Filter(logits, history, ws);
   const double u = NextUniform();
   if (ws.count == 0) return 0;
