@@ -78,39 +78,35 @@ TEST(Sampling, TemperatureAloneKeepsEveryFiniteId) {
   }
 }
 
-TEST(Sampling, TopKKeepsExactlyKTiesToTheSmallerId) {
-  SamplingOptions o = Sampling(1.0f);
-  const std::vector<std::pair<int, Ids>> cases = {
-      {1, {1}}, {2, {1, 4}}, {3, {1, 4, 7}}, {5, {1, 4, 7, 2, 0}}, {7, kAllFinite}, {8, kAllFinite}, {100, kAllFinite}};
-  for (const auto& [k, ids] : cases) {
-    o.top_k = k;
-    SCOPED_TRACE(k);
+// For each (value, ids): with `field` = value at temperature 1, the distribution
+// keeps exactly `ids`, renormalised.
+template <typename T>
+void ExpectKeptSets(T SamplingOptions::*field, const std::vector<std::pair<T, Ids>>& cases) {
+  for (const auto& [value, ids] : cases) {
+    SamplingOptions o = Sampling(1.0f);
+    o.*field = value;
+    SCOPED_TRACE(value);
     ExpectDistribution(Make(o).Distribution(kLogits, {}), ids, Scaled(ids));
   }
+}
+
+TEST(Sampling, TopKKeepsExactlyKTiesToTheSmallerId) {
+  ExpectKeptSets<int>(&SamplingOptions::top_k,
+                      {{1, {1}}, {2, {1, 4}}, {3, {1, 4, 7}}, {5, {1, 4, 7, 2, 0}},
+                       {7, kAllFinite}, {8, kAllFinite}, {100, kAllFinite}});
 }
 
 TEST(Sampling, TopPKeepsTheShortestPrefixReachingP) {
-  SamplingOptions o = Sampling(1.0f);
-  const std::vector<std::pair<float, Ids>> cases = {
-      {0.1f, {1}}, {0.3f, {1}}, {0.5f, {1, 4}}, {0.7f, {1, 4, 7}}, {0.9f, {1, 4, 7, 2}},
-      {0.95f, {1, 4, 7, 2, 0}}, {0.999f, kAllFinite}, {1.0f, kAllFinite}};
-  for (const auto& [p, ids] : cases) {
-    o.top_p = p;
-    SCOPED_TRACE(p);
-    ExpectDistribution(Make(o).Distribution(kLogits, {}), ids, Scaled(ids));
-  }
+  ExpectKeptSets<float>(&SamplingOptions::top_p,
+                        {{0.1f, {1}}, {0.3f, {1}}, {0.5f, {1, 4}}, {0.7f, {1, 4, 7}},
+                         {0.9f, {1, 4, 7, 2}}, {0.95f, {1, 4, 7, 2, 0}},
+                         {0.999f, kAllFinite}, {1.0f, kAllFinite}});
 }
 
 TEST(Sampling, MinPDropsIdsBelowAFractionOfTheBest) {
-  SamplingOptions o = Sampling(1.0f);
-  const std::vector<std::pair<float, Ids>> cases = {
-      {0.01f, kAllFinite}, {0.05f, {1, 4, 7, 2, 0, 3}}, {0.1f, {1, 4, 7, 2, 0}},
-      {0.5f, {1, 4, 7}}, {0.9f, {1, 4}}};
-  for (const auto& [m, ids] : cases) {
-    o.min_p = m;
-    SCOPED_TRACE(m);
-    ExpectDistribution(Make(o).Distribution(kLogits, {}), ids, Scaled(ids));
-  }
+  ExpectKeptSets<float>(&SamplingOptions::min_p,
+                        {{0.01f, kAllFinite}, {0.05f, {1, 4, 7, 2, 0, 3}},
+                         {0.1f, {1, 4, 7, 2, 0}}, {0.5f, {1, 4, 7}}, {0.9f, {1, 4}}});
 }
 
 TEST(Sampling, FiltersCombineInHfOrder) {
@@ -141,30 +137,30 @@ TEST(Sampling, FiltersCombineInHfOrder) {
 
 TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
   const std::vector<float> logits = {2.0f, -1.0f, 0.5f, 3.0f, 1.0f};
-  SamplingOptions o = Sampling(1.0f);
-  o.repetition_penalty = 2.0f;
   // Ids 0 and 1 seen (0 twice: penalised once); 9999 is outside the vocabulary.
   const Ids history = {0, 1, 9999, 0};
-  // 0: 2 -> 1 (ties with 4, which it precedes); 1: -1 -> -2.
-  ExpectDistribution(Make(o).Distribution(logits, history), {3, 0, 4, 2, 1},
-                     {3.0, 1.0, 1.0, 0.5, -2.0});
-  // The window: with last_n 1 only the last token (0) is penalised.
-  o.repetition_last_n = 1;
-  ExpectDistribution(Make(o).Distribution(logits, history), {3, 0, 4, 2, 1},
-                     {3.0, 1.0, 1.0, 0.5, -1.0});
-  // last_n 2 sees {9999, 0}; last_n 3 sees 1 too.
-  o.repetition_last_n = 3;
-  ExpectDistribution(Make(o).Distribution(logits, history), {3, 0, 4, 2, 1},
-                     {3.0, 1.0, 1.0, 0.5, -2.0});
-  // last_n 0 looks at nothing.
-  o.repetition_last_n = 0;
-  ExpectDistribution(Make(o).Distribution(logits, history), {3, 0, 4, 2, 1},
-                     {3.0, 2.0, 1.0, 0.5, -1.0});
-  // Penalised before the temperature: (2 / 2) / 0.5.
-  o.repetition_last_n = 64;
-  o.temperature = 0.5f;
-  ExpectDistribution(Make(o).Distribution(logits, history), {3, 0, 4, 2, 1},
-                     {6.0, 2.0, 2.0, 1.0, -4.0});
+  struct Case {
+    int last_n;
+    float temperature;
+    std::vector<double> scaled;  // of ids 3 0 4 2 1, the order in every case
+  };
+  const std::vector<Case> cases = {
+      // 0: 2 -> 1 (ties with 4, which it precedes); 1: -1 -> -2.
+      {64, 1.0f, {3.0, 1.0, 1.0, 0.5, -2.0}},
+      // The window: only the last token (0); then {1, 9999, 0}; then nothing.
+      {1, 1.0f, {3.0, 1.0, 1.0, 0.5, -1.0}},
+      {3, 1.0f, {3.0, 1.0, 1.0, 0.5, -2.0}},
+      {0, 1.0f, {3.0, 2.0, 1.0, 0.5, -1.0}},
+      // Penalised before the temperature: (2 / 2) / 0.5.
+      {64, 0.5f, {6.0, 2.0, 2.0, 1.0, -4.0}},
+  };
+  for (const Case& c : cases) {
+    SamplingOptions o = Sampling(c.temperature);
+    o.repetition_penalty = 2.0f;
+    o.repetition_last_n = c.last_n;
+    SCOPED_TRACE(testing::Message() << c.last_n << " " << c.temperature);
+    ExpectDistribution(Make(o).Distribution(logits, history), {3, 0, 4, 2, 1}, c.scaled);
+  }
 }
 
 TEST(Sampling, GreedyIsTheArgmaxTiesToTheSmallerId) {
