@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -59,10 +58,10 @@ std::vector<uint32_t> PenalisedIds(absl::Span<const uint32_t> history, size_t n,
   return ids;
 }
 
-// scores[i] = the penalised logit divided by `temperature` (1 for greedy); returns
-// the largest score.
+// scores[i] = the penalised logit divided by the temperature; returns the largest.
 double Score(absl::Span<const float> logits, absl::Span<const uint32_t> history,
-             const SamplingOptions& options, double temperature, std::vector<double>& scores) {
+             const SamplingOptions& options, std::vector<double>& scores) {
+  const double temperature = options.temperature;
   const size_t n = logits.size();
   scores.resize(n);
   for (size_t i = 0; i < n; ++i) scores[i] = Clean(logits[i]) / temperature;
@@ -194,7 +193,7 @@ bool Candidates(absl::Span<const float> logits, absl::Span<const uint32_t> histo
     ws.count = ws.entries.size();
     return ws.count < top.size();
   }
-  const double best = Score(logits, history, options, options.temperature, ws.scores);
+  const double best = Score(logits, history, options, ws.scores);
   if (best == kNegInf) return false;
   ws.histogram.assign(kBuckets, 0);
   uint32_t* histogram = ws.histogram.data();
