@@ -1,14 +1,18 @@
-// Streams a greedy continuation of a prompt through a decode ELF on the CPU backend.
+// Streams a continuation of a prompt (or, with --chat, the model's answer in its chat
+// format) through a decode ELF on the CPU backend, as a thin user of the public API
+// (api/decodekit.h: decodekit::Engine).
 //   ./bazelw run //models/smollm2_135m:generate -- --prompt "The capital of France is"
-// The prompt is fed through the same decode ELF one token at a time (no separate
-// prefill), then --max_new_tokens tokens are generated greedily (runtime/greedy.h).
+//   ./bazelw run //models/smollm2_135m:generate -- --chat --prompt "What is the capital of France?"
+// The prompt goes through the prefill path (--prefill_chunk tokens per run), then
+// --max_new_tokens tokens are chosen greedily (the default, what verify checks) or
+// sampled (--temperature > 0, with --top_k / --top_p / --min_p / --repetition_penalty
+// and --seed). Generation stops at the model's end-of-generation tokens (its files'
+// EOS / end-of-turn ids) and at any of --stop's strings.
 // The BUILD target passes the model's --elf, --weights and --tokenizer before the
 // user's flags; a flag given again overrides (the last one counts). Relative
 // --weights and --tokenizer paths are taken from where `bazel run` was called
 // (util/user_path.h).
 // Exit status (util/exit_codes.h): 0 generated, 1 bad input, 2 usage error.
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -20,17 +24,17 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "api/decodekit.h"
+#include "api/engine_internal.h"
 #include "elf/elf.h"
-#include "runtime/cpu/session.h"
-#include "runtime/greedy.h"
 #include "tools/flags/runtime_flags.h"
-#include "tokenizer/tokenizer.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
 #include "util/status.h"
+#include "util/thread_pool.h"
 #include "util/user_path.h"
 
-ABSL_FLAG(std::string, prompt, "The capital of France is", "text to continue");
+ABSL_FLAG(std::string, prompt, "The capital of France is", "text to continue (with --chat: the user's message)");
 ABSL_FLAG(int, max_new_tokens, 32, "tokens to generate (>= 0)");
 ABSL_FLAG(std::string, elf, "", "the decode ELF (the BUILD target passes the model's)");
 ABSL_FLAG(std::string, weights, "synthetic",
@@ -41,126 +45,120 @@ ABSL_FLAG(std::string, tokenizer, "",
           "(the BUILD target passes the model's own)");
 ABSL_FLAG(int, max_context, 0, "KV-cache positions, 0 to 2^24 (0: the model's max_context)");
 ABSL_FLAG(bool, validate, false, "check the BO protocol while running");
-ABSL_FLAG(bool, stop_at_eos, true, "stop when the model emits its end-of-sequence token");
+ABSL_FLAG(bool, stop_at_eos, true,
+          "stop at the model's end-of-generation tokens (its EOS and end-of-turn ids)");
+ABSL_FLAG(float, temperature, 0.0f, "0: greedy (the default); > 0: sample at this temperature");
+ABSL_FLAG(int, top_k, 0, "sampling: keep the k most likely tokens (0: all)");
+ABSL_FLAG(float, top_p, 1.0f, "sampling: keep the smallest set reaching this probability, in (0, 1]");
+ABSL_FLAG(float, min_p, 0.0f, "sampling: drop tokens below min_p x the most likely's probability, in [0, 1)");
+ABSL_FLAG(float, repetition_penalty, 1.0f, "> 1 discourages the last 64 tokens (1: off)");
+ABSL_FLAG(uint64_t, seed, 0, "sampling: the random seed (the same seed gives the same tokens)");
+ABSL_FLAG(bool, chat, false, "format --prompt as a user message in the model's chat format, answer it");
+ABSL_FLAG(std::string, system, "", "with --chat: a system message before the user's");
+ABSL_FLAG(std::string, chat_format, "",
+          "with --chat: llama3, chatml, gemma or raw instead of the model's own chat template");
+ABSL_FLAG(std::vector<std::string>, stop, {}, "stop strings, comma-separated: generation ends before the first");
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using dk::UserPath;
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-struct Loaded {
-  dk::elf::Program program;
-  std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;
-  std::unique_ptr<dk::runtime::CpuSession> session;
-  int max_context = 0;
-  dk::tools::RuntimeOptions runtime;  // from the runtime flags
-};
-
-// The ELF, its weights, the tokenizer and a session on the CPU device.
-absl::Status Load(Loaded& m) {
-  const std::string elf = absl::GetFlag(FLAGS_elf);  // the target's, runfiles-relative
-  DK_ASSIGN_OR_RETURN(m.program, dk::elf::ReadElfFile(elf));
-  const std::string weights_spec = UserPath(absl::GetFlag(FLAGS_weights));
-  std::fprintf(stderr, "[generate] loading weights (%s) ...\n", weights_spec.c_str());
-  const auto t_load = Clock::now();
-  DK_ASSIGN_OR_RETURN(dk::weights::Weights weights, dk::runtime::ReadWeightsSpec(weights_spec, m.program.model()));
-  DK_ASSIGN_OR_RETURN(m.tokenizer, dk::tokenizer::Tokenizer::Load(UserPath(absl::GetFlag(FLAGS_tokenizer))));
-  DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*m.tokenizer, m.program.model().vocab(),
-                                                            dk::ShownPath(UserPath(absl::GetFlag(FLAGS_tokenizer))),
-                                                            absl::StrCat("ELF ", elf)));
-  dk::runtime::SessionOptions options;
-  options.validate = absl::GetFlag(FLAGS_validate);
-  options.max_context = absl::GetFlag(FLAGS_max_context);
-  options.cpu = m.runtime.cpu;
-  options.prefill_rows = m.runtime.prefill_rows;
-  const double weight_mb = weights.total_bytes() / 1e6;
-  // The session keeps the weights only in its BOs (and the embedding table the host
-  // reads), not a second copy: peak memory about the weights' size, not twice it.
-  DK_ASSIGN_OR_RETURN(m.session, dk::runtime::CpuSession::OpenOwning(m.program, elf, std::move(weights), options));
-  std::fprintf(stderr, "[generate] %.0f MB of bf16 weights; %.0f MB freed once in their BOs\n", weight_mb,
-               m.session->released_bytes() / 1e6);
-  m.max_context = options.max_context > 0 ? options.max_context : m.program.model().max_context();
-  std::fprintf(stderr, "[generate] %s on %s: ready in %.0f ms\n[generate] runtime: %s\n",
-               m.program.model().name().c_str(), m.session->device().description().c_str(),
-               Ms(Clock::now() - t_load), m.runtime.Describe().c_str());
-  return absl::OkStatus();
+decodekit::GenerateOptions GenerateOptionsFromFlags() {
+  decodekit::GenerateOptions o;
+  o.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+  o.stop_at_end_of_generation = absl::GetFlag(FLAGS_stop_at_eos);
+  o.stop_strings = absl::GetFlag(FLAGS_stop);
+  o.sampling.temperature = absl::GetFlag(FLAGS_temperature);
+  o.sampling.top_k = absl::GetFlag(FLAGS_top_k);
+  o.sampling.top_p = absl::GetFlag(FLAGS_top_p);
+  o.sampling.min_p = absl::GetFlag(FLAGS_min_p);
+  o.sampling.repetition_penalty = absl::GetFlag(FLAGS_repetition_penalty);
+  o.sampling.seed = absl::GetFlag(FLAGS_seed);
+  return o;
 }
 
-// The prompt's ids, checked to fit the KV cache with the new tokens.
-absl::StatusOr<std::vector<uint32_t>> EncodePrompt(const Loaded& m, int new_tokens) {
-  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, m.tokenizer->Encode(absl::GetFlag(FLAGS_prompt)));
+decodekit::EngineOptions EngineOptionsFromFlags(const dk::tools::RuntimeOptions& runtime) {
+  decodekit::EngineOptions options;
+  options.elf = absl::GetFlag(FLAGS_elf);  // the target's, runfiles-relative
+  options.weights = UserPath(absl::GetFlag(FLAGS_weights));
+  options.tokenizer = UserPath(absl::GetFlag(FLAGS_tokenizer));
+  options.max_context = absl::GetFlag(FLAGS_max_context);
+  options.prefill_chunk = runtime.prefill_rows;
+  options.chat_format = absl::GetFlag(FLAGS_chat_format);
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<decodekit::Engine>> Open(const decodekit::EngineOptions& options,
+                                                        const dk::tools::RuntimeOptions& runtime) {
+  decodekit::internal::ToolOptions tool;
+  tool.pool = &dk::SharedThreadPool();
+  tool.cpu = runtime.cpu;
+  tool.validate = absl::GetFlag(FLAGS_validate);
+  std::fprintf(stderr, "[generate] loading %s with weights %s ...\n", options.elf.c_str(), options.weights.c_str());
+  return decodekit::internal::EngineAccess::Open(options, tool);
+}
+
+// --chat's conversation: --system (if any), then --prompt as the user's message.
+std::vector<decodekit::Message> Conversation() {
+  std::vector<decodekit::Message> messages;
+  if (!absl::GetFlag(FLAGS_system).empty()) messages.push_back({"system", absl::GetFlag(FLAGS_system)});
+  messages.push_back({"user", absl::GetFlag(FLAGS_prompt)});
+  return messages;
+}
+
+// The prompt's tokens (a chat: the formatted conversation's), checked up front to fit
+// the KV cache with the new tokens.
+absl::StatusOr<std::vector<int32_t>> PromptTokens(decodekit::Engine& engine, int new_tokens) {
+  std::vector<int32_t> ids;
+  if (absl::GetFlag(FLAGS_chat)) {
+    DK_ASSIGN_OR_RETURN(const std::string text, engine.FormatChat(Conversation()));
+    DK_ASSIGN_OR_RETURN(ids, engine.Tokenize(text, /*add_special=*/false));
+  } else {
+    DK_ASSIGN_OR_RETURN(ids, engine.Tokenize(absl::GetFlag(FLAGS_prompt)));
+  }
   if (ids.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
   // In int64: --max_new_tokens may be up to INT_MAX (an int sum wrapped negative).
-  if (static_cast<int64_t>(ids.size()) + new_tokens > m.max_context) {
+  if (static_cast<int64_t>(ids.size()) + new_tokens > engine.max_context()) {
     return absl::OutOfRangeError(absl::StrCat("prompt (", ids.size(), " tokens) + --max_new_tokens (", new_tokens,
-                                              ") exceeds the KV cache of ", m.max_context,
+                                              ") exceeds the KV cache of ", engine.max_context(),
                                               " positions (--max_context)"));
   }
-  return std::vector<uint32_t>(ids.begin(), ids.end());
+  return ids;
 }
 
-// Prints each new token's text as it comes; ids the tokenizer does not have (synthetic
-// weights of a larger vocabulary than the test tokenizer's) show as <id:N>.
-class TextStream {
- public:
-  explicit TextStream(const dk::tokenizer::Tokenizer& tok) : tok_(tok), stream_(tok) {}
-  absl::Status Print(uint32_t id) {
-    std::string text;
-    if (static_cast<int32_t>(id) < tok_.vocab_size()) {
-      DK_ASSIGN_OR_RETURN(text, stream_.Next(static_cast<int32_t>(id)));
-    } else {
-      if (!warned_vocab_) {
-        std::fprintf(stderr, "[generate] the model emits ids beyond the tokenizer's %d tokens; "
-                             "showing them as <id:N> (pass --tokenizer for the model's own)\n",
-                     tok_.vocab_size());
-        warned_vocab_ = true;
-      }
-      text = absl::StrCat(stream_.Finish(), "<id:", id, ">");
-    }
-    std::printf("%s", text.c_str());
+absl::Status Generate(decodekit::Engine& engine) {
+  const decodekit::GenerateOptions options = GenerateOptionsFromFlags();
+  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> prompt, PromptTokens(engine, options.max_new_tokens));
+  const bool chat = absl::GetFlag(FLAGS_chat);
+  if (!chat) std::printf("%s", absl::GetFlag(FLAGS_prompt).c_str());
+  std::fflush(stdout);
+  const auto print = [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    return absl::OkStatus();
+    return true;
+  };
+  absl::StatusOr<decodekit::GenerateResult> run;
+  if (chat) {
+    run = engine.Chat(Conversation(), options, print);
+  } else {
+    run = engine.Complete(absl::GetFlag(FLAGS_prompt), options, print);
   }
-  std::string Finish() { return stream_.Finish(); }
-
- private:
-  const dk::tokenizer::Tokenizer& tok_;
-  dk::tokenizer::StreamingDecoder stream_;
-  bool warned_vocab_ = false;
-};
-
-absl::Status Generate(Loaded& m) {
-  const int new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
-  DK_ASSIGN_OR_RETURN(const std::vector<uint32_t> prompt, EncodePrompt(m, new_tokens));
-  std::printf("%s", absl::GetFlag(FLAGS_prompt).c_str());
+  DK_RETURN_IF_ERROR(run.status());
+  std::printf("\n");
   std::fflush(stdout);
-  TextStream text(*m.tokenizer);
-  dk::runtime::GreedyOptions options;
-  options.max_new_tokens = new_tokens;
-  if (absl::GetFlag(FLAGS_stop_at_eos) && m.tokenizer->eos_id()) {
-    options.stop_tokens = {static_cast<uint32_t>(*m.tokenizer->eos_id())};
-  }
-  DK_ASSIGN_OR_RETURN(
-      dk::runtime::GreedyRun run,
-      dk::runtime::GenerateGreedy(m.session->decoder(), prompt, options,
-                                  [&text](int, const dk::runtime::StepResult& step) { return text.Print(step.token); }));
-  std::printf("%s\n", text.Finish().c_str());
-  std::fflush(stdout);
-  double total = 0;
-  for (double ms : run.token_ms) total += ms;
-  const double mean = run.token_ms.empty() ? 0 : total / run.token_ms.size();
+  static const char* kStops[] = {"--max_new_tokens", "an end-of-generation token", "a --stop string",
+                                 "the caller"};
+  const double mean = run->tokens.size() >= 2 ? run->decode_ms / (run->tokens.size() - 1) : 0.0;
   std::fprintf(stderr,
-               "[generate] prompt %zu tokens in %.0f ms (%.1f tokens/s, chunks of %d: the time to the first "
-               "new token); %d new tokens; decode %.2f ms/token (mean), %.1f tokens/s\n",
-               prompt.size(), run.prompt_ms, run.prompt_ms > 0 ? prompt.size() / (run.prompt_ms * 1e-3) : 0.0,
-               m.session->decoder().prefill_rows(), run.generated, mean, mean > 0 ? 1000.0 / mean : 0.0);
-  if (run.checks > 0) {
+               "[generate] prompt %zu tokens in %.0f ms (%.1f tokens/s: the time to first token); %zu new "
+               "tokens; decode %.2f ms/token (mean), %.1f tokens/s; stopped at %s\n",
+               prompt.size(), run->prompt_ms, run->prompt_ms > 0 ? prompt.size() / (run->prompt_ms * 1e-3) : 0.0,
+               run->tokens.size(), mean, run->decode_tokens_per_s(), kStops[static_cast<int>(run->stop)]);
+  if (run->draft_checks > 0) {
     std::fprintf(stderr, "[generate] speculative: %d draft checks, %d of %d drafted tokens accepted (%.0f%%), %.2f "
-                 "tokens per check\n", run.checks, run.accepted, run.drafted,
-                 run.drafted > 0 ? 100.0 * run.accepted / run.drafted : 0.0,
-                 static_cast<double>(run.accepted + run.checks) / run.checks);
+                 "tokens per check\n", run->draft_checks, run->accepted, run->drafted,
+                 run->drafted > 0 ? 100.0 * run->accepted / run->drafted : 0.0,
+                 static_cast<double>(run->accepted + run->draft_checks) / run->draft_checks);
   }
   return absl::OkStatus();
 }
@@ -172,7 +170,8 @@ int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWi
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "generate --elf DECODE.elf --tokenizer FILE [--prompt TEXT] [--max_new_tokens N] "
-      "[--weights DIR|FILE.gguf|synthetic]");
+      "[--weights DIR|FILE.gguf|synthetic] [--chat [--system TEXT] [--chat_format F]] [--temperature T "
+      "--top_k K --top_p P --min_p M --repetition_penalty R --seed S] [--stop A,B]");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
   for (const absl::Status& s :
@@ -192,11 +191,17 @@ int main(int argc, char** argv) {
         dk::cli::RequireWeightsSpec("weights", weights)}) {
     if (!s.ok()) return Fail(s);
   }
-  Loaded m;
+  if (absl::Status s = decodekit::ValidateGenerateOptions(GenerateOptionsFromFlags()); !s.ok()) {
+    return Fail(s, dk::kExitUsage);
+  }
   absl::StatusOr<dk::tools::RuntimeOptions> runtime = dk::tools::ApplyRuntimeFlags();
   if (!runtime.ok()) return Fail(runtime.status(), dk::kExitUsage);
-  m.runtime = *runtime;
-  if (absl::Status s = Load(m); !s.ok()) return Fail(s);
-  if (absl::Status s = Generate(m); !s.ok()) return Fail(s);
+  const decodekit::EngineOptions options = EngineOptionsFromFlags(*runtime);
+  if (absl::Status s = decodekit::ValidateEngineOptions(options); !s.ok()) return Fail(s, dk::kExitUsage);
+  absl::StatusOr<std::unique_ptr<decodekit::Engine>> engine = Open(options, *runtime);
+  if (!engine.ok()) return Fail(engine.status());
+  std::fprintf(stderr, "[generate] %s\n[generate] runtime: %s\n", (*engine)->Describe().c_str(),
+               runtime->Describe().c_str());
+  if (absl::Status s = Generate(**engine); !s.ok()) return Fail(s);
   return dk::kExitOk;
 }

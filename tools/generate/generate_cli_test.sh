@@ -55,6 +55,14 @@ head -c $(((32 - size % 32) % 32 + 4 * 8 * 18)) /dev/zero >>"$TEST_TMPDIR/iq4_nl
 expect_exit "IQ4_NL tensor" 1 \
   "generate: tensor \"token_embd.weight\" (model.embed_tokens.weight) in $TEST_TMPDIR/iq4_nl.gguf: unsupported ggml type IQ4_NL (20)" \
   "${ok[@]}" --weights "$TEST_TMPDIR/iq4_nl.gguf"
+# Sampling and chat options: bad values are usage errors naming the option.
+expect_exit "negative --temperature" 2 "temperature" "${ok[@]}" --temperature -1
+expect_exit "--top_p 0" 2 "top_p" "${ok[@]}" --top_p 0
+expect_exit "unknown --chat_format" 2 "vicuna" "${ok[@]}" --chat --chat_format vicuna
+# The test tokenizer carries no chat template: --chat asks for a format.
+expect_exit "--chat without a template" 1 "carry no chat template" "${ok[@]}" --chat
 expect_exit "valid" 0 "new tokens" "${ok[@]}" --max_new_tokens 2
+expect_exit "valid, sampled" 0 "stopped at --max_new_tokens" "${ok[@]}" --max_new_tokens 3 --temperature 0.8 --seed 2
+expect_exit "valid, raw chat" 0 "new tokens" "${ok[@]}" --max_new_tokens 2 --chat --chat_format raw --system "Be brief."
 
 finish
