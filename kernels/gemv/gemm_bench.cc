@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <tuple>
@@ -146,6 +147,31 @@ void Args(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_Gemm)->Apply(Args)->UseRealTime()->MinTime(0.2);
+
+// The single-row entry the decode programs call (QuantGemv, kInt8, bf16 x and y): the
+// baseline that a small-m Gemm (a draft check of m = k + 1 rows) is held against.
+// Arguments: format, shape, 1, threads.
+void BM_QuantGemv(benchmark::State& state) {
+  Run(state, 1, 1.0, [](WeightFormat f, const Shape& s, size_t, const WeightSetT& set, size_t i, const bf16* x,
+                        bf16* y, ThreadPool* pool) {
+    QuantGemv(f, QuantActivations::kInt8, set[i].data(), s.rows, s.cols, x, y, pool);
+  });
+}
+
+// Draft checks: m in 2..8 on the quantized formats, beside BM_QuantGemv on the same
+// shapes (SmolLM2's 576x1536, 1536x576 and 576x576; llama32_1b's 8192x2048, 2048x8192).
+void SmallArgs(benchmark::internal::Benchmark* b, std::initializer_list<int> ms) {
+  for (int f : {2, 8, 7, 3, 4, 5}) {  // Q8_0, Q4_1, Q4_0, Q4_K, Q5_0, Q6_K
+    for (int s : {5, 4, 3, 1, 2}) {
+      if (kShapes[s].cols % formats::BlockElems(kFormats[f]) != 0) continue;
+      for (int m : ms) {
+        for (int threads : {1, 2}) b->Args({f, s, m, threads});
+      }
+    }
+  }
+}
+BENCHMARK(BM_QuantGemv)->Apply([](auto* b) { SmallArgs(b, {1}); })->UseRealTime()->MinTime(0.2);
+BENCHMARK(BM_Gemm)->Apply([](auto* b) { SmallArgs(b, {2, 3, 4}); })->UseRealTime()->MinTime(0.2);
 
 }  // namespace
 }  // namespace dk::kernels
