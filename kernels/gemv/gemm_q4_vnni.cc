@@ -2,12 +2,15 @@
 
 #include <immintrin.h>
 
-// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized on its own locals.
+// GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized (and, inlined into a
+// loop over an array of accumulators, -Wuninitialized) on its own locals.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <cstring>
 
 #include "kernels/gemv/gemm_tiles.h"
+#include "kernels/gemv/gemv_chunk_scales.h"
 #include "util/check.h"
 #include "util/ggml_blocks.h"
 
@@ -43,8 +46,7 @@ constexpr size_t QsOffset() {
   return F == WeightFormat::kQ4_1 ? offsetof(ggml::BlockQ4_1, qs) : offsetof(ggml::BlockQ4_0, qs);
 }
 constexpr size_t kMinOffset = offsetof(ggml::BlockQ4_1, m);  // Q4_1's f16 m
-constexpr size_t kChunk = 16;                                // blocks per scale gather
-constexpr size_t kPrefetchAhead = 4096;                      // as the single-row kernels
+constexpr size_t kChunk = 16;                                // blocks per scale load
 
 // One block's 32 nibbles dotted with x's block b on 256-bit vectors (an odd last block).
 template <WeightFormat F>
@@ -103,6 +105,8 @@ DK_VNNI_TARGET inline void Q4SumsTokens(const uint8_t* w, size_t blocks, size_t 
       }
     }
   }
+  float acc_sums[kRows][kTokens];
+  ReduceAddEach(&acc[0][0], kRows * kTokens, &acc_sums[0][0]);
   for (size_t i = 0; i < kRows; ++i) {
     for (size_t t = 0; t < kTokens; ++t) {
       float tail = 0.0f;
@@ -115,37 +119,42 @@ DK_VNNI_TARGET inline void Q4SumsTokens(const uint8_t* w, size_t blocks, size_t 
       }
       float mins = _mm_cvtss_f32(_mm_add_ss(min_acc[i][t], _mm_movehdup_ps(min_acc[i][t])));
       if constexpr (F == WeightFormat::kQ4_0) mins *= -8.0f;
-      sums[t][i] = _mm512_reduce_add_ps(acc[i][t]) + tail + mins;
+      sums[t][i] = acc_sums[i][t] + tail + mins;
     }
   }
 }
 
-// One chunk's scales of rows r + i for every token row, as RowGroupQ4Chunked takes
-// them: d * dx into scale, m * sx (Q4_1) or d * sx (Q4_0) added into min_acc.
+// The offsets' share of rows[i] over the chunked blocks for every token row:
+// m * sx (Q4_1) or d * sx (Q4_0) per chunk, RowGroupQ4Chunked's min_acc FMAs in its
+// order, reduced as it reduces them. Apart from the dot products, so that its
+// accumulators need no registers in their loop and its reductions overlap it.
 template <WeightFormat F, size_t kRows, size_t kTokens>
-DK_VNNI_TARGET inline void ChunkScales(const uint8_t* const* rows, size_t b, const Q8Activations* x,
-                                       __m512 (*scale)[kTokens], __m512 (*min_acc)[kTokens]) {
+DK_VNNI_TARGET inline void Q4MinSums(const uint8_t* const* rows, size_t chunked, const Q8Activations* x,
+                                     float (*min_sums)[kTokens]) {
   constexpr size_t kBlock = formats::BlockBytes(F);
-  const __m512i starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32(static_cast<int>(kBlock)));
+  constexpr size_t kMinField = F == WeightFormat::kQ4_1 ? kMinOffset : 0;
+  __m512 min_acc[kRows][kTokens];
   for (size_t i = 0; i < kRows; ++i) {
-    const char* ahead = reinterpret_cast<const char*>(rows[i] + b * kBlock) + kPrefetchAhead;
-    for (size_t line = 0; line < kChunk * kBlock; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
-    const __m512i head = _mm512_i32gather_epi32(starts, rows[i] + b * kBlock, 1);
-    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
-    __m512 mins = d;
-    if constexpr (F == WeightFormat::kQ4_1) mins = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
-    for (size_t t = 0; t < kTokens; ++t) {
-      scale[i][t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t].d + b));
-      min_acc[i][t] = _mm512_fmadd_ps(mins, _mm512_loadu_ps(x[t].sx + b), min_acc[i][t]);
+    for (size_t t = 0; t < kTokens; ++t) min_acc[i][t] = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < chunked; b += kChunk) {
+    for (size_t i = 0; i < kRows; ++i) {
+      const __m512 mins = _mm512_cvtph_ps(ChunkScales<kBlock, kMinField>(rows[i] + b * kBlock));
+      for (size_t t = 0; t < kTokens; ++t) {
+        min_acc[i][t] = _mm512_fmadd_ps(mins, _mm512_loadu_ps(x[t].sx + b), min_acc[i][t]);
+      }
     }
   }
+  ReduceAddEach(&min_acc[0][0], kRows * kTokens, &min_sums[0][0]);
 }
 
 // RowGroupQ4Chunked<F> of rows r + i for kTokens token rows x[t]: each quad of
 // blocks' nibble vector is loaded and split into low and high nibbles once per
-// weight row, then dotted with every token row's quad activations. out[t *
-// out_stride + r + i].
+// weight row, then dotted with every token row's quad activations. The scales come
+// in as that kernel takes them (ChunkScales, one conversion, one multiply by the
+// chunk's dx per token row; no gather, which is microcoded on AMD Zen), the offsets'
+// share apart (Q4MinSums), which lets one weight row serve up to kMaxOnePassTokens
+// token rows with acc and scale in registers. out[t * out_stride + r + i].
 template <WeightFormat F, size_t kRows, size_t kTokens>
 DK_VNNI_TARGET void Q4ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x, float* out,
                                     size_t out_stride) {
@@ -165,14 +174,20 @@ DK_VNNI_TARGET void Q4ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i four = _mm512_set1_epi32(4);
   const uint8_t* rows[kRows];
-  __m512 acc[kRows][kTokens], min_acc[kRows][kTokens];
+  __m512 acc[kRows][kTokens];
   for (size_t i = 0; i < kRows; ++i) {
     rows[i] = w + (r + i) * blocks * kBlock;
-    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_setzero_ps(), min_acc[i][t] = _mm512_setzero_ps();
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_setzero_ps();
   }
+  float min_sums[kRows][kTokens];
+  Q4MinSums<F, kRows, kTokens>(rows, chunked, x, min_sums);
   for (size_t b = 0; b < chunked; b += kChunk) {
     __m512 scale[kRows][kTokens];
-    ChunkScales<F, kRows, kTokens>(rows, b, x, scale, min_acc);
+    for (size_t i = 0; i < kRows; ++i) {
+      PrefetchChunk<kBlock>(rows[i] + b * kBlock);
+      const __m512 d = _mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock));
+      for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t].d + b));
+    }
     __m512i pick = quad0;
 #pragma GCC unroll 4
     for (size_t quad = 0; quad < kChunk / 4; ++quad) {
@@ -197,23 +212,29 @@ DK_VNNI_TARGET void Q4ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
       pick = _mm512_add_epi32(pick, four);
     }
   }
+  float sums[kRows][kTokens];
+  ReduceAddEach(&acc[0][0], kRows * kTokens, &sums[0][0]);
   for (size_t t = 0; t < kTokens; ++t) {
     for (size_t i = 0; i < kRows; ++i) {
-      float mins = _mm512_reduce_add_ps(min_acc[i][t]);
+      float mins = min_sums[i][t];
       if constexpr (F == WeightFormat::kQ4_0) mins *= -8.0f;
-      out[t * out_stride + r + i] = _mm512_reduce_add_ps(acc[i][t]) + mins + rest[t][i];
+      out[t * out_stride + r + i] = sums[i][t] + mins + rest[t][i];
     }
   }
 }
 
-// Weight rows x token rows per tile.
-constexpr size_t kTileRows = 2, kTileTokens = 4;
+// Token rows per tile past kMaxOnePassTokens (prefill), and weight rows per tile:
+// two while a tile's accumulators and scales (2 x kTokens x 2 registers) leave room.
+constexpr size_t kTileTokens = 4;
+constexpr size_t RowsPerTile(size_t tokens) { return tokens <= 1 ? 2 : 1; }
 
 template <WeightFormat F>
 void RowsTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                 size_t out_stride) {
-  ForRowTokenTiles<kTileRows, kTileTokens>(n, m, [&](auto rows, auto tokens, size_t r, size_t t) {
-    Q4ChunkedTokens<F, rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
+  ForTokenTiles<kTileTokens>(m, [&](auto tokens, size_t t) {
+    ForRowGroups<RowsPerTile(tokens)>(n, [&](auto rows, size_t r) {
+      Q4ChunkedTokens<F, rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
+    });
   });
 }
 
