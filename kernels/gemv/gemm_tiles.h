@@ -143,10 +143,11 @@ DK_GEMM_TILE_TARGET inline void FinishTile(bool last, size_t r, size_t n, __m512
 
 // _mm512_reduce_add_ps of four vectors at once, bit for bit: the same lane pairings
 // (256-bit halves, then 128-bit halves, then lanes (0, 2) and (1, 3), then (0, 1)),
-// each step one add for all four. out[j] for j < n (n <= 4; v[j] for j >= n unused).
-// Each vector alone costs about seven shuffles and adds, which at small m and short
-// rows (K = 576: one 16-block chunk a row) was the most of a tile's work.
-DK_GEMM_TILE_TARGET inline void ReduceAdd4(const __m512* v, size_t n, float* out) {
+// each step one add for all four; lane j of the result is v[j]'s sum (v[j] for j >= n
+// (n <= 4) is not read; its lane is 0). Each vector alone costs about seven shuffles
+// and adds, which at small m and short rows (K = 576: one 16-block chunk a row) was
+// a large share of a tile's work.
+DK_GEMM_TILE_TARGET inline __m128 ReduceAdd4(const __m512* v, size_t n) {
   const __m512 zero = _mm512_setzero_ps();
   const __m512 a = v[0], b = n > 1 ? v[1] : zero, c = n > 2 ? v[2] : zero, d = n > 3 ? v[3] : zero;
   // [a's 8 sums of halves, b's], [c's, d's]
@@ -156,17 +157,23 @@ DK_GEMM_TILE_TARGET inline void ReduceAdd4(const __m512* v, size_t n, float* out
   const __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
   const __m512 p = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4E));  // lanes (0 + 2, 1 + 3) of each quarter
   const __m512 r = _mm512_add_ps(p, _mm512_permute_ps(p, 0xB1));  // lane 0 of quarter j: vector j's sum
-  const __m128 sums = _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0,
-                                                                                      0, 0, 0, 0, 0, 0), r));
-  if (n == 4) return _mm_storeu_ps(out, sums);
-  alignas(16) float all[4];
-  _mm_store_ps(all, sums);
-  for (size_t j = 0; j < n; ++j) out[j] = all[j];
+  const __m512i lane0s = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(lane0s, r));
 }
 
-// out[j] = _mm512_reduce_add_ps(v[j]) for j < n, four at a time (ReduceAdd4).
+// Lane j < n (n <= 8) of the result: _mm512_reduce_add_ps(v[j]) (ReduceAdd4).
+DK_GEMM_TILE_TARGET inline __m256 ReduceAddLanes(const __m512* v, size_t n) {
+  const __m128 lo = ReduceAdd4(v, std::min<size_t>(n, 4));
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), n > 4 ? ReduceAdd4(v + 4, n - 4) : _mm_setzero_ps(), 1);
+}
+
+// out[j] = _mm512_reduce_add_ps(v[j]) for j < n (ReduceAdd4).
 DK_GEMM_TILE_TARGET inline void ReduceAddEach(const __m512* v, size_t n, float* out) {
-  for (size_t j = 0; j < n; j += 4) ReduceAdd4(v + j, std::min<size_t>(4, n - j), out + j);
+  for (size_t j = 0; j < n; j += 4) {
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, ReduceAdd4(v + j, std::min<size_t>(4, n - j)));
+    for (size_t k = 0; k < 4 && j + k < n; ++k) out[j + k] = sums[k];
+  }
 }
 
 #undef DK_GEMM_TILE_TARGET
