@@ -264,7 +264,7 @@ template <WeightFormat F>
 void RowsTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                 size_t out_stride) {
   const size_t blocks = cols / ggml::kBlockElems;
-  ForTokenTiles<kTileTokens>(m, [&](auto tokens, size_t t) {
+  ForTokenTiles<kTileTokens>(m, OnePassTokens(cols), [&](auto tokens, size_t t) {
     TailScales tail;
     PrepareTailScales<tokens>(blocks / kChunk * kChunk, blocks, x + t, &tail);
     ForRowGroups<RowsPerTile(tokens)>(n, [&](auto rows, size_t r) {

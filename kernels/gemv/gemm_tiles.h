@@ -47,27 +47,37 @@ inline void ForRowTokenTiles(size_t n, size_t m, const Tile& tile) {
 }
 
 // Token rows of a draft check (k drafts + 1) that the block formats' kernels take in
-// one tile.
+// one tile at most.
 constexpr size_t kMaxOnePassTokens = 8;
 
+// The most token rows of `cols` int8 activations one tile takes: all of them are read
+// once per weight row, so past about 40 KiB (L1 is 48 KiB) they stream from L2 (at
+// K = 8192, 8 rows in one tile were slower than two tiles of 4).
+constexpr size_t OnePassTokens(size_t cols, size_t most = kMaxOnePassTokens) {
+  return std::max<size_t>(1, std::min(most, size_t{40960} / cols));
+}
+
 // Token rows [0, m) in tiles for the block formats' register-blocked kernels:
-// m <= kMaxOnePassTokens as one tile of all m, so that each weight row is loaded,
-// unpacked and its scales converted once per call (a second tile re-runs all of
-// that per weight byte, and split 4 + 1 a draft check of 5 rows cost over twice the
-// GEMV); more as kTokens-row tiles, the rest as ForLeftoverTokens. fn(Count<tokens>, t).
+// m <= one_pass (at most kMaxOnePassTokens) as one tile of all m, so that each
+// weight row is loaded, unpacked and its scales converted once per call (a second
+// tile re-runs all of that per weight byte, and split 4 + 1 a draft check of 5 rows
+// cost over twice the GEMV); more as kTokens-row tiles, the rest as ForLeftoverTokens.
+// fn(Count<tokens>, t).
 template <size_t kTokens, typename Fn>
-inline void ForTokenTiles(size_t m, const Fn& fn) {
+inline void ForTokenTiles(size_t m, size_t one_pass, const Fn& fn) {
   static_assert(kTokens <= kMaxOnePassTokens);
-  switch (m) {
-    case 1: return fn(Count<1>(), 0);
-    case 2: return fn(Count<2>(), 0);
-    case 3: return fn(Count<3>(), 0);
-    case 4: return fn(Count<4>(), 0);
-    case 5: return fn(Count<5>(), 0);
-    case 6: return fn(Count<6>(), 0);
-    case 7: return fn(Count<7>(), 0);
-    case 8: return fn(Count<8>(), 0);
-    default: break;
+  if (m <= one_pass) {
+    switch (m) {
+      case 1: return fn(Count<1>(), 0);
+      case 2: return fn(Count<2>(), 0);
+      case 3: return fn(Count<3>(), 0);
+      case 4: return fn(Count<4>(), 0);
+      case 5: return fn(Count<5>(), 0);
+      case 6: return fn(Count<6>(), 0);
+      case 7: return fn(Count<7>(), 0);
+      case 8: return fn(Count<8>(), 0);
+      default: break;
+    }
   }
   size_t t = 0;
   for (; t + kTokens <= m; t += kTokens) fn(Count<kTokens>(), t);

@@ -574,7 +574,7 @@ void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activatio
                       size_t out_stride) {
   // Two weight rows per tile while its accumulators and scales (2 x 2 x tokens
   // registers) leave room; tokens past kMaxOnePassTokens (prefill) 4 at a time.
-  ForTokenTiles<4>(m, [&](auto tokens, size_t t) {
+  ForTokenTiles<4>(m, OnePassTokens(cols), [&](auto tokens, size_t t) {
     ForRowGroups<tokens <= 1 ? 2 : 1>(n, [&](auto rows, size_t r) {
       Q8ChunkedTokens<rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
     });
