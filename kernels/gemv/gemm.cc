@@ -168,7 +168,10 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
   const size_t chunks = RoundUp(cols, kChunkCols) / kChunkCols;
   const size_t row_bytes = formats::IsBlockFormat(x.format) ? formats::RowBytes(x.format, cols) : 0;
   const uint8_t* blocks = static_cast<const uint8_t*>(w) + s * row_bytes;  // block formats: from row s
-  switch (TokenKernelOf(x)) {
+  // One token row (the tail of a token block, or m = 1): the single-row kernels
+  // themselves, as fast as the GEMV by construction.
+  const TokenKernel kernel = t1 - t0 == 1 && formats::IsBlockFormat(x.format) ? TokenKernel::kNone : TokenKernelOf(x);
+  switch (kernel) {
     case TokenKernel::kPacked:
       return internal::PackedPanelsDpBf16Tokens(static_cast<const bf16*>(w), rows, chunks, s / kPanelRows,
                                                 (e + kPanelRows - 1) / kPanelRows, x.padded + t0, t1 - t0, out,

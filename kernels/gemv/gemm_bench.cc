@@ -1,7 +1,8 @@
 // Multi-row GEMM (gemm.h) throughput for batched prefill, in GFLOP/s = 2 rows cols m
 // / time, at the llama32_1b (2048x2048 q/o, 8192x2048 gate/up, 2048x8192 down) and
 // SmolLM2-135M (576x576, 1536x576, 576x1536) shapes, per weight format, for m token
-// rows in {1, 5, 8, 64, 512} and 1 or 2 threads. Weights rotate over >= 64 MiB of
+// rows in {1, 5, 8, 64, 512} (block formats: 1, 64, 512 here and 2..8 beside the
+// single-row GEMV, RegisterDraftChecks) and 1 or 2 threads. Weights rotate over >= 64 MiB of
 // distinct matrices so that, as in a prefill over many layers, they come from DRAM.
 //   ./bazelw run --config=opt //kernels/gemv:gemm_bench -- --benchmark_filter=...
 // Arguments: format (kFormats index), shape (kShapes index), m, threads. Counter solo:
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <tuple>
@@ -140,6 +142,7 @@ void Args(benchmark::internal::Benchmark* b) {
     for (int s = 0; s < static_cast<int>(std::size(kShapes)); ++s) {
       if (kShapes[s].cols % formats::BlockElems(kFormats[f]) != 0) continue;  // K-quants at SmolLM2's 576
       for (int m : {1, 5, 8, 64, 512}) {
+        if (formats::IsBlockFormat(kFormats[f]) && (m == 5 || m == 8)) continue;  // RegisterDraftChecks
         for (int threads : {1, 2}) b->Args({f, s, m, threads});
       }
     }
@@ -147,7 +150,42 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Gemm)->Apply(Args)->UseRealTime()->MinTime(0.2);
 
+// The single-row entry the decode programs call (QuantGemv, kInt8, bf16 x and y): the
+// baseline that a small-m Gemm (a draft check of m = k + 1 rows) is held against.
+// Arguments: format, shape, 1, threads.
+void BM_QuantGemv(benchmark::State& state) {
+  Run(state, 1, 1.0, [](WeightFormat f, const Shape& s, size_t, const WeightSetT& set, size_t i, const bf16* x,
+                        bf16* y, ThreadPool* pool) {
+    QuantGemv(f, QuantActivations::kInt8, set[i].data(), s.rows, s.cols, x, y, pool);
+  });
+}
+
+// Draft checks: m in 2..8 on the quantized formats at SmolLM2's shapes (576x1536,
+// 1536x576, 576x576) and llama32_1b's MLP (8192x2048, 2048x8192), registered per
+// format, shape and thread count right after BM_QuantGemv on the same shape, so that
+// the ratios to it compare runs seconds apart on this host's varying bandwidth.
+void RegisterDraftChecks() {
+  for (int f : {2, 8, 7, 3, 4, 5}) {  // Q8_0, Q4_1, Q4_0, Q4_K, Q5_0, Q6_K
+    for (int s : {5, 4, 3, 1, 2}) {
+      if (kShapes[s].cols % formats::BlockElems(kFormats[f]) != 0) continue;
+      for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark("BM_QuantGemv", BM_QuantGemv)->Args({f, s, 1, threads})->UseRealTime()->MinTime(0.2);
+        for (int m : {2, 3, 4, 5, 8}) {
+          benchmark::RegisterBenchmark("BM_Gemm", BM_Gemm)->Args({f, s, m, threads})->UseRealTime()->MinTime(0.2);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dk::kernels
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  dk::kernels::RegisterDraftChecks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -2,7 +2,8 @@
 // must be BIT-identical to the single-row call on X[i] (Gemv / PackedGemv / X12Gemv /
 // QuantGemv(kInt8); the fused gemv_fused.h kernels), on every SIMD target, both bf16
 // GEMV paths (vdpbf16ps and widening), both int8 paths (VNNI and Highway), each
-// weight format, 1 to 3 threads, m in {1, 2, 3, 7, 8, 9, 33}, odd row counts (not a
+// weight format, 1 to 3 threads, m in {1, ..., 9, 33} (every one-pass tile of the
+// block formats, gemm_tiles.h ForTokenTiles, and tiles past it), odd row counts (not a
 // multiple of the panel), odd cols where the format allows, strided and misaligned
 // rows. Plus the f64 reference within the single-row tests' tolerances.
 #include "kernels/gemv/gemm.h"
@@ -34,7 +35,7 @@ using testing::Misaligned;
 using testing::RandomBf16;
 using testing::UnfusedGemv;
 
-const size_t kMs[] = {1, 2, 3, 7, 8, 9, 33};
+const size_t kMs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 33};
 
 struct Shape {
   size_t rows, cols;

@@ -70,6 +70,20 @@ __attribute__((target("avx512f,avx512bw"))) inline __m256i ChunkScales(const uin
   return _mm512_castsi512_si256(r);
 }
 
+// Software prefetch distance of the chunked kernels: each row prefetches the cache
+// lines of its 16-block chunk this many bytes ahead (into the next rows once past its
+// end; prefetches past the weights are harmless) before it loads the chunk's scales.
+// The hardware prefetcher alone left the scale loads waiting on DRAM; of the
+// distances tried, 4-5 KB was near the best for Q8_0 and Q4_1 alike (the runs, dated:
+// docs/gemv-kernels.md).
+constexpr size_t kChunkPrefetchAhead = 4096;
+
+template <size_t kBlock>
+__attribute__((target("avx512f"))) inline void PrefetchChunk(const uint8_t* chunk) {
+  const char* p = reinterpret_cast<const char*>(chunk) + kChunkPrefetchAhead;
+  for (size_t line = 0; line < 16 * kBlock; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
+}
+
 }  // namespace dk::kernels::internal
 
 #endif  // DK_KERNELS_GEMV_GEMV_CHUNK_SCALES_H_

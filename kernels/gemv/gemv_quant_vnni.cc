@@ -168,20 +168,6 @@ DK_VNNI_TARGET inline void RowGroup(const uint8_t* w, size_t blocks, size_t r,
   for (size_t i = 0; i < kRows; ++i) Store(sums[i], y + r + i);
 }
 
-// Software prefetch distance of the chunked kernels: each row prefetches the cache
-// lines of its chunk this many bytes ahead (into the next rows once past its end;
-// prefetches past the weights are harmless) before it loads the chunk's scales.
-// The hardware prefetcher alone left the scale loads (then a gather) waiting on
-// DRAM; of the distances tried, 4-5 KB was near the best for Q8_0 and Q4_1 alike
-// (the runs, dated: docs/gemv-kernels.md).
-constexpr size_t kPrefetchAhead = 4096;
-
-template <size_t kBytes>
-DK_VNNI_TARGET inline void PrefetchAhead(const uint8_t* chunk) {
-  const char* p = reinterpret_cast<const char*>(chunk) + kPrefetchAhead;
-  for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
-}
-
 // The qs of the Q8_0 blocks at blk and blk + 34, one per 256-bit half.
 DK_VNNI_TARGET inline __m512i Q8PairQs(const uint8_t* blk) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
@@ -253,7 +239,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
     acc[i] = _mm512_setzero_ps();
   }
   for (size_t b = 0; b < chunked; b += kChunk) {
-    for (size_t i = 0; i < kRows; ++i) PrefetchAhead<kChunk * kBlock>(rows[i] + b * kBlock);
+    for (size_t i = 0; i < kRows; ++i) PrefetchChunk<kBlock>(rows[i] + b * kBlock);
     Q8Scales<kRows>(rows, b, kChunk, x, scale);
     Q8Pairs<kRows>(rows, b, kChunk / 2, x, scale, acc);
   }
@@ -298,7 +284,7 @@ DK_VNNI_TARGET inline void RowGroupQ4Chunked(const uint8_t* w, size_t blocks, si
     const __m512 sx = _mm512_loadu_ps(x.sx + b);
     __m512 scale[kRows];
     for (size_t i = 0; i < kRows; ++i) {
-      PrefetchAhead<kChunk * kBlock>(rows[i] + b * kBlock);
+      PrefetchChunk<kBlock>(rows[i] + b * kBlock);
       const __m512 d = _mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock));
       scale[i] = _mm512_mul_ps(d, dx);
       if constexpr (F == WeightFormat::kQ4_1) {
@@ -368,6 +354,8 @@ DK_VNNI_TARGET inline void Q8SumsTokens(const uint8_t* w, size_t blocks, size_t 
       }
     }
   }
+  float acc_sums[kRows][kTokens];
+  ReduceAddEach(&acc[0][0], kRows * kTokens, &acc_sums[0][0]);
   for (size_t i = 0; i < kRows; ++i) {
     for (size_t t = 0; t < kTokens; ++t) {
       float tail = 0.0f;
@@ -377,7 +365,7 @@ DK_VNNI_TARGET inline void Q8SumsTokens(const uint8_t* w, size_t blocks, size_t 
                                        _mm256_set1_ps(F16(blk) * x[t].d[b])));
       }
       const float mins = 0.0f;  // RowGroupSums' min_acc, which Q8_0 leaves at zero
-      sums[t][i] = _mm512_reduce_add_ps(acc[i][t]) + tail + mins;
+      sums[t][i] = acc_sums[i][t] + tail + mins;
     }
   }
 }
@@ -418,6 +406,7 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
   for (size_t b = 0; b < chunked; b += kChunk) {
     __m512 scale[kRows][kTokens];
     for (size_t i = 0; i < kRows; ++i) {
+      PrefetchChunk<kBlock>(rows[i] + b * kBlock);
       const __m512 dw = _mm512_cvtph_ps(ChunkScales<kBlock>(rows[i] + b * kBlock));
       for (size_t t = 0; t < kTokens; ++t) scale[i][t] = _mm512_mul_ps(dw, _mm512_loadu_ps(x[t].d + b));
     }
@@ -438,8 +427,10 @@ DK_VNNI_TARGET void Q8ChunkedTokens(const uint8_t* w, size_t blocks, size_t r, c
       pick = _mm512_add_epi32(pick, two);
     }
   }
+  float sums[kRows][kTokens];
+  ReduceAddEach(&acc[0][0], kRows * kTokens, &sums[0][0]);
   for (size_t t = 0; t < kTokens; ++t) {
-    for (size_t i = 0; i < kRows; ++i) out[t * out_stride + r + i] = _mm512_reduce_add_ps(acc[i][t]) + rest[t][i];
+    for (size_t i = 0; i < kRows; ++i) out[t * out_stride + r + i] = sums[i][t] + rest[t][i];
   }
 }
 
@@ -581,8 +572,12 @@ void QuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r0
 
 void Q8RowsVnniTokens(const uint8_t* w, size_t cols, size_t n, const Q8Activations* x, size_t m, float* out,
                       size_t out_stride) {
-  ForRowTokenTiles<2, 4>(n, m, [&](auto rows, auto tokens, size_t r, size_t t) {
-    Q8ChunkedTokens<rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
+  // Two weight rows per tile while its accumulators and scales (2 x 2 x tokens
+  // registers) leave room; tokens past kMaxOnePassTokens (prefill) 4 at a time.
+  ForTokenTiles<4>(m, OnePassTokens(cols), [&](auto tokens, size_t t) {
+    ForRowGroups<tokens <= 1 ? 2 : 1>(n, [&](auto rows, size_t r) {
+      Q8ChunkedTokens<rows, tokens>(w, cols / ggml::kBlockElems, r, x + t, out + t * out_stride, out_stride);
+    });
   });
 }
 
