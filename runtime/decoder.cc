@@ -375,11 +375,10 @@ absl::Status Decoder::Advance(uint32_t token) { return RunChunk(absl::Span<const
 
 absl::Status Decoder::Feed(absl::Span<const uint32_t> tokens) {
   if (tokens.empty()) return absl::InvalidArgumentError("no tokens to feed");
-  const int64_t context = context_;
-  if (position_ + static_cast<int64_t>(tokens.size()) > context) {
+  if (position_ + static_cast<int64_t>(tokens.size()) > context_) {
     return absl::OutOfRangeError(absl::StrCat(
         "a prompt of ", tokens.size(), " tokens", position_ > 0 ? absl::StrCat(" after ", position_, " others") : "",
-        " does not fit the context of ", context, " positions (raise max_context or shorten the prompt)"));
+        " does not fit the context of ", context_, " positions (raise max_context or shorten the prompt)"));
   }
   const size_t chunk = static_cast<size_t>(prefill_rows_);
   for (size_t i = 0; i < tokens.size(); i += chunk) {
@@ -478,10 +477,9 @@ absl::Status Decoder::RunGroup(size_t s, RowRange rows) {
 
 absl::Status Decoder::Score(absl::Span<const uint32_t> tokens, std::vector<uint32_t>* top1) {
   if (tokens.empty()) return absl::InvalidArgumentError("no tokens to score");
-  const int64_t context = context_;
-  if (position_ + static_cast<int64_t>(tokens.size()) > context) {
+  if (position_ + static_cast<int64_t>(tokens.size()) > context_) {
     return absl::OutOfRangeError(absl::StrCat(tokens.size(), " tokens to check at position ", position_,
-                                              " do not fit the context of ", context, " positions"));
+                                              " do not fit the context of ", context_, " positions"));
   }
   DK_RETURN_IF_ERROR(RunChunk(tokens, /*tail_all_rows=*/true));
   top1->clear();

@@ -31,6 +31,17 @@ namespace {
 // comma) predicts its old successor too rarely to pay for the extra rows of a check.
 constexpr int kMinDraftNgram = 2;
 
+// Passes a chosen token to on_token and appends it to `context`; run.requested_end
+// says whether the run ends after it (options.end_requested).
+absl::Status Emit(const StepResult& step, const GreedyOptions& options, const OnToken& on_token,
+                  std::vector<uint32_t>& context, GreedyRun& run) {
+  if (on_token) DK_RETURN_IF_ERROR(on_token(run.generated, step));
+  ++run.generated;
+  context.push_back(step.token);
+  run.requested_end = options.end_requested && options.end_requested();
+  return absl::OkStatus();
+}
+
 // The speculative loop: `pending` (the last chosen token, not yet fed) and drafts
 // checked together; emits the kept drafts and the check's own choice.
 absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, const GreedyOptions& options,
@@ -53,25 +64,20 @@ absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, 
     ++run.checks;
     run.drafted += static_cast<int>(draft.size());
     run.accepted += static_cast<int>(kept);
-    for (size_t i = 0; i <= kept && run.generated < options.max_new_tokens; ++i) {
+    size_t i = 0;
+    for (; i <= kept && run.generated < options.max_new_tokens; ++i) {
       DK_RETURN_IF_ERROR(decoder.ReadRow(static_cast<int>(i), &row));
       run.token_ms.push_back(ms);
       if (options.IsStop(row.token)) {
-        // Nothing past the stop stays fed: the sequence ends with the token it follows.
-        if (i < kept) DK_RETURN_IF_ERROR(decoder.Rewind(static_cast<int>(i) + 1));
         run.stopped = true;
         break;
       }
-      if (on_token) DK_RETURN_IF_ERROR(on_token(run.generated, row));
-      ++run.generated;
-      context.push_back(row.token);
-      if (options.end_requested && options.end_requested()) {
-        // As after any run's last token: it is chosen, not fed.
-        if (i < kept) DK_RETURN_IF_ERROR(decoder.Rewind(static_cast<int>(i) + 1));
-        run.requested_end = true;
-        break;
-      }
+      DK_RETURN_IF_ERROR(Emit(row, options, on_token, context, run));
+      if (run.requested_end) break;
     }
+    // Ended at row i: nothing past it stays fed. The sequence ends with the token a stop
+    // follows, or with the last token emitted (chosen, not fed), as after any run.
+    if (i < kept) DK_RETURN_IF_ERROR(decoder.Rewind(static_cast<int>(i) + 1));
   }
   return absl::OkStatus();
 }
@@ -98,14 +104,8 @@ absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>
       run.stopped = true;
       return run;
     }
-    if (on_token) DK_RETURN_IF_ERROR(on_token(0, first));
-    run.generated = 1;
-    context->push_back(first.token);
-    if (options.end_requested && options.end_requested()) {
-      run.requested_end = true;
-      return run;
-    }
-    DK_RETURN_IF_ERROR(SpeculativeSteps(decoder, *context, options, on_token, run));
+    DK_RETURN_IF_ERROR(Emit(first, options, on_token, *context, run));
+    if (!run.requested_end) DK_RETURN_IF_ERROR(SpeculativeSteps(decoder, *context, options, on_token, run));
     return run;
   }
   for (int i = 0; i < options.max_new_tokens; ++i) {
@@ -120,13 +120,8 @@ absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>
       run.stopped = true;
       break;
     }
-    if (on_token) DK_RETURN_IF_ERROR(on_token(i, decoder.last()));
-    ++run.generated;
-    context->push_back(decoder.last().token);
-    if (options.end_requested && options.end_requested()) {
-      run.requested_end = true;
-      break;
-    }
+    DK_RETURN_IF_ERROR(Emit(decoder.last(), options, on_token, *context, run));
+    if (run.requested_end) break;
   }
   return run;
 }
