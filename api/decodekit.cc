@@ -100,8 +100,7 @@ struct Engine::Impl {
   std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<dk::ThreadPool> pool;
   std::unique_ptr<dk::runtime::CpuSession> session;
-  std::vector<uint32_t> seq;     // the sequence; seq.size() - position() tokens wait to be fed
-  std::vector<int32_t> seq_ids;  // the same, for tokens()
+  std::vector<uint32_t> seq;  // the sequence; seq.size() - position() tokens wait to be fed
   int max_context = 0;
   std::optional<dk::tokenizer::ChatTemplate> chat;  // resolved on first use
 
@@ -122,7 +121,10 @@ struct Engine::Impl {
                        GenerateResult& result);
   absl::StatusOr<GenerateResult> Generate(const GenerateOptions& o, const TextCallback& on_text,
                                           std::vector<uint32_t> extra_stops);
-  void SyncIds() { seq_ids.assign(seq.begin(), seq.end()); }
+  // Complete's and Chat's: a new sequence from `prompt` (StartSequence), then Generate
+  // with `stops` besides the end-of-generation ids; the prompt's counts and time.
+  absl::StatusOr<GenerateResult> Run(absl::Span<const int32_t> prompt, const GenerateOptions& o,
+                                     const TextCallback& on_text, std::vector<uint32_t> stops);
 };
 
 absl::Status Engine::Impl::Open() {
@@ -169,13 +171,10 @@ absl::Status Engine::Impl::FeedPending(absl::Span<const uint32_t> more) {
                                               " (EngineOptions.max_context)"));
   }
   seq.insert(seq.end(), more.begin(), more.end());
-  SyncIds();
   if (total == fed) return absl::OkStatus();
   const absl::Status status = decoder().Feed(absl::Span<const uint32_t>(seq).subspan(fed));
-  if (!status.ok()) {  // the sequence is what the KV cache holds
-    seq.resize(static_cast<size_t>(decoder().position()));
-    SyncIds();
-  }
+  // The sequence is what the KV cache holds.
+  if (!status.ok()) seq.resize(static_cast<size_t>(decoder().position()));
   return status;
 }
 
@@ -276,7 +275,6 @@ absl::StatusOr<GenerateResult> Engine::Impl::Generate(const GenerateOptions& o, 
   sink.Finish();
   if (sink.stop_string_seen()) result.stop = StopReason::kStopString;
   else if (sink.callback_ended()) result.stop = StopReason::kCallback;
-  SyncIds();
   return result;
 }
 
@@ -321,19 +319,24 @@ absl::StatusOr<GenerateResult> Engine::Generate(const GenerateOptions& options, 
   return impl_->Generate(options, on_text, {});
 }
 
-absl::StatusOr<GenerateResult> Engine::Complete(std::string_view prompt, const GenerateOptions& options,
-                                                const TextCallback& on_text) {
-  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, Tokenize(prompt, true));
-  DK_RETURN_IF_ERROR(impl_->CheckIds(ids));
+absl::StatusOr<GenerateResult> Engine::Impl::Run(absl::Span<const int32_t> prompt, const GenerateOptions& o,
+                                                 const TextCallback& on_text, std::vector<uint32_t> stops) {
+  DK_RETURN_IF_ERROR(CheckIds(prompt));
   const auto t0 = Clock::now();
   int reused = 0;
-  DK_RETURN_IF_ERROR(impl_->StartSequence(ToIds(ids), &reused));
+  DK_RETURN_IF_ERROR(StartSequence(ToIds(prompt), &reused));
   const double prompt_ms = MsSince(t0);
-  DK_ASSIGN_OR_RETURN(GenerateResult result, impl_->Generate(options, on_text, {}));
-  result.prompt_tokens = static_cast<int>(ids.size()) - reused;
+  DK_ASSIGN_OR_RETURN(GenerateResult result, Generate(o, on_text, std::move(stops)));
+  result.prompt_tokens = static_cast<int>(prompt.size()) - reused;
   result.reused_tokens = reused;
   result.prompt_ms = prompt_ms;
   return result;
+}
+
+absl::StatusOr<GenerateResult> Engine::Complete(std::string_view prompt, const GenerateOptions& options,
+                                                const TextCallback& on_text) {
+  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, Tokenize(prompt, true));
+  return impl_->Run(ids, options, on_text, {});
 }
 
 absl::StatusOr<GenerateResult> Engine::Chat(absl::Span<const Message> messages, const GenerateOptions& options,
@@ -342,21 +345,12 @@ absl::StatusOr<GenerateResult> Engine::Chat(absl::Span<const Message> messages, 
   DK_ASSIGN_OR_RETURN(const std::string text, FormatChat(messages, true));
   // The template writes BOS itself where the model wants one.
   DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, Tokenize(text, false));
-  DK_RETURN_IF_ERROR(impl_->CheckIds(ids));
   std::vector<uint32_t> stops;
   if (!chat->end_of_turn().empty()) {
     const int32_t end = impl_->tokenizer->TokenToId(chat->end_of_turn());
     if (end >= 0) stops.push_back(static_cast<uint32_t>(end));
   }
-  const auto t0 = Clock::now();
-  int reused = 0;
-  DK_RETURN_IF_ERROR(impl_->StartSequence(ToIds(ids), &reused));
-  const double prompt_ms = MsSince(t0);
-  DK_ASSIGN_OR_RETURN(GenerateResult result, impl_->Generate(options, on_text, stops));
-  result.prompt_tokens = static_cast<int>(ids.size()) - reused;
-  result.reused_tokens = reused;
-  result.prompt_ms = prompt_ms;
-  return result;
+  return impl_->Run(ids, options, on_text, std::move(stops));
 }
 
 absl::Status Engine::Truncate(int tokens) {
@@ -368,17 +362,15 @@ absl::Status Engine::Truncate(int tokens) {
   // The last kept token is fed again (lazily) for its logits.
   DK_RETURN_IF_ERROR(m.decoder().Truncate(std::min(m.decoder().position(), std::max(tokens - 1, 0))));
   m.seq.resize(static_cast<size_t>(tokens));
-  m.SyncIds();
   return absl::OkStatus();
 }
 
 void Engine::Reset() {
   impl_->decoder().Reset();
   impl_->seq.clear();
-  impl_->SyncIds();
 }
 
-const std::vector<int32_t>& Engine::tokens() const { return impl_->seq_ids; }
+std::vector<int32_t> Engine::tokens() const { return {impl_->seq.begin(), impl_->seq.end()}; }
 
 absl::StatusOr<absl::Span<const float>> Engine::Logits() {
   if (impl_->seq.empty()) return absl::FailedPreconditionError("Logits: the sequence is empty");

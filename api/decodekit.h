@@ -147,7 +147,7 @@ class Engine {
   void Reset();  // an empty sequence
   // The sequence: every token fed or generated. Generate's last token is chosen but
   // runs through the model only when needed (the next Feed, Generate or Logits).
-  const std::vector<int32_t>& tokens() const;
+  std::vector<int32_t> tokens() const;
   // The logits after the last token of the sequence (vocab_size() floats, valid until
   // the engine is used again); FailedPrecondition for an empty sequence.
   absl::StatusOr<absl::Span<const float>> Logits();
