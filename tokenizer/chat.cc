@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/chat_templates_data.h"
+#include "tokenizer/checkpoint_files.h"
 #include "tokenizer/utf8.h"
 #include "util/read_file.h"
 #include "weights/gguf.h"
@@ -337,16 +339,10 @@ namespace {
 // tokenizer_config.json's "chat_template": a string, or a list of {name, template} whose
 // "default" entry is the one HF applies. NotFound when the file or the field is absent.
 absl::StatusOr<std::string> TemplateFromConfig(const std::string& config_path) {
-  struct stat st;
-  if (::stat(config_path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("no ", config_path));
-  }
-  absl::StatusOr<std::string> text = ReadRegularFile(config_path, "tokenizer_config.json");
-  if (!text.ok()) return text.status();
-  const nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(config_path, " is not a JSON object"));
-  }
+  absl::StatusOr<std::optional<nlohmann::json>> read = ReadJsonConfig(config_path, "tokenizer_config.json");
+  if (!read.ok()) return read.status();
+  if (!read->has_value()) return absl::NotFoundError(absl::StrCat("no ", config_path));
+  const nlohmann::json& config = **read;
   const auto it = config.find("chat_template");
   if (it == config.end() || it->is_null()) {
     return absl::NotFoundError(absl::StrCat(config_path, " has no chat_template"));
@@ -405,8 +401,7 @@ absl::StatusOr<std::string> LoadChatTemplateText(const std::string& tokenizer_pa
     }
     return (*gguf)->GetString("tokenizer.chat_template");
   }
-  const size_t slash = tokenizer_path.rfind('/');
-  return TemplateFromDirectory(slash == std::string::npos ? "." : tokenizer_path.substr(0, slash));
+  return TemplateFromDirectory(DirectoryOf(tokenizer_path));
 }
 
 }  // namespace dk::tokenizer

@@ -11,8 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "tokenizer/checkpoint_files.h"
 #include "util/printable.h"
-#include "util/read_file.h"
 
 namespace dk::tokenizer {
 namespace {
@@ -28,19 +28,6 @@ constexpr absl::string_view kEndOfGenerationTexts[] = {
     "<|end|>",     "<end_of_turn>", "<|return|>",   "<|call|>",   "<EOT>",
     "_<EOT>",      "<end_of_utterance>",
 };
-
-// The config file `path` parsed; nullopt when it does not exist.
-absl::StatusOr<std::optional<Json>> ReadConfig(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadRegularFile(path, "checkpoint config");
-  // Absent is fine; present but unreadable (a directory, /dev/zero) is an error.
-  if (absl::IsNotFound(text.status())) return std::nullopt;
-  if (!text.ok()) return text.status();
-  Json root = Json::parse(*text, /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
-  }
-  return root;
-}
 
 // tokenizer_config.json's `key` ("bos_token", "eos_token") resolved to its id.
 absl::Status ReadSpecialToken(const Json& config, const std::string& path, const char* key,
@@ -111,7 +98,7 @@ void AddKnownEndOfGenerationIds(TokenizerSpec& spec) {
 
 absl::Status AddCheckpointConfigs(const std::string& dir, TokenizerSpec& spec) {
   const std::string tokenizer_config = absl::StrCat(dir, "/tokenizer_config.json");
-  absl::StatusOr<std::optional<Json>> config = ReadConfig(tokenizer_config);
+  absl::StatusOr<std::optional<Json>> config = ReadJsonConfig(tokenizer_config, "checkpoint config");
   if (!config.ok()) return config.status();
   if (config->has_value()) {
     for (auto [key, id] : {std::pair{"bos_token", &spec.bos_id}, {"eos_token", &spec.eos_id}}) {
@@ -121,7 +108,7 @@ absl::Status AddCheckpointConfigs(const std::string& dir, TokenizerSpec& spec) {
     }
   }
   const std::string generation_config = absl::StrCat(dir, "/generation_config.json");
-  config = ReadConfig(generation_config);
+  config = ReadJsonConfig(generation_config, "checkpoint config");
   if (!config.ok()) return config.status();
   if (config->has_value()) return ReadGenerationEos(**config, generation_config, spec);
   return absl::OkStatus();

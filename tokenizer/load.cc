@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "tokenizer/checkpoint_files.h"
 #include "tokenizer/end_of_generation.h"
 #include "tokenizer/tokenizer.h"
 #include "util/read_file.h"
@@ -535,9 +536,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
           "(does not start with '{')", absl::EndsWith(path, ".gguf") ? "; a corrupt .gguf?" : ""));
     }
     const size_t slash = path.rfind('/');
-    if (path.substr(slash + 1) == "tokenizer.json") {
-      config_dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    }
+    if (path.substr(slash + 1) == "tokenizer.json") config_dir = DirectoryOf(path);
   }
   absl::StatusOr<std::string> text = ReadFile(json_path);
   if (!text.ok()) return text.status();
