@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # generate's answers to bad command lines (issue 15): each names the flag, exits 2
-# for a bad flag and 1 for a bad path or a weights file it cannot load (a tensor of a
-# ggml type it does not dequantize), and the valid command line still works.
+# for a bad flag or a model file it does not support (a tensor of a ggml type it does
+# not dequantize, a GGUF architecture it does not know) and 1 for a bad path or a file
+# it cannot read, and the valid command line still works.
 #   generate_cli_test.sh GENERATE TINY.elf TOKENIZER.json SMALL_VOCAB.elf
 # (TINY.elf's vocabulary covers TOKENIZER.json's ids; SMALL_VOCAB.elf's does not)
 set -uo pipefail
@@ -34,27 +35,36 @@ expect_exit "non-numeric synthetic seed" 1 "--weights synthetic:x1: the seed aft
 expect_exit "another model's tokenizer" 1 \
   "tokens but ELF $small_vocab_elf has a vocabulary of 300: it is not this model's tokenizer" \
   "${ok[@]}" --elf "$small_vocab_elf"
-# A well-formed GGUF whose tensor is of a ggml type the loader does not dequantize
-# (IQ4_NL: 32 elements in 18 bytes): bad input (exit 1), naming the tensor and the type.
+# Well-formed GGUFs that ask for what decodekit does not support: a tensor of a ggml
+# type the loader does not dequantize (IQ4_NL: 32 elements in 18 bytes), an unknown
+# architecture. Exit 2, naming the tensor and the type, or the architecture.
 u32() { printf "$(printf '\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
 u64() { u32 "$1"; u32 0; }
 str() { u64 "${#1}"; printf '%s' "$1"; }
 kv_u32() { str "$1"; u32 4; u32 "$2"; }
-{
-  printf 'GGUF'; u32 3; u64 1; u64 6
-  str general.architecture; u32 8; str llama
-  kv_u32 llama.block_count 1
-  kv_u32 llama.embedding_length 256
-  kv_u32 llama.feed_forward_length 256
-  kv_u32 llama.attention.head_count 4
-  kv_u32 llama.vocab_size 4
-  str token_embd.weight; u32 2; u64 256; u64 4; u32 20; u64 0
-} >"$TEST_TMPDIR/iq4_nl.gguf"
-size=$(stat -c %s "$TEST_TMPDIR/iq4_nl.gguf")
-head -c $(((32 - size % 32) % 32 + 4 * 8 * 18)) /dev/zero >>"$TEST_TMPDIR/iq4_nl.gguf"
-expect_exit "IQ4_NL tensor" 1 \
+one_tensor_gguf() {  # ARCH OUT: one 256 x 4 IQ4_NL tensor
+  local arch="$1" out="$2"
+  {
+    printf 'GGUF'; u32 3; u64 1; u64 6
+    str general.architecture; u32 8; str "$arch"
+    kv_u32 "$arch.block_count" 1
+    kv_u32 "$arch.embedding_length" 256
+    kv_u32 "$arch.feed_forward_length" 256
+    kv_u32 "$arch.attention.head_count" 4
+    kv_u32 "$arch.vocab_size" 4
+    str token_embd.weight; u32 2; u64 256; u64 4; u32 20; u64 0
+  } >"$out"
+  local size
+  size=$(stat -c %s "$out")
+  head -c $(((32 - size % 32) % 32 + 4 * 8 * 18)) /dev/zero >>"$out"
+}
+one_tensor_gguf llama "$TEST_TMPDIR/iq4_nl.gguf"
+expect_exit "IQ4_NL tensor" 2 \
   "generate: tensor \"token_embd.weight\" (model.embed_tokens.weight) in $TEST_TMPDIR/iq4_nl.gguf: unsupported ggml type IQ4_NL (20)" \
   "${ok[@]}" --weights "$TEST_TMPDIR/iq4_nl.gguf"
+one_tensor_gguf mamba "$TEST_TMPDIR/mamba.gguf"
+expect_exit "unknown architecture" 2 "general.architecture \"mamba\"" \
+  "${ok[@]}" --weights "$TEST_TMPDIR/mamba.gguf"
 # Sampling and chat options: bad values are usage errors naming the option.
 expect_exit "negative --temperature" 2 "temperature" "${ok[@]}" --temperature -1
 expect_exit "--top_p 0" 2 "top_p" "${ok[@]}" --top_p 0
