@@ -13,7 +13,9 @@ std::vector<uint32_t> PromptLookupDraft(absl::Span<const uint32_t> context, int 
     // The most recent earlier occurrence: start j < len - n, latest first.
     for (size_t j = len - n; j-- > 0;) {
       if (!std::equal(suffix.begin(), suffix.end(), context.begin() + j)) continue;
-      const size_t from = j + n, to = std::min(len, from + static_cast<size_t>(max_draft));
+      const size_t longer = std::min<size_t>(n - least, 16);  // 2^(n - min_ngram) drafts at most
+      const size_t cap = std::min(static_cast<size_t>(std::max(max_draft, 0)), size_t{1} << longer);
+      const size_t from = j + n, to = std::min(len, from + cap);
       return std::vector<uint32_t>(context.begin() + from, context.begin() + to);
     }
   }
