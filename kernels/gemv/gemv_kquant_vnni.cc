@@ -36,26 +36,6 @@ DK_VNNI_TARGET inline float F16(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-// Software prefetch of a thread's weight stream (its rows are consecutive), each
-// cache line once, kAhead bytes ahead of the block being read; as for the other
-// quantized kernels (gemv_quant_vnni.cc), the hardware prefetcher alone leaves the
-// loads waiting on DRAM. Prefetches past the weights are harmless.
-class StreamPrefetch {
- public:
-  static constexpr uintptr_t kAhead = 4096;
-  explicit StreamPrefetch(const uint8_t* start)
-      : next_((reinterpret_cast<uintptr_t>(start) + kAhead) & ~uintptr_t{63}) {}
-  // Prefetches the lines up to `end` + kAhead.
-  DK_VNNI_TARGET void Through(const uint8_t* end) {
-    for (const uintptr_t stop = reinterpret_cast<uintptr_t>(end) + kAhead; next_ < stop; next_ += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(next_), _MM_HINT_T0);
-    }
-  }
-
- private:
-  uintptr_t next_;
-};
-
 inline uint32_t U32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
