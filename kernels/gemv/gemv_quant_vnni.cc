@@ -227,15 +227,16 @@ DK_VNNI_TARGET inline void Q8Scales(const uint8_t* const* rows, size_t b, size_t
 // docs/gemv-kernels.md.)
 template <size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, size_t r,
-                                             const Q8Activations& x, StreamPrefetch& prefetch, YT* y) {
+                                             const Q8Activations& x, StreamPrefetch& stream, YT* y) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
   const uint8_t* last = w + (r + kRows - 1) * blocks * kBlock;  // the group's last row
   if (chunked == 0) {
-    prefetch.Through(last + blocks * kBlock);
+    stream.Through(last + blocks * kBlock);
     return RowGroup<WeightFormat::kQ8_0, kRows>(w, blocks, r, x, y);
   }
+  StreamPrefetch prefetch = stream;  // a local copy the compiler can keep in a register
   const uint8_t* rows[kRows];
   __m512 acc[kRows], scale[kRows];
   for (size_t i = 0; i < kRows; ++i) {
@@ -252,6 +253,7 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
     prefetch.Through(last + blocks * kBlock);
     RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x, rest);
   }
+  stream = prefetch;
   for (size_t i = 0; i < kRows; ++i) Store(_mm512_reduce_add_ps(acc[i]) + rest[i], y + r + i);
 }
 
