@@ -84,6 +84,26 @@ __attribute__((target("avx512f"))) inline void PrefetchChunk(const uint8_t* chun
   for (size_t line = 0; line < 16 * kBlock; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
 }
 
+// Software prefetch of a thread's weight stream (its rows are consecutive), each
+// cache line once, kChunkPrefetchAhead bytes ahead of the block being read: as
+// PrefetchChunk, without leaving out the blocks after a row's last whole chunk (at
+// K = 576, 68 of a Q8_0 row's 612 bytes) or prefetching a line twice. Prefetches
+// past the weights are harmless.
+class StreamPrefetch {
+ public:
+  explicit StreamPrefetch(const uint8_t* start)
+      : next_((reinterpret_cast<uintptr_t>(start) + kChunkPrefetchAhead) & ~uintptr_t{63}) {}
+  // Prefetches the lines up to `end` + kChunkPrefetchAhead.
+  void Through(const uint8_t* end) {
+    for (const uintptr_t stop = reinterpret_cast<uintptr_t>(end) + kChunkPrefetchAhead; next_ < stop; next_ += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(next_), _MM_HINT_T0);
+    }
+  }
+
+ private:
+  uintptr_t next_;
+};
+
 }  // namespace dk::kernels::internal
 
 #endif  // DK_KERNELS_GEMV_GEMV_CHUNK_SCALES_H_

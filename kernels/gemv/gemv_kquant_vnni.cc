@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -35,26 +36,6 @@ DK_VNNI_TARGET inline float F16(const uint8_t* p) {
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
 }
-
-// Software prefetch of a thread's weight stream (its rows are consecutive), each
-// cache line once, kAhead bytes ahead of the block being read; as for the other
-// quantized kernels (gemv_quant_vnni.cc), the hardware prefetcher alone leaves the
-// loads waiting on DRAM. Prefetches past the weights are harmless.
-class StreamPrefetch {
- public:
-  static constexpr uintptr_t kAhead = 4096;
-  explicit StreamPrefetch(const uint8_t* start)
-      : next_((reinterpret_cast<uintptr_t>(start) + kAhead) & ~uintptr_t{63}) {}
-  // Prefetches the lines up to `end` + kAhead.
-  DK_VNNI_TARGET void Through(const uint8_t* end) {
-    for (const uintptr_t stop = reinterpret_cast<uintptr_t>(end) + kAhead; next_ < stop; next_ += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(next_), _MM_HINT_T0);
-    }
-  }
-
- private:
-  uintptr_t next_;
-};
 
 inline uint32_t U32(const uint8_t* p) {
   uint32_t v;
@@ -231,72 +212,47 @@ DK_VNNI_TARGET inline float Q5BlockSum(const uint8_t* blk, const int8_t* xq, flo
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-// Row r's pairs from b on, each with its two scales, an odd last block on 256 bits,
-// and its sums out.
-template <size_t kTokens, typename Out>
-DK_VNNI_TARGET inline void Q5RowTail(const uint8_t* row, size_t blocks, size_t b, const Q8Activations* x,
-                                     StreamPrefetch& prefetch, __m512* acc, const __m512* offs16, size_t r,
-                                     const Out& out) {
-  constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
-  const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  float offs[kTokens] = {};
-  for (; b + 2 <= blocks; b += 2) {
-    const uint8_t* b0 = row + b * kBytes;
-    const uint8_t* b1 = b0 + kBytes;
-    prefetch.Through(b1 + kBytes);
-    const float d0 = F16(b0), d1 = F16(b1);
-    const __m512i q = Q5PairValues(b0, b1);
-    for (size_t t = 0; t < kTokens; ++t) {
-      const __m128 s = _mm_setr_ps(d0 * x[t].d[b], d1 * x[t].d[b + 1], 0, 0);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Q5PairDot(q, x[t].q + b * 32)),
-                               _mm512_permutexvar_ps(pair0, _mm512_castps128_ps512(s)), acc[t]);
-      offs[t] += d0 * x[t].sx[b] + d1 * x[t].sx[b + 1];
-    }
-  }
-  for (size_t t = 0; t < kTokens; ++t) {
-    float tail = 0.0f;
-    if (b < blocks) {
-      const uint8_t* blk = row + b * kBytes;
-      tail = Q5BlockSum(blk, x[t].q + b * 32, F16(blk) * x[t].d[b]);
-      offs[t] += F16(blk) * x[t].sx[b];
-    }
-    offs[t] += _mm512_reduce_add_ps(offs16[t]);
-    out(t, r, _mm512_reduce_add_ps(acc[t]) + tail - 16.0f * offs[t]);
-  }
-}
-
 // kRows Q5_0 rows from r for kTokens token rows: blocks in pairs (Q5PairValues),
-// their scales d dx 16 blocks at a time (ChunkScales, one conversion, one multiply
-// by dx, a permute per pair), the -16 as -16 sum_b d_b dx_b sum_b(x) (one FMA per 16
-// blocks). Pairs after the last whole 16 take their scales one by one; an odd last
-// block goes on 256 bits. Rows (or token rows) go side by side so that their
-// accumulators' FMA chains overlap (one alone waits on the FMA latency every pair);
-// each (row, token row) keeps its own accumulators and order, its sum as if alone.
+// their scales d dx up to 16 blocks at a time (ChunkScales, one conversion, one
+// multiply by dx, a permute per pair; a row's last chunk may be shorter, its lanes
+// past the row masked off), the -16 as -16 sum_b d_b dx_b sum_b(x) (one FMA per
+// chunk into a vector of its own, folded into the dot products' before the one
+// reduction). An odd last block goes on 256 bits. Rows (or token rows) go side by
+// side so that their accumulators' FMA chains overlap (one alone waits on the FMA
+// latency every pair); each (row, token row) keeps its own accumulators and order,
+// its sum as if alone. At K = 640 (Gemma 3: 20 blocks) the pairs after the first
+// chunk one by one with scalar scales, and two reductions per row, took most of
+// the time in cache.
 template <size_t kRows, size_t kTokens, typename Out>
 DK_VNNI_TARGET inline void Q5RowGroup(const uint8_t* w, size_t blocks, size_t r, const Q8Activations* x,
-                                      StreamPrefetch& prefetch, const Out& out) {
+                                      StreamPrefetch& stream, const Out& out) {
   constexpr size_t kBytes = sizeof(ggml::BlockQ5_0);
   constexpr size_t kChunk = 16;
   const __m512i pair0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i two = _mm512_set1_epi32(2);
+  StreamPrefetch prefetch = stream;  // a local copy the compiler can keep in a register
   const uint8_t* rows[kRows];
   __m512 acc[kRows][kTokens], offs16[kRows][kTokens];
   for (size_t i = 0; i < kRows; ++i) {
     rows[i] = w + (r + i) * blocks * kBytes;
     for (size_t t = 0; t < kTokens; ++t) acc[i][t] = offs16[i][t] = _mm512_setzero_ps();
   }
-  size_t b = 0;
-  for (; b + kChunk <= blocks; b += kChunk) {
+  const size_t paired = blocks / 2 * 2;
+  for (size_t b = 0; b < paired; b += kChunk) {
+    const size_t n = std::min(kChunk, paired - b);
+    const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
     __m512 scale[kRows][kTokens];
     for (size_t i = 0; i < kRows; ++i) {
-      const __m512 d = _mm512_cvtph_ps(ChunkScales<kBytes>(rows[i] + b * kBytes));
+      const uint8_t* chunk = rows[i] + b * kBytes;
+      const __m512 d =
+          _mm512_maskz_cvtph_ps(lanes, n == kChunk ? ChunkScales<kBytes>(chunk) : ChunkScales<kBytes>(chunk, n));
       for (size_t t = 0; t < kTokens; ++t) {
-        scale[i][t] = _mm512_mul_ps(d, _mm512_loadu_ps(x[t].d + b));
-        offs16[i][t] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[t].sx + b), offs16[i][t]);
+        scale[i][t] = _mm512_mul_ps(d, _mm512_maskz_loadu_ps(lanes, x[t].d + b));
+        offs16[i][t] = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(lanes, x[t].sx + b), offs16[i][t]);
       }
     }
     __m512i pick = pair0;
-    for (size_t p = b; p < b + kChunk; p += 2) {
+    for (size_t p = b; p < b + n; p += 2) {
       prefetch.Through(rows[kRows - 1] + (p + 2) * kBytes);
 #pragma GCC unroll 4
       for (size_t i = 0; i < kRows; ++i) {
@@ -310,7 +266,23 @@ DK_VNNI_TARGET inline void Q5RowGroup(const uint8_t* w, size_t blocks, size_t r,
       pick = _mm512_add_epi32(pick, two);
     }
   }
-  for (size_t i = 0; i < kRows; ++i) Q5RowTail<kTokens>(rows[i], blocks, b, x, prefetch, acc[i], offs16[i], r + i, out);
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) acc[i][t] = _mm512_fnmadd_ps(_mm512_set1_ps(16.0f), offs16[i][t], acc[i][t]);
+  }
+  float sums[kRows][kTokens];
+  ReduceAddEach(&acc[0][0], kRows * kTokens, &sums[0][0]);
+  if (paired < blocks) prefetch.Through(rows[kRows - 1] + blocks * kBytes);
+  for (size_t i = 0; i < kRows; ++i) {
+    for (size_t t = 0; t < kTokens; ++t) {
+      if (paired < blocks) {
+        const uint8_t* blk = rows[i] + paired * kBytes;
+        const float d = F16(blk);
+        sums[i][t] += Q5BlockSum(blk, x[t].q + paired * 32, d * x[t].d[paired]) - 16.0f * (d * x[t].sx[paired]);
+      }
+      out(t, r + i, sums[i][t]);
+    }
+  }
+  stream = prefetch;
 }
 
 // Q5_0 rows [r0, r1): two rows side by side for one token row (faster in cache and

@@ -26,8 +26,9 @@ namespace {
 struct Shape {
   size_t rows, cols;
 };
-// llama32_1b q/o proj, gate/up, down; SmolLM2-135M LM head.
-constexpr Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {49152, 576}};
+// llama32_1b q/o proj, gate/up, down; SmolLM2-135M LM head; Gemma 3 270M's gate / up
+// (K = 640) and a quarter of its LM head (262144 x 640).
+constexpr Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {49152, 576}, {2048, 640}, {65536, 640}};
 constexpr WeightFormat kFormats[] = {WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ4_1,
                                      WeightFormat::kQ5_0, WeightFormat::kQ4_K, WeightFormat::kQ6_K};
 constexpr int kBf16 = 6;  // format index of the bf16 baseline
@@ -129,7 +130,7 @@ void BM_QuantGemv(benchmark::State& state) {
 }
 BENCHMARK(BM_QuantGemv)
     ->ArgNames({"threads", "act", "format", "shape"})
-    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3}})
+    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3, 4, 5}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.5)
     ->UseRealTime();

@@ -227,11 +227,16 @@ DK_VNNI_TARGET inline void Q8Scales(const uint8_t* const* rows, size_t b, size_t
 // docs/gemv-kernels.md.)
 template <size_t kRows, typename YT>
 DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, size_t r,
-                                             const Q8Activations& x, YT* y) {
+                                             const Q8Activations& x, StreamPrefetch& stream, YT* y) {
   constexpr size_t kBlock = sizeof(ggml::BlockQ8_0);
   constexpr size_t kChunk = 16;
   const size_t chunked = blocks / kChunk * kChunk;
-  if (chunked == 0) return RowGroup<WeightFormat::kQ8_0, kRows>(w, blocks, r, x, y);
+  const uint8_t* last = w + (r + kRows - 1) * blocks * kBlock;  // the group's last row
+  if (chunked == 0) {
+    stream.Through(last + blocks * kBlock);
+    return RowGroup<WeightFormat::kQ8_0, kRows>(w, blocks, r, x, y);
+  }
+  StreamPrefetch prefetch = stream;  // a local copy the compiler can keep in a register
   const uint8_t* rows[kRows];
   __m512 acc[kRows], scale[kRows];
   for (size_t i = 0; i < kRows; ++i) {
@@ -239,12 +244,16 @@ DK_VNNI_TARGET inline void RowGroupQ8Chunked(const uint8_t* w, size_t blocks, si
     acc[i] = _mm512_setzero_ps();
   }
   for (size_t b = 0; b < chunked; b += kChunk) {
-    for (size_t i = 0; i < kRows; ++i) PrefetchChunk<kBlock>(rows[i] + b * kBlock);
+    prefetch.Through(last + (b + kChunk) * kBlock);
     Q8Scales<kRows>(rows, b, kChunk, x, scale);
     Q8Pairs<kRows>(rows, b, kChunk / 2, x, scale, acc);
   }
   float rest[kRows] = {};
-  if (chunked < blocks) RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x, rest);
+  if (chunked < blocks) {
+    prefetch.Through(last + blocks * kBlock);
+    RowGroupSums<WeightFormat::kQ8_0, kRows>(w, blocks, r, chunked, x, rest);
+  }
+  stream = prefetch;
   for (size_t i = 0; i < kRows; ++i) Store(_mm512_reduce_add_ps(acc[i]) + rest[i], y + r + i);
 }
 
@@ -440,8 +449,9 @@ DK_VNNI_TARGET void Rows(const uint8_t* w, size_t cols, size_t r0, size_t r1,
   const size_t blocks = cols / ggml::kBlockElems;
   size_t r = r0;
   if constexpr (F == WeightFormat::kQ8_0) {
-    for (; r + 2 <= r1; r += 2) RowGroupQ8Chunked<2>(w, blocks, r, x, y);
-    if (r < r1) RowGroupQ8Chunked<1>(w, blocks, r, x, y);
+    StreamPrefetch prefetch(w + r0 * blocks * sizeof(ggml::BlockQ8_0));
+    for (; r + 2 <= r1; r += 2) RowGroupQ8Chunked<2>(w, blocks, r, x, prefetch, y);
+    if (r < r1) RowGroupQ8Chunked<1>(w, blocks, r, x, prefetch, y);
   } else {
     for (; r + 2 <= r1; r += 2) RowGroupQ4Chunked<F, 2>(w, blocks, r, x, y);
     if (r < r1) RowGroupQ4Chunked<F, 1>(w, blocks, r, x, y);
