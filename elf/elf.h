@@ -37,8 +37,12 @@ inline constexpr int64_t kMaxHeads = 4096;                  // n_heads, n_kv_hea
 inline constexpr int64_t kMaxHeadDim = 4096;                // head_dim
 inline constexpr int64_t kMaxBytes = int64_t{1} << 40;      // one BO, host value or KV cache
 // Program.speculative: the draft kinds and the ranges of max_draft and max_ngram.
+// Prompt lookup drafts from matches of kMinDraftNgram or more tokens, and a match of
+// n tokens drafts at most 2^(n - kMinDraftNgram) (runtime/draft.h), so max_draft can
+// be reached only when 2^(max_ngram - kMinDraftNgram) >= max_draft.
 inline constexpr char kDraftPromptLookup[] = "prompt_lookup";
 inline constexpr int kMaxDraft = 15;
+inline constexpr int kMinDraftNgram = 2;
 inline constexpr int kMaxNgram = 8;
 
 // Checks a model shape: every size positive and within the limits above, the KV

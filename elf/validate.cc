@@ -474,9 +474,18 @@ absl::Status CheckSpeculative(const Speculative& s) {
     return absl::InvalidArgumentError(
         absl::StrCat("speculative: max_draft ", s.max_draft(), " is outside [1, ", kMaxDraft, "]"));
   }
-  if (s.max_ngram() < 1 || s.max_ngram() > kMaxNgram) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("speculative: max_ngram ", s.max_ngram(), " is outside [1, ", kMaxNgram, "]"));
+  if (s.max_ngram() < kMinDraftNgram || s.max_ngram() > kMaxNgram) {
+    return absl::InvalidArgumentError(absl::StrCat("speculative: max_ngram ", s.max_ngram(), " is outside [",
+                                                   kMinDraftNgram, ", ", kMaxNgram, "]"));
+  }
+  const int reach = 1 << (s.max_ngram() - kMinDraftNgram);  // the most a match of max_ngram tokens drafts
+  if (s.max_draft() > reach) {
+    int needed = s.max_ngram();
+    while ((1 << (needed - kMinDraftNgram)) < s.max_draft()) ++needed;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "speculative: max_draft ", s.max_draft(), " is never reached with max_ngram ", s.max_ngram(),
+        " (a match of n tokens drafts at most 2^(n - ", kMinDraftNgram, "), here ", reach,
+        "): raise max_ngram to ", needed, " or lower max_draft"));
   }
   return absl::OkStatus();
 }

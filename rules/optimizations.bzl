@@ -231,7 +231,7 @@ speculative_decode = rule(
         draft = attr.string(doc = "How drafts are made: prompt_lookup. Unset: the pass table's default."),
         max_draft = attr.int(doc = "Drafted tokens per check, 1..15. Unset: the pass table's default.",
                              default = _UNSET_INT),
-        max_ngram = attr.int(doc = "The longest n-gram looked up, 1..8. Unset: the pass table's default.",
+        max_ngram = attr.int(doc = "The longest n-gram looked up, 2..8; a match of n tokens drafts at most 2^(n - 2), so max_draft needs 2^(max_ngram - 2) >= max_draft. Unset: the pass table's default.",
                              default = _UNSET_INT),
     ),
 )

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "elf/elf.h"
 #include "runtime/draft.h"
 #include "util/status.h"
 
@@ -27,9 +28,10 @@ absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt) {
 
 namespace {
 
-// Drafts come from matches of at least two tokens: a lone repeated token (a space, a
-// comma) predicts its old successor too rarely to pay for the extra rows of a check.
-constexpr int kMinDraftNgram = 2;
+// Drafts come from matches of at least two tokens (elf::kMinDraftNgram): a lone
+// repeated token (a space, a comma) predicts its old successor too rarely to pay for
+// the extra rows of a check.
+constexpr int kMinDraftNgram = elf::kMinDraftNgram;
 
 // Passes a chosen token to on_token and appends it to `context`; run.requested_end
 // says whether the run ends after it (options.end_requested).

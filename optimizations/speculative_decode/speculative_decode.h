@@ -26,7 +26,7 @@ inline constexpr char kName[] = "speculative_decode";
 struct Options {
   std::string draft = "prompt_lookup";  // elf::kDraftPromptLookup
   int max_draft = 4;                    // 1..elf::kMaxDraft
-  int max_ngram = 3;                    // 1..elf::kMaxNgram
+  int max_ngram = 8;                    // elf::kMinDraftNgram..elf::kMaxNgram
 };
 
 // InvalidArgument for options outside their ranges (the build fails, naming them).

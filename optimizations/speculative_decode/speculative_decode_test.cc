@@ -27,7 +27,7 @@ TEST(SpeculativeDecode, SetsTheDraftAndKeepsTheSteps) {
   EXPECT_TRUE(r->changed);
   EXPECT_EQ(p.speculative().draft(), "prompt_lookup");
   EXPECT_EQ(p.speculative().max_draft(), 6);
-  EXPECT_EQ(p.speculative().max_ngram(), 3);
+  EXPECT_EQ(p.speculative().max_ngram(), 8);
   EXPECT_NE(r->summary.find("checks them in one run of 7 token rows"), std::string::npos) << r->summary;
   elf::Program without = p;
   without.clear_speculative();
@@ -57,10 +57,28 @@ TEST(SpeculativeDecode, OptionsOutOfRangeAreRefused) {
   o.draft = "second_model";
   EXPECT_NE(speculative_decode::Run(p, **registry::FindTarget("cpu"), o).status().message().find("unknown draft \"second_model\""),
             std::string::npos);
+  for (int bad : {1, 9}) {
+    o = Options{};
+    o.max_ngram = bad;
+    EXPECT_NE(speculative_decode::Run(p, **registry::FindTarget("cpu"), o)
+                  .status()
+                  .message()
+                  .find(absl::StrCat("max_ngram ", bad, " is outside [2, 8]")),
+              std::string::npos);
+  }
+  // A match of n tokens drafts at most 2^(n - 2): max_draft 6 needs n-grams of 5.
   o = Options{};
-  o.max_ngram = 9;
-  EXPECT_NE(speculative_decode::Run(p, **registry::FindTarget("cpu"), o).status().message().find("max_ngram 9 is outside [1, 8]"),
+  o.max_draft = 6;
+  o.max_ngram = 4;
+  EXPECT_NE(speculative_decode::Run(p, **registry::FindTarget("cpu"), o)
+                .status()
+                .message()
+                .find("max_draft 6 is never reached with max_ngram 4 (a match of n tokens drafts at most 2^(n - 2), "
+                      "here 4): raise max_ngram to 5 or lower max_draft"),
             std::string::npos);
+  o.max_ngram = 5;
+  EXPECT_TRUE(speculative_decode::Run(p, **registry::FindTarget("cpu"), o).ok());
+  p.clear_speculative();
   // And a program that says so is refused by validation.
   p.mutable_speculative()->set_draft("prompt_lookup");
   p.mutable_speculative()->set_max_draft(99);
