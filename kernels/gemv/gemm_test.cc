@@ -159,6 +159,35 @@ TEST(Gemm, X12AtManyTokenRowsIsTheSingleRowGemvInEveryMode) {
   }
 }
 
+// The fused entries at many x12 token rows (tiles rebuilt, as above): each row their
+// single-row calls' bits; SiLU*mul runs Rows per 64-row unit, GemmAdd per 256-row block.
+TEST(Gemm, X12FusedAtManyTokenRowsAreTheFusedSingleRowCalls) {
+  const WeightFormat f = WeightFormat::kBf16X12;
+  const size_t rows = 300, cols = 2070, m = 40;
+  Matrix gate(rows, cols, 81), up(rows, cols, 82), down(rows, cols, 83);
+  const FusedWeight wg = gate.As(f), wu = up.As(f), wd = down.As(f);
+  const Tokens x(m, cols, 84, 3.0f), residual(m, rows, 85, 4.0f);
+  const auto norm = RandomBf16(cols, 86, 1.5f);
+  ThreadPool pool(2);
+  const size_t stride = rows + 3;
+  std::vector<bf16> silu(m * stride), add(m * stride), normed(m * stride), want(rows);
+  RmsNormGemmSiluMul(f, x.p, x.stride, m, norm.data(), 1e-5f, cols, wg, wu, silu.data(), stride, &pool);
+  GemmAdd(f, x.p, x.stride, m, cols, wd, residual.p, residual.stride, add.data(), stride, &pool);
+  void* out[1] = {normed.data()};
+  RmsNormGemm(f, x.p, x.stride, m, norm.data(), 1e-5f, cols, &wd, 1, out, &stride, /*y_f32=*/false, &pool);
+  for (size_t i = 0; i < m; ++i) {
+    SCOPED_TRACE(::testing::Message() << "token row " << i);
+    RmsNormGemvSiluMul(f, x.Row(i), norm.data(), 1e-5f, cols, wg, wu, want.data(), &pool);
+    ExpectBitEqual(want, silu.data() + i * stride, "silu(gate) * up");
+    GemvAdd(f, x.Row(i), cols, wd, residual.Row(i), want.data(), &pool);
+    ExpectBitEqual(want, add.data() + i * stride, "residual + W x");
+    void* wout[1] = {want.data()};
+    RmsNormGemv(f, x.Row(i), norm.data(), 1e-5f, cols, &wd, 1, wout, /*y_f32=*/false, &pool);
+    ExpectBitEqual(want, normed.data() + i * stride, "W RmsNorm(x)");
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // Row n of y within the single-row tests' tolerances of the f64 reference: the
 // bf16 formats' (gemv_check.h) and, for block formats, the tight kInt8 bound of
 // gemv_quant_test.cc against the same quantized activations: 2 (B + 16) u A.

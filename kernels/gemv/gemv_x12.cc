@@ -518,8 +518,13 @@ void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, siz
 const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch) {
   const Geometry g = Geo(rows, cols);
   DK_CHECK(p0 <= p1 && p1 <= g.panels);
-  if (Plain(x12, g)) return reinterpret_cast<const bf16*>(x12) + p0 * g.chunks * kPanelRows * kChunkCols;
-  DecodePanels(x12, g, p0, p1, scratch);
+  const size_t panel = g.chunks * kPanelRows * kChunkCols;
+  if (Plain(x12, g)) return reinterpret_cast<const bf16*>(x12) + p0 * panel;
+  if (GemvUsesBf16Dot()) {  // AVX512_BF16 CPUs (and not switched off for tests)
+    DecodePanels(x12, g, p0, p1, scratch);
+  } else {
+    for (size_t p = p0; p < p1; ++p) DecodePanel(x12, g, p, scratch + (p - p0) * panel);
+  }
   return scratch;
 }
 

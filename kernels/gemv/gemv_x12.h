@@ -95,7 +95,7 @@ void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, 
 // bit: a plain matrix's own, else rebuilt into `scratch` ((p1 - p0) *
 // PackedGemvElements(8, cols) elements, any alignment). For many token rows over one
 // tile of weights: rebuilding it once costs little next to m rows of vdpbf16ps, and
-// the packed kernel's tiles then need no decode registers. AVX512BW CPUs only.
+// the packed kernel's tiles then need no decode registers.
 const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch);
 }  // namespace internal
 
