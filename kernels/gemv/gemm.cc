@@ -25,9 +25,11 @@
 // packed, x12) and the VNNI paths of Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K go further: each
 // loaded (or decoded) weight vector feeds several token rows' accumulators held in
 // registers (the *Tokens kernels beside their single-row ones: gemv_avx512bf16.h,
-// gemv_x12.h, gemv_quant_vnni.h, gemm_q4_vnni.h, gemv_kquant.h). Elsewhere (the widening
-// and Highway int8 loops, AVX-VNNI, targets without AVX-512) a tile runs the
-// single-row kernels once per token row (gemv_rows.h), bit-identical by construction.
+// gemv_x12.h, gemv_quant_vnni.h, gemm_q4_vnni.h, gemv_kquant.h); x12 from
+// kX12RebuildTokens token rows rebuilds each tile in the packed layout and runs the
+// packed kernel on it. Elsewhere (the widening and Highway int8 loops, AVX-VNNI,
+// targets without AVX-512) a tile runs the single-row kernels once per token row
+// (gemv_rows.h), bit-identical by construction.
 namespace dk::kernels {
 namespace {
 
@@ -59,7 +61,7 @@ constexpr size_t kSiluUnitRows = 64;
 
 // Per-thread scratch of the calling thread (grown, never shrunk); `slot` keeps
 // buffers of one call apart (f32: 0 x12 rows, 1 RowsInBlocks, 2 and 3 gate and up;
-// bf16: 2 normed x; bytes: 3 prepared x).
+// bf16: 0 rebuilt x12 tiles, 2 normed x; bytes: 3 prepared x).
 template <typename T>
 T* Scratch(int slot, size_t n) {
   thread_local AlignedBuffer<T> buffers[4];
@@ -213,15 +215,43 @@ void TileRows(const GemmX& x, const void* w, size_t rows, size_t s, size_t e, si
   }
 }
 
+// Token rows from which Rows rebuilds each x12 tile in the packed layout once and runs
+// the packed kernel on it (bit-identical: X12Gemv is PackedGemv bit for bit). The x12
+// tiles decode every weight again for each 3 token rows, and their decode registers
+// leave the 4 x 3 tile's 24 accumulators too few to spare; but rebuilding first reads
+// the tile's x12 stream without arithmetic to overlap it, which at fewer token rows
+// cost more than it saved (gemm_bench, m = 16 and 32).
+constexpr size_t kX12RebuildTokens = 32;
+
+// Rows' tile [s, e) of x12 W (every token block of `block` rows) rebuilt in the
+// packed layout in per-thread scratch (a plain matrix is that layout already), then
+// run as rows [0, e - s) of a packed matrix of rows - s.
+void RebuiltX12Tile(const GemmX& x, const FusedWeight& w, size_t s, size_t e, size_t block, float* out,
+                    size_t out_stride) {
+  GemmX packed = x;
+  packed.format = WeightFormat::kBf16Packed;
+  const size_t p0 = s / kPanelRows, p1 = (e + kPanelRows - 1) / kPanelRows;
+  bf16* scratch = Scratch<bf16>(0, (p1 - p0) * kPanelRows * RoundUp(x.cols, kChunkCols));
+  const bf16* tile = internal::X12PanelsAsPacked(static_cast<const uint8_t*>(w.data), w.rows, x.cols, p0, p1, scratch);
+  for (size_t t0 = 0; t0 < x.m; t0 += block) {
+    TileRows(packed, tile, w.rows - s, 0, e - s, t0, std::min(x.m, t0 + block), out + t0 * out_stride, out_stride);
+  }
+}
+
 // out[i * out_stride + r - r0] = (W X[i])[r] for r in [r0, r1) (r0 % kUnitRows == 0,
 // r1 likewise or == rows), tile by tile, each tile for every block of token rows.
 void Rows(const GemmX& x, const FusedWeight& w, size_t r0, size_t r1, float* out, size_t out_stride) {
   const size_t row_bytes = formats::IsBlockFormat(x.format) ? formats::RowBytes(x.format, x.cols)
                                                             : RoundUp(x.cols, kChunkCols) * sizeof(bf16);
   const size_t tile = std::max(kUnitRows, kTileBytes / row_bytes / kUnitRows * kUnitRows);
+  const size_t block = TokenBlock(x.cols);
+  const bool rebuild = x.m >= kX12RebuildTokens && TokenKernelOf(x) == TokenKernel::kX12;
   for (size_t s = r0; s < r1; s += tile) {
     const size_t e = std::min(r1, s + tile);
-    const size_t block = TokenBlock(x.cols);
+    if (rebuild) {
+      RebuiltX12Tile(x, w, s, e, block, out + (s - r0), out_stride);
+      continue;
+    }
     for (size_t t0 = 0; t0 < x.m; t0 += block) {
       TileRows(x, w.data, w.rows, s, e, t0, std::min(x.m, t0 + block), out + t0 * out_stride + (s - r0),
                out_stride);

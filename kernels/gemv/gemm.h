@@ -19,7 +19,8 @@
 // of one call is in one format; cols % 32 == 0 for block formats (cols % 256 for the
 // K-quants). Outputs must not alias inputs. Parallel over weight rows on `pool`
 // (nullptr: the caller alone); any pointer alignment; per-thread scratch grows with
-// m x cols (the prepared token rows) and is kept. Thread-safety: as Gemv (gemv.h).
+// m x cols (the prepared token rows), for x12 at many token rows by one tile of
+// rebuilt weights (gemm.cc), and is kept. Thread-safety: as Gemv (gemv.h).
 #ifndef DK_KERNELS_GEMV_GEMM_H_
 #define DK_KERNELS_GEMV_GEMM_H_
 

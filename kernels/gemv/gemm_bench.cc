@@ -1,7 +1,7 @@
 // Multi-row GEMM (gemm.h) throughput for batched prefill, in GFLOP/s = 2 rows cols m
 // / time, at the llama32_1b (2048x2048 q/o, 8192x2048 gate/up, 2048x8192 down) and
 // SmolLM2-135M (576x576, 1536x576, 576x1536) shapes, per weight format, for m token
-// rows in {1, 5, 8, 64, 512} (block formats: 1, 64, 512 here and 2..8 beside the
+// rows in {1, 5, 8, 16, 32, 64, 512} (block formats: 1, 64, 512 here and 2..8 beside the
 // single-row GEMV, RegisterDraftChecks) and 1 or 2 threads. Weights rotate over >= 64 MiB of
 // distinct matrices so that, as in a prefill over many layers, they come from DRAM.
 //   ./bazelw run --config=opt //kernels/gemv:gemm_bench -- --benchmark_filter=...
@@ -141,8 +141,9 @@ void Args(benchmark::internal::Benchmark* b) {
   for (int f = 0; f < static_cast<int>(std::size(kFormats)); ++f) {
     for (int s = 0; s < static_cast<int>(std::size(kShapes)); ++s) {
       if (kShapes[s].cols % formats::BlockElems(kFormats[f]) != 0) continue;  // K-quants at SmolLM2's 576
-      for (int m : {1, 5, 8, 64, 512}) {
+      for (int m : {1, 5, 8, 16, 32, 64, 512}) {
         if (formats::IsBlockFormat(kFormats[f]) && (m == 5 || m == 8)) continue;  // RegisterDraftChecks
+        if (formats::IsBlockFormat(kFormats[f]) && (m == 16 || m == 32)) continue;  // bf16: around kX12RebuildTokens
         for (int threads : {1, 2}) b->Args({f, s, m, threads});
       }
     }

@@ -9,6 +9,7 @@
 #include "kernels/gemv/gemm.h"
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,58 @@ TEST(Gemm, ManyTokenRowsAreEachTheSingleRowGemv) {
   }
 }
 
+// x12 at many token rows (gemm.cc rebuilds each tile in the packed layout there):
+// several tiles per thread's rows, two token blocks over each rebuilt tile, an odd
+// last chunk, a partial last panel; a matrix with compact and raw blocks and a plain
+// one (every weight's exponent random, so every block raw and too many to spill).
+TEST(Gemm, X12AtManyTokenRowsIsTheSingleRowGemvInEveryMode) {
+  const size_t rows = 300, cols = 2070, m = 70;
+  Matrix blocks(rows, cols, 71), plain(rows, cols, 72);
+  std::mt19937 rng(73);
+  for (bf16& v : plain.rowmajor) v = bf16{static_cast<uint16_t>((rng() & 0x807f) | (64 + rng() % 127) << 7)};
+  const Tokens x(m, cols, 74, 3.0f);
+  ThreadPool pool(2);
+  for (Matrix* mat : {&blocks, &plain}) {
+    const FusedWeight w = mat->As(WeightFormat::kBf16X12);
+    const X12PackStats stats = X12GemvStats(static_cast<const uint8_t*>(w.data), rows, cols);
+    EXPECT_EQ(stats.plain, mat == &plain);
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      SCOPED_TRACE(::testing::Message() << (stats.plain ? "plain" : "blocks") << (p ? " 2 threads" : " 1 thread"));
+      ExpectRowsAreSingleRowCalls<float>(WeightFormat::kBf16X12, w, cols, x, m, p);
+      ExpectRowsAreSingleRowCalls<bf16>(WeightFormat::kBf16X12, w, cols, x, m, p);
+    }
+  }
+}
+
+// The fused entries at many x12 token rows (tiles rebuilt, as above): each row their
+// single-row calls' bits; SiLU*mul runs Rows per 64-row unit, GemmAdd per 256-row block.
+TEST(Gemm, X12FusedAtManyTokenRowsAreTheFusedSingleRowCalls) {
+  const WeightFormat f = WeightFormat::kBf16X12;
+  const size_t rows = 300, cols = 2070, m = 40;
+  Matrix gate(rows, cols, 81), up(rows, cols, 82), down(rows, cols, 83);
+  const FusedWeight wg = gate.As(f), wu = up.As(f), wd = down.As(f);
+  const Tokens x(m, cols, 84, 3.0f), residual(m, rows, 85, 4.0f);
+  const auto norm = RandomBf16(cols, 86, 1.5f);
+  ThreadPool pool(2);
+  const size_t stride = rows + 3;
+  std::vector<bf16> silu(m * stride), add(m * stride), normed(m * stride), want(rows);
+  RmsNormGemmSiluMul(f, x.p, x.stride, m, norm.data(), 1e-5f, cols, wg, wu, silu.data(), stride, &pool);
+  GemmAdd(f, x.p, x.stride, m, cols, wd, residual.p, residual.stride, add.data(), stride, &pool);
+  void* out[1] = {normed.data()};
+  RmsNormGemm(f, x.p, x.stride, m, norm.data(), 1e-5f, cols, &wd, 1, out, &stride, /*y_f32=*/false, &pool);
+  for (size_t i = 0; i < m; ++i) {
+    SCOPED_TRACE(::testing::Message() << "token row " << i);
+    RmsNormGemvSiluMul(f, x.Row(i), norm.data(), 1e-5f, cols, wg, wu, want.data(), &pool);
+    ExpectBitEqual(want, silu.data() + i * stride, "silu(gate) * up");
+    GemvAdd(f, x.Row(i), cols, wd, residual.Row(i), want.data(), &pool);
+    ExpectBitEqual(want, add.data() + i * stride, "residual + W x");
+    void* wout[1] = {want.data()};
+    RmsNormGemv(f, x.Row(i), norm.data(), 1e-5f, cols, &wd, 1, wout, /*y_f32=*/false, &pool);
+    ExpectBitEqual(want, normed.data() + i * stride, "W RmsNorm(x)");
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // Row n of y within the single-row tests' tolerances of the f64 reference: the
 // bf16 formats' (gemv_check.h) and, for block formats, the tight kInt8 bound of
 // gemv_quant_test.cc against the same quantized activations: 2 (B + 16) u A.
@@ -163,11 +216,12 @@ TEST(Gemm, MatchesTheReference) {
       const Shape s = ShapesOf(f).back();
       Matrix mat(s.rows, s.cols, 9);
       const FusedWeight w = mat.As(f);
-      const size_t m = 9;
-      const Tokens x(m, s.cols, 10, 2.0f);
-      std::vector<float> y(m * s.rows);
-      Gemm(f, w.data, w.rows, s.cols, x.p, x.stride, m, y.data(), s.rows, &pool);
-      for (size_t i = 0; i < m; ++i) ExpectNearReference(f, mat, w, x.Row(i), y.data() + i * s.rows);
+      for (size_t m : {9, 33}) {  // a one-pass tile of the block formats; x12 tiles rebuilt (gemm.cc)
+        const Tokens x(m, s.cols, 10, 2.0f);
+        std::vector<float> y(m * s.rows);
+        Gemm(f, w.data, w.rows, s.cols, x.p, x.stride, m, y.data(), s.rows, &pool);
+        for (size_t i = 0; i < m; ++i) ExpectNearReference(f, mat, w, x.Row(i), y.data() + i * s.rows);
+      }
     }
   });
 }

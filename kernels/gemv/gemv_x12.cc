@@ -129,29 +129,40 @@ inline void PrefetchNta(const uint8_t* p, size_t bytes) {
   for (size_t line = 0; line < bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_NTA);
 }
 
+// Row `row` of a compact block rebuilt: chunk 2q's 32 weights into *w0, 2q + 1's
+// into *w1 (`tab` the block's table in each 128-bit lane). Code bytes are broadcast
+// to both 256-bit halves; the upper half's 16-bit lanes shift right by 4 to bring
+// the high nibbles down.
+DK_X12_TARGET inline void DecodeRow(const uint8_t* row, __m512i tab, __m512bh* w0, __m512bh* w1) {
+  const __m512i shift = _mm512_set_epi64(0x0004000400040004ll, 0x0004000400040004ll, 0x0004000400040004ll,
+                                         0x0004000400040004ll, 0, 0, 0, 0);
+  const __m512i codes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kPairCols)));
+  const __m512i upper =
+      _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srlv_epi16(codes, shift), _mm512_set1_epi8(0x0f)));
+  const __m512i lower = _mm512_loadu_si512(row);
+  *w0 = (__m512bh)_mm512_unpacklo_epi8(lower, upper);
+  *w1 = (__m512bh)_mm512_unpackhi_epi8(lower, upper);
+}
+
+DK_X12_TARGET inline __m512i LoadTable(const uint8_t* table) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+}
+
 // One block (8 rows x the chunk pair) into the panel's accumulators: chunk 2q into
 // acc0, 2q + 1 into acc1 (kBoth false: an odd last chunk, alone; x ends there).
 template <bool kBoth>
 DK_X12_TARGET inline void Block(const uint8_t* x12, const Geometry& g, const uint8_t* block, const uint8_t* table,
                                 const bf16* x, __m512* acc0, __m512* acc1) {
-  // Code bytes are broadcast to both 256-bit halves; the upper half's 16-bit lanes
-  // shift right by 4 to bring the high nibbles down.
-  const __m512i shift = _mm512_set_epi64(0x0004000400040004ll, 0x0004000400040004ll, 0x0004000400040004ll,
-                                         0x0004000400040004ll, 0, 0, 0, 0);
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
   const __m512bh x0 = LoadBh(x);
   const __m512bh x1 = kBoth ? LoadBh(x + kChunkCols) : x0;
   if (__builtin_expect(table[8] & 0x80, 1)) {
-    const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+    const __m512i tab = LoadTable(table);
 #pragma GCC unroll 8
     for (size_t r = 0; r < kPanelRows; ++r) {
-      const uint8_t* row = block + r * kRowBytes;
-      const __m512i codes =
-          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kPairCols)));
-      const __m512i upper = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srlv_epi16(codes, shift), low_nibble));
-      const __m512i lower = _mm512_loadu_si512(row);
-      acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)_mm512_unpacklo_epi8(lower, upper), x0);
-      if (kBoth) acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)_mm512_unpackhi_epi8(lower, upper), x1);
+      __m512bh w0, w1;
+      DecodeRow(block + r * kRowBytes, tab, &w0, &w1);
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], w0, x0);
+      if (kBoth) acc1[r] = _mm512_dpbf16_ps(acc1[r], w1, x1);
     }
   } else {
     const uint8_t* raw = x12 + g.spill + kRawBytes * LoadU32(table);
@@ -205,23 +216,14 @@ template <bool kBoth, size_t kRows, size_t kTokens>
 DK_X12_TARGET inline void BlockTokens(const uint8_t* x12, const Geometry& g, const uint8_t* block,
                                       const uint8_t* table, size_t r, const bf16* const* x, size_t col,
                                       __m512 (*acc0)[kTokens], __m512 (*acc1)[kTokens]) {
-  const __m512i shift = _mm512_set_epi64(0x0004000400040004ll, 0x0004000400040004ll, 0x0004000400040004ll,
-                                         0x0004000400040004ll, 0, 0, 0, 0);
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
   const bool compact = __builtin_expect(table[8] & 0x80, 1);
-  const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+  const __m512i tab = LoadTable(table);
   const uint8_t* raw = compact ? nullptr : x12 + g.spill + kRawBytes * LoadU32(table);
 #pragma GCC unroll 4
   for (size_t i = 0; i < kRows; ++i) {
     __m512bh w0, w1;
     if (compact) {
-      const uint8_t* row = block + (r + i) * kRowBytes;
-      const __m512i codes =
-          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kPairCols)));
-      const __m512i upper = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srlv_epi16(codes, shift), low_nibble));
-      const __m512i lower = _mm512_loadu_si512(row);
-      w0 = (__m512bh)_mm512_unpacklo_epi8(lower, upper);
-      w1 = (__m512bh)_mm512_unpackhi_epi8(lower, upper);
+      DecodeRow(block + (r + i) * kRowBytes, tab, &w0, &w1);
     } else {
       w0 = LoadBh(raw + (r + i) * 64);
       w1 = LoadBh(raw + kRawBytes / 2 + (r + i) * 64);
@@ -277,6 +279,38 @@ void PanelAllTokens(const uint8_t* x12, const Geometry& g, size_t p, size_t n, c
     PanelTile<kRows, tokens>(x12, g, p, q0, q1, first, last, r, n, x + t, mem + slot * kSlot, out + t * out_stride,
                              out_stride);
   });
+}
+
+// Panels [p0, p1) of a blocks-mode matrix rebuilt in the packed panel layout (gemv.h)
+// into `out`: each compact row as Block rebuilds it, raw blocks copied (they are in
+// that layout already), an odd last chunk's missing half skipped.
+DK_X12_TARGET void DecodePanels(const uint8_t* x12, const Geometry& g, size_t p0, size_t p1, bf16* out) {
+  constexpr size_t kPanel = kPanelRows * kChunkCols;
+  const bool prefetch = GemvSoftwarePrefetch();  // as PanelsDpBf16: one stream of blocks
+  for (size_t p = p0; p < p1; ++p) {
+    bf16* panel = out + (p - p0) * g.chunks * kPanel;
+    for (size_t q = 0; q < g.pairs; ++q) {
+      const size_t b = p * g.pairs + q;
+      const uint8_t* block = x12 + b * kBlockBytes;
+      const uint8_t* table = x12 + g.tables + b * kTableBytes;
+      if (prefetch) PrefetchNta(block + kPrefetchBlocks * kBlockBytes, kBlockBytes);
+      bf16* c0 = panel + 2 * q * kPanel;
+      const bool both = 2 * q + 1 < g.chunks;
+      if (!(table[8] & 0x80)) {
+        const uint8_t* raw = x12 + g.spill + kRawBytes * LoadU32(table);
+        std::memcpy(c0, raw, (both ? 2 : 1) * kPanel * sizeof(bf16));
+        continue;
+      }
+      const __m512i tab = LoadTable(table);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kPanelRows; ++r) {
+        __m512bh w0, w1;
+        DecodeRow(block + r * kRowBytes, tab, &w0, &w1);
+        _mm512_storeu_si512(c0 + r * kChunkCols, (__m512i)w0);
+        if (both) _mm512_storeu_si512(c0 + kPanel + r * kChunkCols, (__m512i)w1);
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -479,6 +513,19 @@ void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, siz
     const size_t base = p * kPanelRows, n = std::min(kPanelRows, rows - base);
     Bf16PackedRows(panel, n, x, 0, n, y + base);
   }
+}
+
+const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch) {
+  const Geometry g = Geo(rows, cols);
+  DK_CHECK(p0 <= p1 && p1 <= g.panels);
+  const size_t panel = g.chunks * kPanelRows * kChunkCols;
+  if (Plain(x12, g)) return reinterpret_cast<const bf16*>(x12) + p0 * panel;
+  if (GemvUsesBf16Dot()) {  // AVX512_BF16 CPUs (and not switched off for tests)
+    DecodePanels(x12, g, p0, p1, scratch);
+  } else {
+    for (size_t p = p0; p < p1; ++p) DecodePanel(x12, g, p, scratch + (p - p0) * panel);
+  }
+  return scratch;
 }
 
 void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, size_t r1,

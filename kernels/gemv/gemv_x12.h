@@ -90,6 +90,13 @@ void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, siz
 // several of them: out[t * out_stride + r - r0], bit-identical to Bf16X12Rows on x[t].
 void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, size_t r1,
                        const bf16* const* x, size_t m, float* out, size_t out_stride);
+
+// Panels [p0, p1) of the ceil(rows / 8) in the packed panel layout (gemv.h), bit for
+// bit: a plain matrix's own, else rebuilt into `scratch` ((p1 - p0) *
+// PackedGemvElements(8, cols) elements, any alignment). For many token rows over one
+// tile of weights: rebuilding it once costs little next to m rows of vdpbf16ps, and
+// the packed kernel's tiles then need no decode registers.
+const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch);
 }  // namespace internal
 
 }  // namespace dk::kernels

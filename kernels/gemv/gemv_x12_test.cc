@@ -191,6 +191,29 @@ TEST(X12Gemv, RowsUnpackToTheOriginal) {
 }
 
 // Against the f64 reference, independent of the packed kernel.
+// Panels [p0, p1) rebuilt in the packed layout (Gemm's path at many token rows,
+// gemm.cc) are the packed layout's bytes of the same panels: the vdpbf16ps CPUs'
+// decoder and the portable one, every storage mode (a plain matrix's own panels),
+// an odd chunk count, a partial last panel, a range from a later panel.
+TEST(X12Gemv, PanelsRebuildToThePackedLayout) {
+  for (bool dot : {true, false}) {
+    SetGemvBf16DotEnabled(dot);
+    for (Values kind : {Values::kNarrow, Values::kSpiky, Values::kWild}) {
+      for (size_t cols : {33, 100, 576}) {
+        const size_t rows = 61, panels = 8, panel = PackedGemvElements(kPanelRows, cols);
+        const Packed p = Pack(Make(kind, rows, cols, 11 + cols), rows, cols);
+        for (size_t p0 : {0, 3}) {
+          SCOPED_TRACE(::testing::Message() << Name(kind) << " cols=" << cols << " p0=" << p0 << " dot=" << dot);
+          std::vector<bf16> scratch((panels - p0) * panel + 1);  // misaligned by one element
+          const bf16* got = internal::X12PanelsAsPacked(p.x12.data(), rows, cols, p0, panels, scratch.data() + 1);
+          EXPECT_EQ(std::memcmp(got, p.plain.data.data() + p0 * panel, (panels - p0) * panel * sizeof(bf16)), 0);
+        }
+      }
+    }
+  }
+  SetGemvBf16DotEnabled(true);
+}
+
 TEST(X12Gemv, MatchesTheF64Reference) {
   ThreadPool pool2(2);
   ForEachTarget([&](const char*) {
