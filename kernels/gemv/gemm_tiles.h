@@ -29,20 +29,29 @@ inline void ForLeftoverTokens(size_t t, size_t m, const Fn& fn) {
   for (; t < m; ++t) fn(Count<1>(), t);
 }
 
-// Rows [0, n) x token rows [0, m) in kRows x kTokens tiles, the rows left over one at
-// a time, the token rows as ForLeftoverTokens: tile(Count<rows>, Count<tokens>, r, t).
+// Token rows [0, m) as kTokens-row tiles, the rest as ForLeftoverTokens:
+// fn(Count<tokens>, t).
+template <size_t kTokens, typename Fn>
+inline void ForTokenBlocks(size_t m, const Fn& fn) {
+  size_t t = 0;
+  for (; t + kTokens <= m; t += kTokens) fn(Count<kTokens>(), t);
+  ForLeftoverTokens<kTokens>(t, m, fn);
+}
+
+// Rows [0, n) kRows at a time, the rest one at a time: fn(Count<rows>, r).
+template <size_t kRows, typename Fn>
+inline void ForRowGroups(size_t n, const Fn& fn) {
+  size_t r = 0;
+  for (; r + kRows <= n; r += kRows) fn(Count<kRows>(), r);
+  for (; r < n; ++r) fn(Count<1>(), r);
+}
+
+// Rows [0, n) x token rows [0, m) in kRows x kTokens tiles, the rows as ForRowGroups,
+// the token rows as ForTokenBlocks: tile(Count<rows>, Count<tokens>, r, t).
 template <size_t kRows, size_t kTokens, typename Tile>
 inline void ForRowTokenTiles(size_t n, size_t m, const Tile& tile) {
-  size_t t = 0;
-  for (; t + kTokens <= m; t += kTokens) {
-    size_t r = 0;
-    for (; r + kRows <= n; r += kRows) tile(Count<kRows>(), Count<kTokens>(), r, t);
-    for (; r < n; ++r) tile(Count<1>(), Count<kTokens>(), r, t);
-  }
-  ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
-    size_t r = 0;
-    for (; r + kRows <= n; r += kRows) tile(Count<kRows>(), tokens, r, t0);
-    for (; r < n; ++r) tile(Count<1>(), tokens, r, t0);
+  ForTokenBlocks<kTokens>(m, [&](auto tokens, size_t t) {
+    ForRowGroups<kRows>(n, [&](auto rows, size_t r) { tile(rows, tokens, r, t); });
   });
 }
 
@@ -61,7 +70,7 @@ constexpr size_t OnePassTokens(size_t cols, size_t most = kMaxOnePassTokens) {
 // m <= one_pass (at most kMaxOnePassTokens) as one tile of all m, so that each
 // weight row is loaded, unpacked and its scales converted once per call (a second
 // tile re-runs all of that per weight byte, and split 4 + 1 a draft check of 5 rows
-// cost over twice the GEMV); more as kTokens-row tiles, the rest as ForLeftoverTokens.
+// cost over twice the GEMV); more as ForTokenBlocks.
 // fn(Count<tokens>, t).
 template <size_t kTokens, typename Fn>
 inline void ForTokenTiles(size_t m, size_t one_pass, const Fn& fn) {
@@ -79,17 +88,7 @@ inline void ForTokenTiles(size_t m, size_t one_pass, const Fn& fn) {
       default: break;
     }
   }
-  size_t t = 0;
-  for (; t + kTokens <= m; t += kTokens) fn(Count<kTokens>(), t);
-  ForLeftoverTokens<kTokens>(t, m, fn);
-}
-
-// Rows [0, n) kRows at a time, the rest one at a time: fn(Count<rows>, r).
-template <size_t kRows, typename Fn>
-inline void ForRowGroups(size_t n, const Fn& fn) {
-  size_t r = 0;
-  for (; r + kRows <= n; r += kRows) fn(Count<kRows>(), r);
-  for (; r < n; ++r) fn(Count<1>(), r);
+  ForTokenBlocks<kTokens>(m, fn);
 }
 
 // The accumulator slots ForPanelSlices numbers for m token rows.
@@ -100,7 +99,7 @@ constexpr size_t PanelSlots(size_t m, size_t rows_per_tile, size_t tokens_per_ti
 // One 8-row panel (n <= 8 rows real; a tile past them computes zero padding) x m
 // token rows, over `units` column units in slices of `slice` units (one slice when
 // units <= 2 * slice, so that only long rows pay for parking accumulators): per slice
-// every kRows x kTokens tile (token rows left over as ForLeftoverTokens),
+// every kRows x kTokens tile (token rows as ForTokenBlocks),
 // tile(Count<tokens>, u0, u1, first, last, r, t, slot); a tile's accumulators wait
 // between slices in slot `slot` (< PanelSlots(m, kRows, kTokens)).
 template <size_t kRows, size_t kTokens, typename Tile>
@@ -108,12 +107,9 @@ inline void ForPanelSlices(size_t units, size_t slice, size_t n, size_t m, const
   if (units <= 2 * slice) slice = units;
   for (size_t u0 = 0; u0 < units; u0 += slice) {
     const size_t u1 = std::min(units, u0 + slice);
-    size_t t = 0, slot = 0;
-    for (; t + kTokens <= m; t += kTokens) {
-      for (size_t r = 0; r < n; r += kRows) tile(Count<kTokens>(), u0, u1, u0 == 0, u1 == units, r, t, slot++);
-    }
-    ForLeftoverTokens<kTokens>(t, m, [&](auto tokens, size_t t0) {
-      for (size_t r = 0; r < n; r += kRows) tile(tokens, u0, u1, u0 == 0, u1 == units, r, t0, slot++);
+    size_t slot = 0;
+    ForTokenBlocks<kTokens>(m, [&](auto tokens, size_t t) {
+      for (size_t r = 0; r < n; r += kRows) tile(tokens, u0, u1, u0 == 0, u1 == units, r, t, slot++);
     });
   }
 }
