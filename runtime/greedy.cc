@@ -28,11 +28,6 @@ absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt) {
 
 namespace {
 
-// Drafts come from matches of at least two tokens (elf::kMinDraftNgram): a lone
-// repeated token (a space, a comma) predicts its old successor too rarely to pay for
-// the extra rows of a check.
-constexpr int kMinDraftNgram = elf::kMinDraftNgram;
-
 // Passes a chosen token to on_token and appends it to `context`; run.requested_end
 // says whether the run ends after it (options.end_requested).
 absl::Status Emit(const StepResult& step, const GreedyOptions& options, const OnToken& on_token,
@@ -53,8 +48,11 @@ absl::Status SpeculativeSteps(Decoder& decoder, std::vector<uint32_t>& context, 
   StepResult row;
   while (run.generated < options.max_new_tokens && !run.stopped && !run.requested_end) {
     const int room = options.max_new_tokens - run.generated - 1;  // drafts past the limit are wasted
+    // Drafts come from matches of at least two tokens (elf::kMinDraftNgram): a lone
+    // repeated token (a space, a comma) predicts its old successor too rarely to pay
+    // for the extra rows of a check.
     std::vector<uint32_t> draft =
-        PromptLookupDraft(context, std::min(spec.max_draft(), room), spec.max_ngram(), kMinDraftNgram);
+        PromptLookupDraft(context, std::min(spec.max_draft(), room), spec.max_ngram(), elf::kMinDraftNgram);
     chunk.assign(1, context.back());
     chunk.insert(chunk.end(), draft.begin(), draft.end());
     const auto t0 = Clock::now();
