@@ -8,15 +8,18 @@
   tools/peer/.venv/bin/python tools/peer/ab.py --stage q8_0   # decode_q8 vs llama.cpp Q8_0
   tools/peer/.venv/bin/python tools/peer/ab.py --stage gguf --models smollm2_135m
                                                          # decode_gguf vs llama.cpp, one Q4_1 file
+  tools/peer/.venv/bin/python tools/peer/ab.py --stage x12 --models gemma3_270m
+                                                         # Gemma 3 270M (x12, q8_0 or gguf only)
   tools/peer/.venv/bin/python tools/peer/ab.py --stage x12 --prompt_tokens 512
                                                          # prompt processing (pp512) instead of decode
 
 Prepare (idempotent, files under --workdir):
   - builds //tools/bench:decode_bench_<model> (--config=opt) as a `bazel run` script, and
     //tools/peer:read_bandwidth, //tools/peer:weights_digest, //tools/synthetic_weights;
-  - smollm2_135m: the Q4_1 GGUF decodekit runs (dequantized to bf16 at load) and a BF16
-    GGUF llama.cpp requantizes from it; llama32_1b: the synthetic checkpoint (seed 1)
-    and its BF16 GGUF (convert_synthetic.py);
+  - smollm2_135m, gemma3_270m: the GGUF decodekit runs (SmolLM2's Q4_1, Gemma 3's
+    trained Q4_K_M; dequantized to bf16 at load) and a BF16 GGUF llama.cpp requantizes
+    from it; llama32_1b: the synthetic checkpoint (seed 1) and its BF16 GGUF
+    (convert_synthetic.py);
   - checks with decodekit's weights digest that the BF16 GGUF each llama.cpp run reads
     holds exactly the bf16 weights decodekit runs (stops otherwise);
   - --stage x12: decodekit runs the chain's decode_x12 stage (//tools/bench:
@@ -31,6 +34,8 @@ Prepare (idempotent, files under --workdir):
     decode_bench_<model>_gguf: every GEMV weight in the file's own blocks: SmolLM2's
     Q4_1 / Q8_0, Gemma 3's Q5_0 / Q4_K / Q6_K / Q8_0), llama.cpp the very same GGUF
     file: the same bytes in both engines.
+  - gemma3_270m has no plain bf16 target (decode_opt): --stage x12 runs the same bf16
+    weights, bit for bit.
 Then per (model, threads), --pairs times: A = decode_bench (decodekit, its weights),
 a read-bandwidth measurement, B = llama_decode.py time (llama.cpp, the BF16 GGUF). Both
 decode --warmup untimed tokens from position 0, then --tokens timed ones (positions
@@ -58,6 +63,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = sys.executable
 MODELS = ("smollm2_135m", "llama32_1b", "gemma3_270m")
 GGUF_MODELS = ("smollm2_135m", "gemma3_270m")  # a GGUF of their own (--stage gguf)
+# The stages each model has a //tools/bench:decode_bench_<model><suffix> target for.
+STAGES = {"smollm2_135m": ("bf16", "x12", "q8_0", "gguf"), "llama32_1b": ("bf16", "x12", "q8_0"),
+          "gemma3_270m": ("x12", "q8_0", "gguf")}
 
 
 def log(msg):
@@ -120,13 +128,16 @@ class Prepared:
         check = gguf + ".digest_check"
         if self.a.stage == "gguf":
             return self.model_gguf(model)  # the file decode_gguf reads, block for block
-        if model == "smollm2_135m":
-            q4 = self.model_gguf(model)
+        if model in GGUF_MODELS:
+            # llama.cpp's BF16 requantization of the model's own (quantized) GGUF; the
+            # digest below proves it is what decodekit dequantizes (Gemma's F32 1 + w
+            # norms are kept F32, and decodekit subtracts the 1 from both files alike).
+            own = self.model_gguf(model)
             if not os.path.exists(gguf):
-                run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", q4, "--out",
+                run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", own, "--out",
                      gguf + ".tmp", "--type", "bf16"])
                 os.replace(gguf + ".tmp", gguf)
-            sources = [q4, gguf]
+            sources = [own, gguf]
         else:
             ckpt = os.path.join(self.w, "llama32_1b_synth")
             if not os.path.exists(os.path.join(ckpt, "model.safetensors")):
@@ -272,7 +283,8 @@ def main():
                    help="bf16: decode_opt vs llama.cpp BF16; x12: decode_x12 (the chain's final bf16 "
                         "stage: the same weights in 12 bits each, bit-identical) vs llama.cpp BF16; "
                         "q8_0: decode_q8 vs llama.cpp Q8_0; "
-                        "gguf (smollm2_135m): decode_gguf vs llama.cpp on the same Q4_1 file")
+                        "gguf (smollm2_135m, gemma3_270m): decode_gguf vs llama.cpp on the same "
+                        "GGUF file (Q4_1, Q4_K_M); gemma3_270m: x12, q8_0 or gguf")
     p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
     p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")
     p.add_argument("--n_ctx", type=int, default=256, help="llama.cpp KV cache positions")
@@ -316,10 +328,10 @@ def main():
     for m in a.models:
         if m not in MODELS:
             raise SystemExit(f"--models: unknown {m}; known: {', '.join(MODELS)}")
-    if a.stage == "gguf" and any(m not in GGUF_MODELS for m in a.models):
-        raise SystemExit(f"--stage gguf: only {', '.join(GGUF_MODELS)} have a GGUF of their own (use --models)")
-    if a.stage != "gguf" and "gemma3_270m" in a.models:
-        raise SystemExit("gemma3_270m runs its trained Q4_K_M file only: --stage gguf")
+        if a.stage not in STAGES[m]:
+            raise SystemExit(f"--stage {a.stage}: {m} has no decode_bench target for it (tools/bench/BUILD); "
+                             f"its stages: {', '.join(STAGES[m])}"
+                             + (" (x12: the same bf16 weights, bit for bit)" if a.stage == "bf16" else ""))
 
     prep = Prepared(a)
     prep.build()

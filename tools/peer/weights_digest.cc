@@ -1,8 +1,8 @@
 // Prints decodekit's weights digest (weights/weights.h Weights::Digest) of each
 // weights file given: the bf16 values decodekit would run, under HF names and layouts.
 // tools/peer uses it to prove that both engines read the same weights:
-//   - the SmolLM2 Q4_1 GGUF (dequantized by decodekit) and the BF16 GGUF llama.cpp
-//     requantized from it must have the same digest;
+//   - a model's own GGUF (SmolLM2's Q4_1, Gemma 3's Q4_K_M; dequantized by decodekit)
+//     and the BF16 GGUF llama.cpp requantized from it must have the same digest;
 //   - the llama32_1b BF16 GGUF written by convert_synthetic.py must have the digest
 //     //tools/synthetic_weights printed for the checkpoint it was converted from.
 //   ./bazelw run //tools/peer:weights_digest -- A.gguf B.gguf [checkpoint_dir ...]
