@@ -75,7 +75,7 @@ std::map<int, int> RunsPerLayer(const Program& p) {
   return runs;
 }
 
-std::string DescribeRuns(const std::map<int, int>& runs) {
+std::string DescribeRuns(const std::map<int, int>& runs, const std::string& unit) {
   std::set<int> per_layer;
   std::string each;
   int total = 0;
@@ -92,7 +92,7 @@ std::string DescribeRuns(const std::map<int, int>& runs) {
                             : absl::StrCat("per layer ", each);
   const auto model_wide = runs.find(-1);
   return absl::StrCat(layer_part, " + ", model_wide == runs.end() ? 0 : model_wide->second,
-                      " model-wide = ", total, " per token");
+                      " model-wide = ", total, " per ", unit);
 }
 
 std::string HumanBytes(int64_t bytes) {

@@ -27,7 +27,8 @@ std::map<int, int> RunsPerLayer(const Program& program);
 
 // RunsPerLayer in words: "2 per layer (all 16 layers) + 1 model-wide = 33 per token",
 // or with layers that differ: "per layer L0 2, L1 3 + 1 model-wide = 6 per token".
-std::string DescribeRuns(const std::map<int, int>& runs_per_layer);
+// `unit` names what the runs are counted per ("token", or "chunk" for a prefill plan).
+std::string DescribeRuns(const std::map<int, int>& runs_per_layer, const std::string& unit = "token");
 
 // Bytes written to BOs per token by the host (WRITE BOs, counted once per group
 // that binds them as input).

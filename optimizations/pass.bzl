@@ -32,13 +32,14 @@ _TEST_DEPS = [
     "@com_google_googletest//:gtest_main",
 ]
 
-def optimization_pass(test_deps = []):
+def optimization_pass(deps = [], test_deps = []):
     """The targets of the pass folder this BUILD file is in.
 
     Reached from outside optimizations/ only through the pass table
     (//optimizations:passes).
 
     Args:
+      deps: what the pass library needs besides the usual (e.g. the prefill plan).
       test_deps: what the pass's test needs besides the usual (e.g. the pass table).
     """
     name = native.package_name().split("/")[-1]
@@ -48,7 +49,7 @@ def optimization_pass(test_deps = []):
         srcs = [name + ".cc"],
         hdrs = [name + ".h"],
         visibility = visibility,
-        deps = _PASS_DEPS,
+        deps = _PASS_DEPS + deps,
     )
 
     # Goldens: testdata/<case>.after.textproto (./bazelw run //optimizations:update_goldens).

@@ -1,5 +1,6 @@
 #include "registry/registry.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -192,6 +193,29 @@ absl::StatusOr<GemvPlan> CheckKSplitGemv(const TargetConstraints& target, int64_
   auto plan = Tile(target, rows, chunk);
   if (plan.ok()) plan->k_chunk = chunk;
   return plan;
+}
+
+absl::StatusOr<int64_t> CheckPrefillRows(const TargetConstraints& target, int64_t rows) {
+  if (rows <= 0) return absl::InvalidArgumentError(absl::StrCat("a prompt chunk of ", rows, " rows"));
+  if (!target.has_prefill()) return 0;
+  const PrefillLimits& p = target.prefill();
+  if (p.row_tile() <= 0 || rows % p.row_tile() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        target.name(), " runs a prompt chunk as GEMMs over tiles of ", p.row_tile(),
+        " token rows: the chunk must be a multiple of ", p.row_tile(), ", not ", rows));
+  }
+  int64_t herd = std::max<int64_t>(p.max_herd_m(), 1);
+  while (herd > 1 && rows % (p.row_tile() * herd) != 0) herd /= 2;
+  return herd;
+}
+
+absl::Status CheckPrefillGemm(const TargetConstraints& target, int64_t k) {
+  const int64_t multiple = target.prefill().k_multiple();
+  if (multiple > 0 && k % multiple != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("K=", k, " is not a multiple of ", target.name(),
+                                                      "'s prefill GEMM K tile ", multiple));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckGroupSize(const TargetConstraints& target, int bodies) {

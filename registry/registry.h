@@ -70,6 +70,15 @@ absl::StatusOr<GemvPlan> CheckGemv(const TargetConstraints& target, int64_t rows
 absl::StatusOr<GemvPlan> CheckKSplitGemv(const TargetConstraints& target, int64_t rows,
                                          int64_t k);
 
+// The herd (row tiles per GEMM run) with which `target` runs a prompt chunk of `rows`
+// token rows as GEMMs: the largest of max_herd_m, ..., 2, 1 whose tiles divide rows.
+// 0 on a target without prefill limits (any rows). FailedPrecondition naming the row
+// tile if rows is no multiple of it.
+absl::StatusOr<int64_t> CheckPrefillRows(const TargetConstraints& target, int64_t rows);
+
+// FailedPrecondition if `target`'s prefill GEMM cannot reduce over k columns.
+absl::Status CheckPrefillGemm(const TargetConstraints& target, int64_t k);
+
 // FailedPrecondition if a group of `bodies` distinct launch bodies (launches of one
 // symbol with the same integer parameters count once) exceeds the target's limit.
 absl::Status CheckGroupSize(const TargetConstraints& target, int bodies);

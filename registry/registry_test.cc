@@ -79,6 +79,35 @@ TEST(Registry, Npu2GemvLimitsFromTheReferenceDeployment) {
   EXPECT_FALSE(CheckGroupSize(**npu, 9).ok());
 }
 
+TEST(Registry, Npu2PrefillChunksAreWholeRowTilesInTheLargestHerd) {
+  auto npu = FindTarget("npu2");
+  ASSERT_TRUE(npu.ok());
+  // tile_m 64: 512 rows are a herd of 8 tiles, 192 of 1 (3 tiles: 2 does not divide
+  // them), 128 of 2, 2048 of 8.
+  const std::pair<int64_t, int64_t> herds[] = {{512, 8}, {2048, 8}, {192, 1}, {128, 2}, {64, 1}, {256, 4}};
+  for (const auto& [rows, herd] : herds) {
+    auto got = CheckPrefillRows(**npu, rows);
+    ASSERT_TRUE(got.ok()) << rows << ": " << got.status();
+    EXPECT_EQ(*got, herd) << rows;
+  }
+  auto odd = CheckPrefillRows(**npu, 100);
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(odd.status().message().find("npu2 runs a prompt chunk as GEMMs over tiles of 64 token rows: the "
+                                        "chunk must be a multiple of 64, not 100"),
+            std::string::npos)
+      << odd.status();
+  EXPECT_FALSE(CheckPrefillRows(**npu, 0).ok());
+  // Every K of the five models' GEMMs is a multiple of the L1 K tile 32; 1000 is not.
+  for (int64_t k : {576, 640, 896, 1536, 4864, 8192}) EXPECT_TRUE(CheckPrefillGemm(**npu, k).ok()) << k;
+  EXPECT_FALSE(CheckPrefillGemm(**npu, 1000).ok());
+  // The cpu target runs any chunk through its decode groups.
+  auto cpu = FindTarget("cpu");
+  ASSERT_TRUE(cpu.ok());
+  auto any = CheckPrefillRows(**cpu, 7);
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(*any, 0);
+}
+
 TEST(Registry, Npu2KSplitGemvReducesK512AtATime) {
   auto npu = FindTarget("npu2");
   ASSERT_TRUE(npu.ok());

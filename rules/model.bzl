@@ -18,8 +18,10 @@ def model_targets(tokenizer, generate, plan_runs, weights = None, npu2_src = ":d
       tokenizer: the model's tokenizer (tokenizer.json or a GGUF), for every generate target.
       generate: {target name: decode ELF} (e.g. {"generate": ":decode_x12"}): one
         decode_generate each, `./bazelw run //models/<model>:<name> -- --prompt ...`.
-      plan_runs: {plan: (target, device runs per layer, model-wide runs)}, checked by
-        :plan_test against elf_dump --summary (":decode_opt", ":npu2_opt", ...).
+      plan_runs: {plan: (target, device runs per layer, model-wide runs[, prefill runs
+        per layer])}, checked by :plan_test against elf_dump --summary (":decode_opt",
+        ":npu2_opt", ...); the prefill runs default to the decode runs (a cpu plan
+        runs a prompt chunk through its decode groups).
       weights: the weights generate reads by default (None: the tool's default,
         synthetic weights of the model's shape).
       npu2_src: the stage the npu2 plan starts from (the baseline).
@@ -45,5 +47,5 @@ def model_targets(tokenizer, generate, plan_runs, weights = None, npu2_src = ":d
     # Device runs per layer and model-wide (elf_dump --summary) of the cpu and npu2 plans.
     decode_plan_test(
         name = "plan_test",
-        plans = [(plan, target, per_layer, model_wide) for plan, (target, per_layer, model_wide) in plan_runs.items()],
+        plans = [(plan, runs[0], runs[1], runs[2], runs[3] if len(runs) > 3 else runs[1]) for plan, runs in plan_runs.items()],
     )

@@ -5,16 +5,18 @@ def decode_plan_test(name, plans, **kwargs):
 
     Args:
       name: the test's name.
-      plans: a list of (elf label, target, runs per layer, model-wide runs): every
-        layer of the ELF must have `runs per layer` launch groups, the model-wide
-        steps (the LM head) `model-wide runs`, and its merge_multi_launch must have
-        been applied for `target` ("cpu", "npu2").
+      plans: a list of (elf label, target, runs per layer, model-wide runs, prefill
+        runs per layer): every layer of the ELF must have `runs per layer` launch
+        groups, the model-wide steps (the LM head) `model-wide runs`, its prefill plan
+        at the default chunk `prefill runs per layer` runs per layer (and the same
+        model-wide runs), and its merge_multi_launch must have been applied for
+        `target` ("cpu", "npu2").
       **kwargs: passed to the sh_test (tags, size, ...).
     """
     args = ["$(rootpath //tools/elf_dump)"]
     data = ["//tools/elf_dump"]
-    for elf, target, per_layer, model_wide in plans:
-        args += ["$(rootpath %s)" % elf, target, str(per_layer), str(model_wide)]
+    for elf, target, per_layer, model_wide, prefill_per_layer in plans:
+        args += ["$(rootpath %s)" % elf, target, str(per_layer), str(model_wide), str(prefill_per_layer)]
         data.append(elf)
     native.sh_test(
         name = name,

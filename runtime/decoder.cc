@@ -83,7 +83,7 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
                                                    "] (the context), not ", options_.prefill_rows));
   }
   prefill_rows_ = options_.prefill_rows;  // 0: PlanRows picks
-  PlanRows();
+  DK_RETURN_IF_ERROR(PlanRows());
   DK_RETURN_IF_ERROR(PlanValues());
   std::vector<uint8_t*> weight_src;
   DK_RETURN_IF_ERROR(AllocateBos(weights, &weight_src));
@@ -111,7 +111,7 @@ absl::Status Decoder::Plan(const weights::Weights& weights) {
   return absl::OkStatus();
 }
 
-void Decoder::PlanRows() {
+absl::Status Decoder::PlanRows() {
   // The tail: the steps after the last layer that only turn the last hidden state
   // into the token (final norm, LM head, top-k). They write no KV cache, so a chunk
   // needs them for its last token alone.
@@ -146,7 +146,7 @@ void Decoder::PlanRows() {
     }
   }
   if (prefill_rows_ == 0) {
-    // The default chunk: kDefaultPrefillRows, fewer where one token row of the
+    // The default chunk: elf::kDefaultPrefillRows, fewer where one token row of the
     // activations before the tail (device and host sides, host values) is so large
     // that the chunk would pass kPrefillActivationBudget.
     int64_t row_bytes = 0;
@@ -157,15 +157,19 @@ void Decoder::PlanRows() {
       const auto& v = program_.values(i);
       if (value_part[i] & 1) row_bytes += Numel(v.shape()) * elf::DTypeBytes(v.dtype());
     }
-    const int64_t fit = row_bytes > 0 ? std::max<int64_t>(1, kPrefillActivationBudget / row_bytes) : kDefaultPrefillRows;
-    prefill_rows_ = static_cast<int>(std::min<int64_t>({kDefaultPrefillRows, fit, context_}));
+    const int64_t fit = row_bytes > 0 ? std::max<int64_t>(1, kPrefillActivationBudget / row_bytes) : elf::kDefaultPrefillRows;
+    prefill_rows_ = static_cast<int>(std::min<int64_t>({elf::kDefaultPrefillRows, fit, context_}));
   }
+  // The program's target may run chunks of whole row tiles only (npu2's GEMMs).
+  DK_ASSIGN_OR_RETURN(const int64_t rows, elf::PrefillRowsFor(program_, options_.prefill_rows, prefill_rows_));
+  prefill_rows_ = static_cast<int>(rows);
   const int prefix_rows = std::max(prefill_rows_, check_rows_);
   auto rows_of = [&](int part) { return (part & 1) ? prefix_rows : (part & 2) ? check_rows_ : 1; };
   bo_rows_.resize(program_.bos_size());
   value_rows_.resize(program_.values_size());
   for (int i = 0; i < program_.bos_size(); ++i) bo_rows_[i] = rows_of(bo_part[i]);
   for (int i = 0; i < program_.values_size(); ++i) value_rows_[i] = rows_of(value_part[i]);
+  return absl::OkStatus();
 }
 
 absl::Status Decoder::PlanValues() {

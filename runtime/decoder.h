@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "elf/prefill_plan.h"
 #include "elf/program.pb.h"
 #include "runtime/runtime.h"
 #include "util/aligned_buffer.h"
@@ -42,10 +43,8 @@ struct StepResult {
   std::vector<float> top_logits;
 };
 
-// The prompt chunk when none is given: large enough that the weights are read once
-// per many tokens, small enough that a chunk's activations stay a few MiB.
-inline constexpr int kDefaultPrefillRows = 512;
-// ... or fewer, so that the default chunk's activation buffers stay within this.
+// The prompt chunk when none is given is elf::kDefaultPrefillRows (elf/prefill_plan.h),
+// or fewer, so that the default chunk's activation buffers stay within this.
 inline constexpr int64_t kPrefillActivationBudget = int64_t{256} << 20;
 
 class Decoder {
@@ -70,7 +69,7 @@ class Decoder {
     // and host value the steps before the LM head use holds this many token rows.
     // 1: tokens go through one at a time. Each row's result is the one feeding the
     // tokens one by one gives (the kernels' multi-row forms are bit-identical per
-    // row), so this changes speed and memory, never the output. 0: kDefaultPrefillRows,
+    // row), so this changes speed and memory, never the output. 0: elf::kDefaultPrefillRows,
     // or fewer when the context is shorter or a chunk's activation buffers (device and
     // host sides, host values) would pass kPrefillActivationBudget; else at most the context.
     int prefill_rows = 0;
@@ -157,7 +156,7 @@ class Decoder {
   absl::Status PlanGroup(const elf::LaunchGroup& group, const std::vector<uint8_t*>& weight_src,
                          StepPlan* plan);
   // Which steps form the tail (LM head, top-k) and which BOs / values hold token rows.
-  void PlanRows();
+  absl::Status PlanRows();
   // One run of every step for tokens (at most prefill_rows of them).
   // Tail on every row (Score) or on the chunk's last only.
   absl::Status RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_rows = false);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "elf/prefill_plan.h"
 #include "registry/registry.h"
 #include "optimizations/common/program_util.h"
 #include "util/status.h"
@@ -384,7 +385,23 @@ absl::StatusOr<PassResult> Run(elf::Program& p, const registry::TargetConstraint
     return Unchanged(report.notes.empty() ? "nothing to merge: no two consecutive groups of one layer"
                                           : absl::StrCat("nothing merged: ", absl::StrJoin(report.notes, "; ")));
   }
-  return Changed(AppliedReason(report, runs_before, RunsPerToken(p), intermediates));
+  std::string reason = AppliedReason(report, runs_before, RunsPerToken(p), intermediates);
+  if (target.has_prefill()) {
+    // The decode plan stands on its own; a prompt the target cannot run as planned
+    // here is said in the lineage (the CPU device still runs it through the groups).
+    auto prefill = elf::PlanPrefill(p, target, elf::kDefaultPrefillRows, /*merged=*/true);
+    if (!prefill.ok()) {
+      absl::StrAppend(&reason, "; prefill not planned: ", prefill.status().message());
+    } else {
+      absl::StrAppend(&reason, "; prefill ", elf::DescribePrefill(*prefill, p.model().n_layers()));
+      if (!prefill->notes.empty()) {
+        absl::StrAppend(&reason, " (", prefill->notes[0],
+                        prefill->notes.size() > 1 ? absl::StrCat("; +", prefill->notes.size() - 1, " more") : "",
+                        ")");
+      }
+    }
+  }
+  return Changed(reason);
 }
 
 }  // namespace dk::opt::merge_multi_launch

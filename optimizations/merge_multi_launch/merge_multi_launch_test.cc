@@ -210,6 +210,11 @@ TEST(MergeMultiLaunch, GroupLimitCountsDistinctLaunchBodies) {
   EXPECT_NE(result->summary.find("more than 4 distinct launch bodies exceed npu2's limit per group; split"),
             std::string::npos)
       << result->summary;
+  // Its down GEMM (K 128, no multiple of 512) follows other launches in part1: npu2's
+  // prefill cannot lead a run with it, and the lineage says so.
+  EXPECT_NE(result->summary.find("prefill not planned: L0.o_gemv_ffn.part1: its down GEMM (K=128"),
+            std::string::npos)
+      << result->summary;
   EXPECT_TRUE(registry::CheckGroupSize(target, 4).ok());
   EXPECT_FALSE(registry::CheckGroupSize(target, 5).ok());
 }

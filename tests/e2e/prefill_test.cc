@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "elf/elf.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu/session.h"
@@ -88,7 +89,12 @@ class Smollm2Stages : public ::testing::TestWithParam<const char*> {};
 TEST_P(Smollm2Stages, ChunkedPromptEqualsTokenByToken) {
   const Model m = Load(std::string("decodekit/models/smollm2_135m/") + GetParam() + ".elf", "smollm2_135m/model.gguf");
   ASSERT_NE(m.weights, nullptr);
-  ExpectSame(m, /*rows=*/7, /*prompt_len=*/40, /*split=*/11, /*decode=*/3);
+  if (absl::StartsWith(GetParam(), "npu2")) {
+    // npu2 runs a chunk as GEMMs over whole tiles of 64 rows: chunks of 64, a short last one.
+    ExpectSame(m, /*rows=*/64, /*prompt_len=*/150, /*split=*/70, /*decode=*/2);
+  } else {
+    ExpectSame(m, /*rows=*/7, /*prompt_len=*/40, /*split=*/11, /*decode=*/3);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Chain, Smollm2Stages,

@@ -16,6 +16,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
+#include "elf/prefill_plan.h"
 #include "elf/stats.h"
 #include "google/protobuf/text_format.h"
 #include "tools/elf_dump/diff.h"
@@ -45,6 +46,13 @@ void PrintSummary(const dk::elf::Program& p) {
   std::printf("launch groups (device runs per token): %d, launches: %d, host steps: %d\n",
               groups, launches, host);
   std::printf("device runs: %s\n", dk::elf::DescribeRuns(dk::elf::RunsPerLayer(p)).c_str());
+  // The prompt at the runtime's default chunk, planned for the program's target.
+  auto target = dk::elf::ProgramTarget(p);
+  auto prefill = target.ok() ? dk::elf::PlanPrefill(p, **target, dk::elf::kDefaultPrefillRows, dk::elf::DecodeMerged(p))
+                             : absl::StatusOr<dk::elf::PrefillPlan>(target.status());
+  std::printf("prefill device runs: %s\n",
+              prefill.ok() ? dk::elf::DescribePrefill(*prefill, p.model().n_layers()).c_str()
+                           : std::string(prefill.status().message()).c_str());
   std::printf("BOs: %d WRITE, %d STATIC, %d INTERMEDIATE, %d OUTPUT\n", by_category[1],
               by_category[2], by_category[3], by_category[4]);
   // Weight BOs per storage: "bf16" or the block format (elf BlockFormat).
