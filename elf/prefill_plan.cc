@@ -71,7 +71,8 @@ std::vector<Groups> SplitAtBodies(const Groups& run, const registry::TargetConst
 // the index of the group it leads, or run.size() when it may stay inside.
 absl::StatusOr<size_t> DownSplit(const Groups& run, const registry::TargetConstraints& target, std::string* note) {
   const int64_t multiple = target.prefill().down_k_multiple();
-  if (multiple <= 0 || !absl::EndsWith(BaseName(run.front()->name()), "o_gemv_ffn")) return run.size();
+  const std::string first = BaseName(run.front()->name());  // as merge_multi_launch names the O + FFN run
+  if (multiple <= 0 || !(absl::EndsWith(first, "o_gemv_ffn") || absl::EndsWith(first, "o_proj"))) return run.size();
   for (size_t g = run.size(); g-- > 0;) {
     const auto& launches = run[g]->launches();
     for (int i = launches.size() - 1; i >= 0; --i) {
@@ -94,7 +95,7 @@ absl::StatusOr<size_t> DownSplit(const Groups& run, const registry::TargetConstr
 // Appends the runs of `run` (consecutive groups of one layer from one decode merge).
 absl::Status AddRuns(const Groups& run, const registry::TargetConstraints& target, PrefillPlan& plan) {
   const int layer = run.front()->layer();
-  if (!target.has_prefill()) {
+  if (!target.has_prefill() || layer < 0) {  // the LM head: the chunk's last row, as in decode
     for (const LaunchGroup* g : run) plan.runs.push_back({g->name(), layer, {g->name()}});
     return absl::OkStatus();
   }
