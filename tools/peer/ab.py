@@ -10,6 +10,8 @@
                                                          # decode_gguf vs llama.cpp, one Q4_1 file
   tools/peer/.venv/bin/python tools/peer/ab.py --stage x12 --models gemma3_270m
                                                          # Gemma 3 270M (x12, q8_0 or gguf only)
+  tools/peer/.venv/bin/python tools/peer/ab.py --stage x12 --models qwen25_0_5b,qwen3_0_6b
+                                                         # Qwen2.5 0.5B, Qwen3 0.6B (x12 or q8_0)
   tools/peer/.venv/bin/python tools/peer/ab.py --stage x12 --prompt_tokens 512
                                                          # prompt processing (pp512) instead of decode
 
@@ -18,8 +20,9 @@ Prepare (idempotent, files under --workdir):
     //tools/peer:read_bandwidth, //tools/peer:weights_digest, //tools/synthetic_weights;
   - smollm2_135m, gemma3_270m: the GGUF decodekit runs (SmolLM2's Q4_1, Gemma 3's
     trained Q4_K_M; dequantized to bf16 at load) and a BF16 GGUF llama.cpp requantizes
-    from it; llama32_1b: the synthetic checkpoint (seed 1) and its BF16 GGUF
-    (convert_synthetic.py);
+    from it; llama32_1b, qwen25_0_5b, qwen3_0_6b: the synthetic checkpoint (seed 1,
+    //tools/synthetic_weights) and its BF16 GGUF (convert_synthetic.py: llama, qwen2,
+    qwen3 architecture);
   - checks with decodekit's weights digest that the BF16 GGUF each llama.cpp run reads
     holds exactly the bf16 weights decodekit runs (stops otherwise);
   - --stage x12: decodekit runs the chain's decode_x12 stage (//tools/bench:
@@ -34,8 +37,8 @@ Prepare (idempotent, files under --workdir):
     decode_bench_<model>_gguf: every GEMV weight in the file's own blocks: SmolLM2's
     Q4_1 / Q8_0, Gemma 3's Q5_0 / Q4_K / Q6_K / Q8_0), llama.cpp the very same GGUF
     file: the same bytes in both engines.
-  - gemma3_270m has no plain bf16 target (decode_opt): --stage x12 runs the same bf16
-    weights, bit for bit.
+  - gemma3_270m, qwen25_0_5b and qwen3_0_6b have no plain bf16 target (decode_opt):
+    --stage x12 runs the same bf16 weights, bit for bit.
 Then per (model, threads), --pairs times: A = decode_bench (decodekit, its weights),
 a read-bandwidth measurement, B = llama_decode.py time (llama.cpp, the BF16 GGUF). Both
 decode --warmup untimed tokens from position 0, then --tokens timed ones (positions
@@ -61,11 +64,14 @@ sys.path.insert(0, HERE)
 import load as bgload  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = sys.executable
-MODELS = ("smollm2_135m", "llama32_1b", "gemma3_270m")
+MODELS = ("smollm2_135m", "llama32_1b", "gemma3_270m", "qwen25_0_5b", "qwen3_0_6b")
 GGUF_MODELS = ("smollm2_135m", "gemma3_270m")  # a GGUF of their own (--stage gguf)
+# The others run synthetic weights (seed 1): a checkpoint //tools/synthetic_weights writes
+# from models/<model>/config.textproto, converted by convert_synthetic.py.
 # The stages each model has a //tools/bench:decode_bench_<model><suffix> target for.
 STAGES = {"smollm2_135m": ("bf16", "x12", "q8_0", "gguf"), "llama32_1b": ("bf16", "x12", "q8_0"),
-          "gemma3_270m": ("x12", "q8_0", "gguf")}
+          "gemma3_270m": ("x12", "q8_0", "gguf"), "qwen25_0_5b": ("x12", "q8_0"),
+          "qwen3_0_6b": ("x12", "q8_0")}
 
 
 def log(msg):
@@ -139,10 +145,10 @@ class Prepared:
                 os.replace(gguf + ".tmp", gguf)
             sources = [own, gguf]
         else:
-            ckpt = os.path.join(self.w, "llama32_1b_synth")
+            ckpt = os.path.join(self.w, f"{model}_synth")
             if not os.path.exists(os.path.join(ckpt, "model.safetensors")):
                 run([self.bin["synthetic_weights"], "--config",
-                     os.path.join(ROOT, "models", "llama32_1b", "config.textproto"), "--out", ckpt,
+                     os.path.join(ROOT, "models", model, "config.textproto"), "--out", ckpt,
                      "--seed", "1"], stdout=subprocess.DEVNULL)
             if not os.path.exists(gguf):
                 run([PY, os.path.join(HERE, "convert_synthetic.py"), "--checkpoint", ckpt, "--out",
@@ -276,7 +282,8 @@ def summary_rows(results, a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="smollm2_135m,llama32_1b")
+    p.add_argument("--models", default="smollm2_135m,llama32_1b",
+                   help="comma-separated, of " + ", ".join(MODELS))
     p.add_argument("--threads", default="1,2")
     p.add_argument("--pairs", type=int, default=6)
     p.add_argument("--stage", default="bf16", choices=["bf16", "x12", "q8_0", "gguf"],
@@ -284,7 +291,8 @@ def main():
                         "stage: the same weights in 12 bits each, bit-identical) vs llama.cpp BF16; "
                         "q8_0: decode_q8 vs llama.cpp Q8_0; "
                         "gguf (smollm2_135m, gemma3_270m): decode_gguf vs llama.cpp on the same "
-                        "GGUF file (Q4_1, Q4_K_M); gemma3_270m: x12, q8_0 or gguf")
+                        "GGUF file (Q4_1, Q4_K_M); gemma3_270m: x12, q8_0 or gguf; qwen25_0_5b, "
+                        "qwen3_0_6b: x12 or q8_0")
     p.add_argument("--warmup", type=int, default=8, help="untimed tokens from position 0")
     p.add_argument("--tokens", type=int, default=64, help="timed tokens after the warm-up")
     p.add_argument("--n_ctx", type=int, default=256, help="llama.cpp KV cache positions")

@@ -3,8 +3,9 @@
 // tools/peer uses it to prove that both engines read the same weights:
 //   - a model's own GGUF (SmolLM2's Q4_1, Gemma 3's Q4_K_M; dequantized by decodekit)
 //     and the BF16 GGUF llama.cpp requantized from it must have the same digest;
-//   - the llama32_1b BF16 GGUF written by convert_synthetic.py must have the digest
-//     //tools/synthetic_weights printed for the checkpoint it was converted from.
+//   - a synthetic model's (llama32_1b, qwen25_0_5b, qwen3_0_6b) BF16 GGUF written by
+//     convert_synthetic.py must have the digest //tools/synthetic_weights printed for
+//     the checkpoint it was converted from.
 //   ./bazelw run //tools/peer:weights_digest -- A.gguf B.gguf [checkpoint_dir ...]
 // Exits 1 when a file fails to load or, with --same, when the digests differ.
 #include <cstdio>
