@@ -78,6 +78,12 @@ def log(msg):
     print(f"[ab {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def forget(path):
+    """Removes a check marker (if any) before the file it vouched for is replaced."""
+    if os.path.exists(path):
+        os.remove(path)
+
+
 def run(cmd, **kw):
     log("$ " + " ".join(cmd))
     return subprocess.run(cmd, check=True, text=True, **kw)
@@ -142,6 +148,7 @@ class Prepared:
             if not os.path.exists(gguf):
                 run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", own, "--out",
                      gguf + ".tmp", "--type", "bf16"])
+                forget(check)  # a check vouches for the file it read, not for a new one
                 os.replace(gguf + ".tmp", gguf)
             sources = [own, gguf]
         else:
@@ -153,6 +160,7 @@ class Prepared:
             if not os.path.exists(gguf):
                 run([PY, os.path.join(HERE, "convert_synthetic.py"), "--checkpoint", ckpt, "--out",
                      gguf + ".tmp"])
+                forget(check)
                 os.replace(gguf + ".tmp", gguf)
             sources = [ckpt, gguf]
         if not os.path.exists(check):
@@ -172,6 +180,7 @@ class Prepared:
         if not os.path.exists(gguf):
             run([PY, os.path.join(HERE, "llama_decode.py"), "quantize", "--gguf", bf16_gguf, "--out",
                  gguf + ".tmp", "--type", "q8_0", "--embedding_type", "bf16"])
+            forget(check)
             os.replace(gguf + ".tmp", gguf)
         if not os.path.exists(check):
             out = subprocess.run([PY, os.path.join(HERE, "check_q8.py"), "--bf16", bf16_gguf, "--q8", gguf],
