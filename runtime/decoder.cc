@@ -266,37 +266,33 @@ absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& wei
         stored.empty() ? "as plain values" : absl::StrCat("in ", stored, " blocks"),
         ": run this ELF on that GGUF, or use a stage without quantize_weights(scheme = \"gguf\")"));
   }
-  uint8_t* host = reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
-  AlignedBuffer<uint8_t> packed;
-  if (layout != registry::kRowMajor || b.block_format() != elf::BLOCK_FORMAT_NONE) {
-    // Packed (or quantized into blocks, or the file's blocks copied) once, here,
-    // into what the kernel reads.
-    packed = AlignedBuffer<uint8_t>(need, PageMode::kHugePages);
-    if (packed.size() != need) {
-      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", need, " bytes to pack ", b.name()));
-    }
-    if (b.blocks_as_stored()) {
-      if (need != static_cast<size_t>(rows) * t->stored.row_bytes) {
-        return absl::InternalError(absl::StrCat("BO '", b.name(), "': ", need, " bytes of blocks, the file has ",
-                                                rows * t->stored.row_bytes));
-      }
-      DK_RETURN_IF_ERROR(weights::CopyStoredRows(*t, begin, end, packed.data()));
-    } else {
-      DK_RETURN_IF_ERROR(device_->PackWeight(layout, b.block_format(), src, rows, cols, packed.data()));
-    }
-    host = packed.data();
+  if (b.blocks_as_stored() && need != static_cast<size_t>(rows) * t->stored.row_bytes) {
+    return absl::InternalError(absl::StrCat("BO '", b.name(), "': ", need, " bytes of blocks, the file has ",
+                                            rows * t->stored.row_bytes));
   }
+  // The BO's bytes: packed (or quantized into blocks, or the file's blocks copied)
+  // once, here, into what the kernel reads; row-major rows as they are.
+  auto place = [&](uint8_t* out, bool zeroed) -> absl::Status {
+    if (b.blocks_as_stored()) return weights::CopyStoredRows(*t, begin, end, out);
+    return device_->PackWeight(layout, b.block_format(), src, rows, cols, out, zeroed);
+  };
   if (b.category() == elf::STATIC) {
-    DK_RETURN_IF_ERROR(bos_[i]->Write(host, b.size_bytes()));
-    DK_RETURN_IF_ERROR(bos_[i]->SyncToDevice());
-    return nullptr;  // written for good; the packed copy is not kept
+    // Made straight in the BO (where the device allows it): no packed copy to
+    // allocate, copy and free per weight.
+    DK_RETURN_IF_ERROR(bos_[i]->Fill([&](uint8_t* dst) { return place(dst, /*zeroed=*/true); }));
+    return nullptr;  // written for good
   }
-  if (packed.size() != 0) {
-    // A WRITE weight is rewritten every run: keep its packed host copy.
-    packed_weights_.push_back(std::move(packed));
-    host = packed_weights_.back().data();
+  if (layout == registry::kRowMajor && b.block_format() == elf::BLOCK_FORMAT_NONE) {
+    return reinterpret_cast<uint8_t*>(const_cast<bf16*>(src));
   }
-  return host;
+  // A WRITE weight is rewritten every run: keep its packed host copy.
+  AlignedBuffer<uint8_t> packed(need, PageMode::kHugePages);
+  if (packed.size() != need) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", need, " bytes to pack ", b.name()));
+  }
+  DK_RETURN_IF_ERROR(place(packed.data(), /*zeroed=*/false));
+  packed_weights_.push_back(std::move(packed));
+  return packed_weights_.back().data();
 }
 
 absl::StatusOr<uint8_t*> Decoder::HostBytes(const elf::BufferObject& b) {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,19 @@ class BufferObject {
   // holds several, as XRT's sync with size and offset).
   virtual absl::Status SyncRangeToDevice(size_t bytes, size_t offset) = 0;
   virtual absl::Status SyncRangeFromDevice(size_t bytes, size_t offset) = 0;
+  // The whole BO written once and synced (a weight placed at load): `fill` writes its
+  // size() bytes into `dst`, which holds zeros, as Write of the whole BO then
+  // SyncToDevice would take them. This
+  // default goes through a host buffer; a backend whose device side the host can
+  // write (the CPU's; XRT's mapped BOs) lets `fill` write there directly: no host
+  // side and no copy, and what the weight's bytes are made in is where they stay.
+  using FillFn = std::function<absl::Status(uint8_t* dst)>;
+  virtual absl::Status Fill(const FillFn& fill) {
+    std::vector<uint8_t> bytes(size());
+    if (absl::Status s = fill(bytes.data()); !s.ok()) return s;
+    if (absl::Status s = Write(bytes.data(), bytes.size()); !s.ok()) return s;
+    return SyncToDevice();
+  }
 };
 
 // The token rows one run processes: rows [first, first + count). A BO (or host
@@ -95,12 +109,13 @@ class Device {
   // Weight layouts the device's kernels read: the bytes a [rows, cols] bf16 matrix
   // takes in `layout` and block format `format` (BLOCK_FORMAT_NONE: bf16
   // elements), and the host-side packer from row-major bf16 (used once, at load;
-  // for a block format it quantizes).
+  // for a block format it quantizes). `out_zeroed`: `out` holds zeros, so the packer
+  // may leave bytes that stay zero unwritten (the bytes are the same either way).
   virtual absl::StatusOr<size_t> LayoutBytes(const std::string& layout, elf::BlockFormat format,
                                              size_t rows, size_t cols) const = 0;
   virtual absl::Status PackWeight(const std::string& layout, elf::BlockFormat format,
                                   const void* row_major_bf16, size_t rows, size_t cols,
-                                  void* out) const = 0;
+                                  void* out, bool out_zeroed) const = 0;
 };
 
 // Host-side work between runs (embedding, RoPE lookup, KV cache, attention,

@@ -409,7 +409,8 @@ void WriteCompact(const uint16_t (*block)[kPairCols], const VSet& set, uint8_t* 
 
 }  // namespace
 
-X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t* out, ThreadPool* pool) {
+X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t* out, ThreadPool* pool,
+                                bool out_zeroed) {
   const Geometry g = Geo(rows, cols);
   uint8_t* header = out + g.header;
   std::memset(header, 0, kHeaderBytes);
@@ -467,7 +468,7 @@ X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t
   });
   // The gaps: after the tables, and the spill area's unused slots.
   std::memset(out + g.tables + kTableBytes * g.blocks, 0, g.spill - (g.tables + kTableBytes * g.blocks));
-  std::memset(out + g.spill + kRawBytes * raw, 0, g.header - (g.spill + kRawBytes * raw));
+  if (!out_zeroed) std::memset(out + g.spill + kRawBytes * raw, 0, g.header - (g.spill + kRawBytes * raw));
   StoreU32(kModeBlocks, header + 8);
   StoreU32(raw, header + 12);
   return StatsOf(g, /*plain=*/false, raw);

@@ -65,8 +65,12 @@ struct X12PackStats {
 
 // Packs row-major W [rows, cols] (any alignment) into `out` (X12GemvBytes bytes),
 // its panels split over `pool` (nullptr: the caller alone); every byte of `out` is
-// written, so equal weights give equal bytes.
-X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t* out, ThreadPool* pool = nullptr);
+// written, so equal weights give equal bytes. `out_zeroed`: `out` holds zeros
+// already, so the spill area's unused slots (about a quarter of the bytes where
+// every block compresses) are left as they are: fresh memory's pages there are
+// never touched, never resident. The bytes are the same either way.
+X12PackStats PackX12GemvWeights(const bf16* w, size_t rows, size_t cols, uint8_t* out, ThreadPool* pool = nullptr,
+                                bool out_zeroed = false);
 
 // The stats of a matrix packed by PackX12GemvWeights (from its header and tables).
 X12PackStats X12GemvStats(const uint8_t* x12, size_t rows, size_t cols);

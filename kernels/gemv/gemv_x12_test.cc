@@ -155,7 +155,8 @@ TEST(X12Gemv, StreamsThreeQuartersOfThePackedBytes) {
 }
 
 // Every byte is written (garbage in the buffer does not survive), the same with the
-// panels packed on a pool.
+// panels packed on a pool, and into zeros with out_zeroed (the unused spill slots left
+// alone).
 TEST(X12Gemv, PackingWritesEveryByteTheSameOnAPool) {
   ThreadPool pool3(3);
   for (Values kind : {Values::kNarrow, Values::kSpiky, Values::kWild}) {
@@ -166,6 +167,9 @@ TEST(X12Gemv, PackingWritesEveryByteTheSameOnAPool) {
         const X12PackStats sa = PackX12GemvWeights(w.data(), rows, cols, a.data());
         const X12PackStats sb = PackX12GemvWeights(w.data(), rows, cols, b.data(), &pool3);
         EXPECT_EQ(a, b) << Name(kind) << " [" << rows << ", " << cols << "]";
+        std::vector<uint8_t> c(X12GemvBytes(rows, cols), 0x00);
+        PackX12GemvWeights(w.data(), rows, cols, c.data(), &pool3, /*out_zeroed=*/true);
+        EXPECT_EQ(b, c) << Name(kind) << " [" << rows << ", " << cols << "] into zeros";
         EXPECT_EQ(sa.raw_blocks, sb.raw_blocks);
         EXPECT_EQ(sa.plain, sb.plain);
       }

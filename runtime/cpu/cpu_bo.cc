@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "util/status.h"
 
 namespace dk::runtime::cpu {
 namespace {
@@ -35,7 +36,8 @@ absl::Status Validator::Violation(std::string message) {
 uint8_t* StaticArena::Allocate(size_t bytes) {
   bytes = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   if (slabs_.empty() || slabs_.back().size() - used_ < bytes) {
-    AlignedBuffer<uint8_t> slab(std::max(kSlabBytes, bytes), PageMode::kHugePages);
+    // Zeroed: a STATIC BO's Fill is handed zeros, and writes only what is not zero.
+    auto slab = AlignedBuffer<uint8_t>::Zeroed(std::max(kSlabBytes, bytes), PageMode::kHugePages);
     if (slab.empty()) return nullptr;
     slabs_.push_back(std::move(slab));
     used_ = 0;
@@ -58,7 +60,9 @@ CpuBo::CpuBo(std::string name, size_t row_bytes, BoCategory category, std::share
     arena_ = arena;
     device_ = arena_->Allocate(bytes);
   } else {
-    own_device_ = AlignedBuffer<uint8_t>(bytes, ModeFor(bytes));
+    // STATIC: zeroed, as the arena's slabs (Fill hands it over as zeros).
+    own_device_ = category == elf::STATIC ? AlignedBuffer<uint8_t>::Zeroed(bytes, ModeFor(bytes))
+                                          : AlignedBuffer<uint8_t>(bytes, ModeFor(bytes));
     device_ = own_device_.size() == bytes ? own_device_.data() : nullptr;
   }
 }
@@ -109,6 +113,22 @@ absl::Status CpuBo::SyncToDevice() {
   // A STATIC BO is written once: drop its host side (weights would otherwise
   // sit in memory twice); it comes back zeroed if the host touches it again.
   if (category_ == elf::STATIC) host_ = AlignedBuffer<uint8_t>();
+  return absl::OkStatus();
+}
+
+absl::Status CpuBo::Fill(const FillFn& fill) {
+  if (category_ != elf::STATIC) return BufferObject::Fill(fill);
+  if (v_->enabled && used_) {
+    return v_->Violation(absl::StrCat("host rewrote STATIC BO '", name_, "' after a launch used it"));
+  }
+  // Zeros until the first write (fresh pages); written before, zeroed again.
+  if (device_valid_) std::memset(device_, 0, size_);
+  DK_RETURN_IF_ERROR(fill(device_));
+  // As Write + SyncToDevice leave it: synced, no host side (it comes back zeroed if
+  // the host touches it again).
+  host_ = AlignedBuffer<uint8_t>();
+  synced_version_ = ++host_version_;
+  device_valid_ = true;
   return absl::OkStatus();
 }
 

@@ -73,6 +73,9 @@ class CpuBo final : public BufferObject {
   absl::Status SyncFromDevice() override;
   absl::Status SyncRangeToDevice(size_t bytes, size_t offset) override;
   absl::Status SyncRangeFromDevice(size_t bytes, size_t offset) override;
+  // A STATIC BO: `fill` writes the device side itself (no host side, no copy); the
+  // others as BufferObject::Fill.
+  absl::Status Fill(const FillFn& fill) override;
 
   // Called on the device side before / after a launch; `where` names the launch.
   absl::Status CheckReadByLaunch(const std::string& where);

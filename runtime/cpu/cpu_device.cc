@@ -233,8 +233,8 @@ class CpuDevice final : public Device {
     return cpu::WeightLayoutBytes(layout, format, rows, cols);
   }
   absl::Status PackWeight(const std::string& layout, elf::BlockFormat format, const void* src, size_t rows,
-                          size_t cols, void* out) const override {
-    return cpu::PackWeightLayout(layout, format, src, rows, cols, out, pool_);
+                          size_t cols, void* out, bool out_zeroed) const override {
+    return cpu::PackWeightLayout(layout, format, src, rows, cols, out, pool_, out_zeroed);
   }
 
  private:

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -249,6 +250,40 @@ TEST(CpuDevice, StaticRewrittenAfterUseIsNamed) {
   EXPECT_NE(s.message().find("host rewrote STATIC BO 'b' after a launch used it"), std::string::npos) << s;
 }
 
+// Fill: a STATIC BO's bytes made straight on its device side, from zeros (a fresh BO's,
+// one in a slab or on its own pages, and one written before); the launch reads them as
+// synced; after a launch used the BO, a Fill is a violation as a Write is.
+TEST(CpuDevice, FillWritesAStaticBoOnTheDeviceFromZeros) {
+  Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
+  auto fill_with = [](float v, bool* zeros) {
+    return [v, zeros](uint8_t* dst) {
+      *zeros = true;
+      for (int k = 0; k < 16; ++k) *zeros &= dst[k] == 0;
+      const std::vector<bf16> b = Fill(v);
+      std::memcpy(dst, b.data(), 16);
+      return absl::OkStatus();
+    };
+  };
+  bool zeros = false;
+  ASSERT_TRUE(f.bos[1]->Fill(fill_with(7, &zeros)).ok());
+  EXPECT_TRUE(zeros) << "a fresh BO";
+  ASSERT_TRUE(f.bos[1]->Fill(fill_with(2, &zeros)).ok());
+  EXPECT_TRUE(zeros) << "a BO filled before";
+  auto z = TokenZ(f, 1);
+  ASSERT_TRUE(z.ok()) << z.status();
+  for (const bf16& v : *z) EXPECT_EQ(Bf16ToF32(v), 5.0f);
+  const absl::Status s = f.bos[1]->Fill(fill_with(2, &zeros));
+  EXPECT_NE(s.message().find("host rewrote STATIC BO 'b' after a launch used it"), std::string::npos) << s;
+  auto big = f.device->Allocate("big", 5 << 20, elf::STATIC, 1);
+  ASSERT_TRUE(big.ok()) << big.status();
+  ASSERT_TRUE((*big)->Fill([&](uint8_t* dst) {
+                      size_t nonzero = 0;
+                      for (size_t k = 0; k < (5u << 20); ++k) nonzero += dst[k] != 0;
+                      EXPECT_EQ(nonzero, 0u) << "a BO on its own pages";
+                      return absl::OkStatus();
+                    }).ok());
+}
+
 TEST(CpuDevice, HostTouchingIntermediatesAndStaleReadsAreNamed) {
   Fixture f = Load(TwoAdds("INTERMEDIATE"), true);
   auto a = Fill(1);
@@ -310,9 +345,9 @@ TEST(CpuDevice, BlockFormatsWithoutAQuantizerAreReadOnlyAsStored) {
   EXPECT_FALSE(device->LayoutBytes("", elf::Q4_K, 3, 96).ok());  // not whole super-blocks
   std::vector<bf16> w(3 * 256);
   std::vector<uint8_t> out(3 * 144);
-  const absl::Status s = device->PackWeight("row_major", elf::Q4_K, w.data(), 3, 256, out.data());
+  const absl::Status s = device->PackWeight("row_major", elf::Q4_K, w.data(), 3, 256, out.data(), false);
   EXPECT_NE(s.message().find("reads q4_k blocks only as a weights file stores them"), std::string::npos) << s;
-  EXPECT_TRUE(device->PackWeight("row_major", elf::Q4_0, w.data(), 3, 256, out.data()).ok());
+  EXPECT_TRUE(device->PackWeight("row_major", elf::Q4_0, w.data(), 3, 256, out.data(), false).ok());
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ const KernelRow* FindKernel(const std::string& id);
 absl::StatusOr<size_t> WeightLayoutBytes(const std::string& layout, elf::BlockFormat format, size_t rows,
                                          size_t cols);
 absl::Status PackWeightLayout(const std::string& layout, elf::BlockFormat format, const void* src, size_t rows,
-                              size_t cols, void* out, ThreadPool* pool);
+                              size_t cols, void* out, ThreadPool* pool, bool out_zeroed = false);
 
 }  // namespace dk::runtime::cpu
 
