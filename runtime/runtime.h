@@ -42,10 +42,10 @@ class BufferObject {
   virtual absl::Status SyncRangeFromDevice(size_t bytes, size_t offset) = 0;
   // The whole BO written once and synced (a weight placed at load): `fill` writes its
   // size() bytes into `dst`, which holds zeros, as Write of the whole BO then
-  // SyncToDevice would take them. This
-  // default goes through a host buffer; a backend whose device side the host can
-  // write (the CPU's; XRT's mapped BOs) lets `fill` write there directly: no host
-  // side and no copy, and what the weight's bytes are made in is where they stay.
+  // SyncToDevice would take them. This default goes through a host buffer; a backend
+  // whose device side the host can write (the CPU's; XRT's mapped BOs) lets `fill`
+  // write there directly: no host side and no copy, and what the weight's bytes are
+  // made in is where they stay.
   using FillFn = std::function<absl::Status(uint8_t* dst)>;
   virtual absl::Status Fill(const FillFn& fill) {
     std::vector<uint8_t> bytes(size());
