@@ -15,25 +15,9 @@ namespace {
 
 using Groups = std::vector<const LaunchGroup*>;
 
-// The decode merge a group came from: its name without the ".partN" of a merge the
-// decode plan split at a target limit.
-std::string BaseName(const std::string& name) {
-  const size_t dot = name.rfind(".part");
-  if (dot == std::string::npos || dot + 5 >= name.size()) return name;
-  for (size_t i = dot + 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return name;
-  }
-  return name.substr(0, dot);
-}
-
 // The reference's names for the prefill ELFs of a decode merge.
 std::string RunName(const std::string& base) {
   return absl::StrReplaceAll(base, {{"rms_gemv_rope", "rms_gemms_rope"}, {"o_gemv_ffn", "o_ffn"}});
-}
-
-int64_t Param(const Launch& l, const std::string& name) {
-  const auto it = l.params().find(name);
-  return it == l.params().end() ? 0 : it->second;
 }
 
 // A launch's body as a prefill run stitches it: its kernel (a K-split GEMV is the
@@ -71,12 +55,12 @@ std::vector<Groups> SplitAtBodies(const Groups& run, const registry::TargetConst
 // the index of the group it leads, or run.size() when it may stay inside.
 absl::StatusOr<size_t> DownSplit(const Groups& run, const registry::TargetConstraints& target, std::string* note) {
   const int64_t multiple = target.prefill().down_k_multiple();
-  const std::string first = BaseName(run.front()->name());  // as merge_multi_launch names the O + FFN run
+  const std::string first = MergeName(run.front()->name());  // as merge_multi_launch names the O + FFN run
   if (multiple <= 0 || !(absl::EndsWith(first, "o_gemv_ffn") || absl::EndsWith(first, "o_proj"))) return run.size();
   for (size_t g = run.size(); g-- > 0;) {
     const auto& launches = run[g]->launches();
     for (int i = launches.size() - 1; i >= 0; --i) {
-      const int64_t k = Param(launches[i], "cols");
+      const int64_t k = LaunchParam(launches[i], "cols");
       if (k == 0) continue;
       if (k % multiple == 0) return run.size();
       if (i != 0) {
@@ -101,14 +85,14 @@ absl::Status AddRuns(const Groups& run, const registry::TargetConstraints& targe
   }
   for (const LaunchGroup* g : run) {
     for (const Launch& l : g->launches()) {
-      if (const int64_t k = Param(l, "cols"); k > 0) {
+      if (const int64_t k = LaunchParam(l, "cols"); k > 0) {
         if (absl::Status st = registry::CheckPrefillGemm(target, k); !st.ok()) {
           return absl::FailedPreconditionError(absl::StrCat(g->name(), ": ", st.message()));
         }
       }
     }
   }
-  const std::string base = RunName(BaseName(run.front()->name()));
+  const std::string base = RunName(MergeName(run.front()->name()));
   std::string down_note;
   DK_ASSIGN_OR_RETURN(const size_t down, DownSplit(run, target, &down_note));
   std::vector<std::pair<std::string, Groups>> halves = {{base, Groups(run.begin(), run.begin() + down)}};

@@ -17,6 +17,20 @@ absl::StatusOr<const registry::Kernel*> KernelOf(const Launch& launch) {
   return kernel;
 }
 
+int64_t LaunchParam(const Launch& launch, const std::string& name) {
+  const auto it = launch.params().find(name);
+  return it == launch.params().end() ? 0 : it->second;
+}
+
+std::string MergeName(const std::string& group_name) {
+  const size_t dot = group_name.rfind(".part");
+  if (dot == std::string::npos || dot + 5 >= group_name.size()) return group_name;
+  for (size_t i = dot + 5; i < group_name.size(); ++i) {
+    if (group_name[i] < '0' || group_name[i] > '9') return group_name;
+  }
+  return group_name.substr(0, dot);
+}
+
 int64_t BytesWrittenPerToken(const Program& p) {
   std::map<std::string, const BufferObject*> bos;
   for (const auto& b : p.bos()) bos[b.name()] = &b;

@@ -18,6 +18,14 @@ namespace dk::elf {
 // The kernel a launch runs (NotFound for unknown symbols).
 absl::StatusOr<const registry::Kernel*> KernelOf(const Launch& launch);
 
+// Integer launch parameter `name` ("rows", "cols", ...), 0 when the launch has none.
+int64_t LaunchParam(const Launch& launch, const std::string& name);
+
+// The merge a launch group came from: its name without the ".partN" that
+// merge_multi_launch appends where it splits a merge at a target limit
+// ("L0.o_gemv_ffn.part2" -> "L0.o_gemv_ffn"; other names as they are).
+std::string MergeName(const std::string& group_name);
+
 // Device runs per token: one per launch group.
 int RunsPerToken(const Program& program);
 

@@ -47,6 +47,8 @@ int RemoveUnusedBos(elf::Program& program);
 using elf::BytesWrittenPerToken;
 using elf::HumanBytes;
 using elf::KernelOf;
+using elf::LaunchParam;
+using elf::MergeName;
 using elf::RunsPerToken;
 using elf::WeightBytesPerToken;
 

@@ -8,8 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/algorithm/container.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,14 +23,9 @@ namespace {
 // The merge a run of groups forms, from its first group's name.
 std::string KindOf(const std::vector<const elf::LaunchGroup*>& run) {
   if (run.front()->layer() < 0) return "lm_head";
-  absl::string_view first = run.front()->name();
   // A group an earlier run split at a target limit ("L0.o_gemv_ffn.part0") keeps
   // its kind, so that running the pass again changes nothing.
-  if (const size_t dot = first.rfind(".part"); dot != absl::string_view::npos &&
-                                              dot + 5 < first.size() &&
-                                              absl::c_all_of(first.substr(dot + 5), absl::ascii_isdigit)) {
-    first = first.substr(0, dot);
-  }
+  const std::string first = MergeName(run.front()->name());
   if (absl::EndsWith(first, "attn_norm") || absl::EndsWith(first, "rms_gemv_rope")) return "rms_gemv_rope";
   if (absl::EndsWith(first, "o_proj") || absl::EndsWith(first, "o_gemv_ffn")) return "o_gemv_ffn";
   return "merged";
@@ -47,11 +40,6 @@ bool IsGemv(const elf::Launch& l) {
   return kernel.ok() && ((*kernel)->id() == "gemv" || (*kernel)->id() == "gemv_ksplit");
 }
 
-int64_t Param(const elf::Launch& l, const std::string& name) {
-  const auto it = l.params().find(name);
-  return it == l.params().end() ? 0 : it->second;
-}
-
 // `l`, a bf16 GEMV, switched to the target's K-split GEMV (a K-split one stays as it
 // is); FailedPrecondition with the reason if the target cannot run it so.
 absl::Status ToKSplit(elf::Launch& l, const registry::TargetConstraints& target) {
@@ -63,7 +51,7 @@ absl::Status ToKSplit(elf::Launch& l, const registry::TargetConstraints& target)
                                                       " blocks has no K-split variant"));
   }
   DK_ASSIGN_OR_RETURN(const registry::GemvPlan plan,
-                      registry::CheckKSplitGemv(target, Param(l, "rows"), Param(l, "cols")));
+                      registry::CheckKSplitGemv(target, LaunchParam(l, "rows"), LaunchParam(l, "cols")));
   DK_ASSIGN_OR_RETURN(const registry::KernelVariant* ksplit,
                       registry::SelectVariant("gemv_ksplit", variant->layout(), 0));
   l.set_kernel_symbol(ksplit->symbol());
@@ -86,10 +74,11 @@ struct Report {
 // lineage's example.
 void NoteKSplit(Report& report, const std::string& group, const std::string& why, const elf::Launch& l) {
   ++report.k_split_count;
-  if (Param(l, "cols") <= report.k_split_cols) return;
-  report.k_split_cols = Param(l, "cols");
-  report.k_split = absl::StrCat(group, " (", why, ") ", Param(l, "rows"), "x", Param(l, "cols"), " as ",
-                                Param(l, "cols") / Param(l, "k_chunk"), " chunks of K=", Param(l, "k_chunk"));
+  if (LaunchParam(l, "cols") <= report.k_split_cols) return;
+  report.k_split_cols = LaunchParam(l, "cols");
+  const int64_t k_chunk = LaunchParam(l, "k_chunk");
+  report.k_split = absl::StrCat(group, " (", why, ") ", LaunchParam(l, "rows"), "x", LaunchParam(l, "cols"), " as ",
+                                LaunchParam(l, "cols") / k_chunk, " chunks of K=", k_chunk);
 }
 
 // Why a GEMV launch must run alone on `target` ("" if it may be merged). A plain
@@ -100,7 +89,7 @@ std::string MustRunAlone(elf::Launch& l, const std::string& group,
   if (!kernel.ok()) return "";
   const std::string& id = (*kernel)->id();
   if ((id != "gemv" && id != "gemv_ksplit") || !l.params().count("rows") || !l.params().count("cols")) return "";
-  const int64_t rows = Param(l, "rows"), cols = Param(l, "cols");
+  const int64_t rows = LaunchParam(l, "rows"), cols = LaunchParam(l, "cols");
   if (id == "gemv_ksplit") {
     auto plan = registry::CheckKSplitGemv(target, rows, cols);
     return plan.ok() ? "" : absl::StrCat(group, " K-split GEMV: ", plan.status().message(),
