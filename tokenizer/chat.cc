@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -380,18 +379,19 @@ absl::StatusOr<std::string> TemplateFromDirectory(const std::string& dir) {
 }  // namespace
 
 absl::StatusOr<std::string> LoadChatTemplateText(const std::string& tokenizer_path) {
-  struct stat st;
-  if (::stat(tokenizer_path.c_str(), &st) != 0) {
+  absl::StatusOr<OpenedPath> opened =
+      OpenUserPath(tokenizer_path, "chat template source", PathKinds::kFileOrDirectory);
+  if (absl::IsNotFound(opened.status())) {
     return absl::NotFoundError(absl::StrCat("chat template: no such file or directory: ",
                                             tokenizer_path));
   }
-  if (S_ISDIR(st.st_mode)) return TemplateFromDirectory(tokenizer_path);
+  if (!opened.ok()) return opened.status();
+  if (opened->is_directory) return TemplateFromDirectory(tokenizer_path);
   // A GGUF by its magic (as Tokenizer::Load tells them apart); anything else is a
   // tokenizer.json whose directory holds the template.
-  std::ifstream in(tokenizer_path, std::ios::binary);
-  char magic[4] = {0};
-  in.read(magic, sizeof(magic));
-  if (in.gcount() == 4 && absl::string_view(magic, 4) == "GGUF") {
+  absl::StatusOr<std::string> magic = ReadHead(*opened, tokenizer_path, 4);
+  if (!magic.ok()) return magic.status();
+  if (*magic == "GGUF") {
     absl::StatusOr<std::unique_ptr<weights::GgufFile>> gguf =
         weights::GgufFile::Open(tokenizer_path);
     if (!gguf.ok()) return gguf.status();

@@ -2,7 +2,6 @@
 // (whose tokenizer.ggml.* metadata load_gguf.cc reads).
 #include <sys/stat.h>
 
-#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -498,32 +497,29 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromTokenizerJson(
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
+  absl::StatusOr<OpenedPath> opened = OpenUserPath(path, "tokenizer", PathKinds::kFileOrDirectory);
+  if (absl::IsNotFound(opened.status())) {
     return absl::NotFoundError(absl::StrCat("tokenizer: no such file or directory: ", path));
   }
+  if (!opened.ok()) return opened.status();
   std::string json_path = path;
   // Where tokenizer_config.json and generation_config.json may be: the checkpoint
   // directory, or the directory of a file named tokenizer.json (a checkpoint's).
   std::optional<std::string> config_dir;
-  if (S_ISDIR(st.st_mode)) {
+  if (opened->is_directory) {
     json_path = absl::StrCat(path, "/tokenizer.json");
     config_dir = path;
+    struct stat st;
     if (::stat(json_path.c_str(), &st) != 0) {
       return absl::NotFoundError(absl::StrCat("tokenizer: checkpoint directory ", path,
                                               " has no tokenizer.json"));
     }
   } else {
-    // A device or FIFO (/dev/zero) has no content to sniff that ends.
-    if (!S_ISREG(st.st_mode)) {
-      return absl::InvalidArgumentError(absl::StrCat("tokenizer ", path, " is not a regular file"));
-    }
     // The format by content, not by name: GGUF starts with its magic, a
     // tokenizer.json with '{' (after whitespace).
-    std::ifstream in(path, std::ios::binary);
-    char head[64] = {0};
-    in.read(head, sizeof(head));
-    const absl::string_view start(head, static_cast<size_t>(in.gcount()));
+    absl::StatusOr<std::string> head = ReadHead(*opened, path, 64);
+    if (!head.ok()) return head.status();
+    const absl::string_view start(*head);
     if (absl::StartsWith(start, "GGUF")) {
       absl::StatusOr<std::unique_ptr<weights::GgufFile>> gguf = weights::GgufFile::Open(path);
       if (!gguf.ok()) return gguf.status();

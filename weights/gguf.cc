@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "util/printable.h"
+#include "util/read_file.h"
 #include "weights/overlap.h"
 
 namespace dk::weights {
@@ -275,8 +276,13 @@ absl::StatusOr<GgufTensorInfo> ReadTensorInfo(Reader& r, uint64_t i, uint64_t al
                                 " is not a multiple of the ", traits->name, " block size ",
                                 traits->block_size));
   }
-  t.size_bytes = static_cast<uint64_t>(t.num_elements / traits->block_size) *
-                 static_cast<uint64_t>(traits->type_size);
+  // Checked: a dims product within int64 can still overflow in bytes (F32 dims
+  // [2^62] would wrap to a size of 0 and be "inside" any file).
+  if (__builtin_mul_overflow(static_cast<uint64_t>(t.num_elements / traits->block_size),
+                             static_cast<uint64_t>(traits->type_size), &t.size_bytes)) {
+    return r.Error(absl::StrCat("tensor '", Printable(t.name), "': ", t.num_elements, " ",
+                                traits->name, " elements take more than 2^64 bytes"));
+  }
   if (absl::Status s = r.Read(&t.offset, absl::StrCat("offset of tensor '", Printable(t.name), "'"));
       !s.ok()) {
     return s;
@@ -320,35 +326,19 @@ absl::Status CheckTensorData(const std::string& name, uint64_t size, uint64_t da
 // --- GgufFile -------------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("GGUF ", path, ": cannot open: ", std::strerror(errno)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("GGUF ", path, ": fstat: ", std::strerror(err)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("GGUF ", path, ": not a regular file"));
-  }
+  absl::StatusOr<OpenedPath> opened = OpenUserPath(path, "GGUF");
+  if (!opened.ok()) return opened.status();
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->name_ = path;
-  file->size_ = static_cast<uint64_t>(st.st_size);
+  file->size_ = opened->size;
   if (file->size_ > 0) {
-    void* m = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* m = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, opened->fd.get(), 0);
     if (m == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return absl::InternalError(absl::StrCat("GGUF ", path, ": mmap: ", std::strerror(err)));
+      return absl::InternalError(absl::StrCat("GGUF ", path, ": mmap: ", std::strerror(errno)));
     }
     file->mapping_ = m;
     file->data_ = static_cast<const uint8_t*>(m);
   }
-  ::close(fd);
   if (absl::Status s = file->Parse(); !s.ok()) return s;
   return file;
 }

@@ -71,6 +71,19 @@ std::string ValidFile(size_t alignment = 32) {
   return b.bytes();
 }
 
+// An F32 tensor of 2^62 elements has a product of dims within int64 but 2^64 bytes,
+// which wrapped to 0: the tensor then fit "inside" any file and was accepted.
+TEST(GgufFileTest, TensorBytesOverflowingUint64AreRefused) {
+  GgufBuilder b;
+  b.U64(1).U64(0);                                   // 1 tensor, no metadata
+  b.Str("huge").U32(1).U64(uint64_t{1} << 62).U32(0).U64(0);  // F32 [2^62] at offset 0
+  b.PadTo(32);
+  auto f = GgufFile::FromBytes(b.bytes(), "huge.gguf");
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.status().message(), HasSubstr("huge.gguf"));
+  EXPECT_THAT(f.status().message(), HasSubstr("'huge': 4611686018427387904 F32 elements take more than 2^64 bytes"));
+}
+
 TEST(GgufTest, ParsesMetadataAndTensors) {
   auto f = GgufFile::FromBytes(ValidFile());
   ASSERT_TRUE(f.ok()) << f.status();

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "weights/dequant.h"
 #include "weights/overlap.h"
@@ -120,33 +121,17 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(
     const std::string& path) {
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open safetensors file ", path, ": ", std::strerror(errno)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(err)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("safetensors file ", path, " is not a regular file"));
-  }
-  f->size_ = static_cast<uint64_t>(st.st_size);
+  absl::StatusOr<OpenedPath> opened = OpenUserPath(path, "safetensors file");
+  if (!opened.ok()) return opened.status();
+  f->size_ = opened->size;
   if (f->size_ > 0) {
-    void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, opened->fd.get(), 0);
     if (m == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return absl::InternalError(absl::StrCat("cannot map ", path, ": ", std::strerror(err)));
+      return absl::InternalError(absl::StrCat("cannot map ", path, ": ", std::strerror(errno)));
     }
     f->mapping_ = m;
     f->data_ = static_cast<const uint8_t*>(m);
   }
-  ::close(fd);
   DK_RETURN_IF_ERROR(f->ParseHeader());
   return f;
 }

@@ -8,10 +8,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "weights/common.h"
 #include "weights/dequant.h"
@@ -148,19 +148,18 @@ absl::Status CheckWeights(const Weights& w, const elf::ModelShape& shape) {
 }
 
 absl::StatusOr<Weights> LoadWeights(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat(
-        "weights ", path, " do not exist (expected an HF checkpoint directory or a .gguf file)"));
+  absl::StatusOr<OpenedPath> opened = OpenUserPath(path, "weights", PathKinds::kFileOrDirectory);
+  if (absl::IsNotFound(opened.status())) {
+    return absl::NotFoundError(absl::StrCat(opened.status().message(),
+                                            " (expected an HF checkpoint directory or a .gguf file)"));
   }
-  if (S_ISDIR(st.st_mode)) return LoadHfCheckpoint(path);
+  if (!opened.ok()) return opened.status();
+  if (opened->is_directory) return LoadHfCheckpoint(path);
   // By content, not by name: a GGUF file starts with its magic.
-  char magic[4] = {0, 0, 0, 0};
-  std::ifstream in(path, std::ios::binary);
-  in.read(magic, 4);
-  if (in.gcount() == 4 && absl::string_view(magic, 4) == "GGUF") return LoadGguf(path);
+  DK_ASSIGN_OR_RETURN(std::string magic, ReadHead(*opened, path, 4));
+  if (magic == "GGUF") return LoadGguf(path);
   return absl::InvalidArgumentError(absl::StrCat(
-      "weights ", path, " are not a GGUF file (", in.gcount() < 4 ? "shorter than" : "no",
+      "weights ", path, " are not a GGUF file (", magic.size() < 4 ? "shorter than" : "no",
       " GGUF magic) and not an HF checkpoint directory"));
 }
 

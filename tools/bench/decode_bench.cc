@@ -17,7 +17,6 @@
 // state the token ran in; the paired floor brackets each token.
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -28,7 +27,9 @@
 #include "tools/bench/bandwidth_modes.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
 #include "elf/elf.h"
 #include "kernels/bandwidth/bandwidth.h"
@@ -39,6 +40,7 @@
 #include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
+#include "util/read_file.h"
 
 ABSL_FLAG(std::string, elf, "", "decode ELF");
 ABSL_FLAG(std::string, weights, "synthetic", "checkpoint dir, .gguf or synthetic[:SEED]");
@@ -347,8 +349,21 @@ void BM_Generate(benchmark::State& state) {
   dk::runtime::Decoder& decoder = s->session->decoder();
   std::vector<uint32_t> prompt;
   {
-    std::ifstream in(absl::GetFlag(FLAGS_generate_prompt));
-    for (uint32_t id; in >> id;) prompt.push_back(id);
+    absl::StatusOr<std::string> text =
+        dk::ReadRegularFile(absl::GetFlag(FLAGS_generate_prompt), "--generate_prompt");
+    if (!text.ok()) {
+      state.SkipWithError(std::string(text.status().message()).c_str());
+      return;
+    }
+    for (absl::string_view word : absl::StrSplit(*text, absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty())) {
+      uint32_t id = 0;
+      if (!absl::SimpleAtoi(word, &id) || id >= decoder.program().model().vocab()) {
+        state.SkipWithError(absl::StrCat("--generate_prompt: '", word,
+                                         "' is not a token id of the model's vocabulary").c_str());
+        return;
+      }
+      prompt.push_back(id);
+    }
   }
   if (prompt.empty()) {
     state.SkipWithError("--generate_prompt: no token ids");
