@@ -67,6 +67,8 @@ absl::StatusOr<int32_t> JsonPositiveInt(const json& cfg, const char* key,
   return static_cast<int32_t>(it->get<int64_t>());
 }
 
+// A finite number that fits a float (every such value lands in a float field of the
+// shape; converting a double beyond float's range is undefined behaviour).
 absl::StatusOr<double> JsonNumber(const json& obj, const char* key, const std::string& file,
                                   double default_value) {
   const auto it = obj.find(key);
@@ -75,7 +77,30 @@ absl::StatusOr<double> JsonNumber(const json& obj, const char* key, const std::s
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": \"", key, "\" must be a number, got ", it->dump()));
   }
-  return it->get<double>();
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ": \"", key, "\" = ", it->dump(), " is outside the range of a float"));
+  }
+  return v;
+}
+
+// A whole number in [lo, hi], range-checked before it is converted (a double such as
+// 1e300 has no int64 value).
+absl::StatusOr<int64_t> JsonIntInRange(const json& obj, const char* key, const std::string& file,
+                                       int64_t default_value, int64_t lo, int64_t hi) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return default_value;
+  if (!it->is_number()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": \"", key, "\" must be a number, got ", it->dump()));
+  }
+  const double v = it->get<double>();
+  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi)) || v != std::floor(v)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ": \"", key, "\" = ", it->dump(), " must be a whole number in [", lo, ", ", hi, "]"));
+  }
+  return static_cast<int64_t>(v);
 }
 
 // Fills shape.rope_scaling from an HF rope_scaling / rope_parameters object.
@@ -103,12 +128,12 @@ absl::Status ParseRopeScaling(const json& rs, const std::string& file,
   DK_ASSIGN_OR_RETURN(double factor, JsonNumber(rs, "factor", file, 8.0));
   DK_ASSIGN_OR_RETURN(double low, JsonNumber(rs, "low_freq_factor", file, 1.0));
   DK_ASSIGN_OR_RETURN(double high, JsonNumber(rs, "high_freq_factor", file, 4.0));
-  DK_ASSIGN_OR_RETURN(double orig,
-                      JsonNumber(rs, "original_max_position_embeddings", file, 8192));
+  DK_ASSIGN_OR_RETURN(int64_t orig, JsonIntInRange(rs, "original_max_position_embeddings", file,
+                                                    8192, 1, elf::kMaxDimension));
   out->set_factor(static_cast<float>(factor));
   out->set_low_freq_factor(static_cast<float>(low));
   out->set_high_freq_factor(static_cast<float>(high));
-  out->set_original_max_position(static_cast<int64_t>(orig));
+  out->set_original_max_position(orig);
   return absl::OkStatus();
 }
 
@@ -216,10 +241,8 @@ absl::Status ParseGemma3Layers(const json& cfg, const std::string& file, elf::Mo
   } else {
     int64_t pattern = 6;
     for (const char* key : {"sliding_window_pattern", "_sliding_window_pattern"}) {
-      DK_ASSIGN_OR_RETURN(double v, JsonNumber(cfg, key, file, static_cast<double>(pattern)));
-      pattern = static_cast<int64_t>(v);
+      DK_ASSIGN_OR_RETURN(pattern, JsonIntInRange(cfg, key, file, pattern, 1, elf::kMaxLayers));
     }
-    if (pattern <= 0) return absl::InvalidArgumentError(absl::StrCat(file, ": sliding_window_pattern must be positive"));
     for (int i = 0; i < s.n_layers(); ++i) {
       s.add_layer_types((i + 1) % pattern == 0 ? "full_attention" : "sliding_attention");
     }

@@ -189,6 +189,40 @@ TEST(HfCheckpointTest, RopeScalingFactorsMustBeFiniteAndPositive) {
   EXPECT_THAT(s.status().message(), HasSubstr("rope_scaling.factor -8 must be finite and > 0"));
 }
 
+// JSON numbers are range-checked before they are converted: a double such as 1e300
+// has no int64 value and no float value (both conversions are undefined behaviour).
+TEST(HfCheckpointTest, NumbersOutsideTheirTypeAreRefusedBeforeConversion) {
+  const std::string base = R"("hidden_size":32,"intermediate_size":64,"num_attention_heads":4,
+      "num_hidden_layers":2,"vocab_size":16,)";
+  const std::string gemma = base + R"("model_type":"gemma3_text","head_dim":8,)";
+  struct Case {
+    std::string json;
+    const char* message;
+  };
+  const Case cases[] = {
+      {base + R"("rope_scaling":{"rope_type":"llama3","factor":8.0,
+          "original_max_position_embeddings":1e300}})",
+       "\"original_max_position_embeddings\" = 1e+300 must be a whole number in [1, 16777216]"},
+      {base + R"("rope_scaling":{"rope_type":"llama3","factor":8.0,
+          "original_max_position_embeddings":8192.5}})",
+       "must be a whole number in [1, 16777216]"},
+      {gemma + R"("sliding_window_pattern":1e300})",
+       "\"sliding_window_pattern\" = 1e+300 must be a whole number in [1, 4096]"},
+      {gemma + R"("sliding_window_pattern":-6})", "must be a whole number in [1, 4096]"},
+      {base + R"("rope_theta":1e300})", "\"rope_theta\" = 1e+300 is outside the range of a float"},
+      {base + R"("rms_norm_eps":-1e39})", "\"rms_norm_eps\" = -1e+39 is outside the range of a float"},
+      {gemma + R"("query_pre_attn_scalar":1e300})", "is outside the range of a float"},
+  };
+  for (const Case& c : cases) {
+    auto s = ShapeFromHfConfig("{" + c.json, "m", "dir/config.json");
+    ASSERT_FALSE(s.ok()) << c.json;
+    EXPECT_THAT(s.status().message(), HasSubstr("dir/config.json")) << c.json;
+    EXPECT_THAT(s.status().message(), HasSubstr(c.message)) << c.json;
+  }
+  // The same keys in range still parse (the Gemma one as google/gemma-3-270m writes it).
+  EXPECT_TRUE(ShapeFromHfConfig("{" + gemma + R"("sliding_window_pattern":6})", "m", "c.json").ok());
+}
+
 TEST(HfCheckpointTest, ConfigRoundTripsLlama3RopeScaling) {
   elf::ModelShape s = TinyShape();
   s.set_vocab(128256);
