@@ -15,6 +15,7 @@
 #include "runtime/greedy.h"
 #include "runtime/sampling.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/model_special_ids.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -134,6 +135,7 @@ absl::Status Engine::Impl::Open() {
   DK_ASSIGN_OR_RETURN(tokenizer, dk::tokenizer::Tokenizer::Load(tokenizer_path));
   DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*tokenizer, program.model().vocab(), tokenizer_path,
                                                             absl::StrCat("ELF ", options.elf)));
+  DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(*tokenizer, tokenizer_path, options.weights));
   DK_ASSIGN_OR_RETURN(dk::weights::Weights weights, dk::runtime::ReadWeightsSpec(options.weights, program.model()));
   dk::runtime::SessionOptions session_options;
   if (tool.pool == nullptr) {

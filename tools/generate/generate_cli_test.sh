@@ -35,6 +35,17 @@ expect_exit "non-numeric synthetic seed" 1 "--weights synthetic:x1: the seed aft
 expect_exit "another model's tokenizer" 1 \
   "tokens but ELF $small_vocab_elf has a vocabulary of 300: it is not this model's tokenizer" \
   "${ok[@]}" --elf "$small_vocab_elf"
+# A tokenizer of a size that fits, but not the ids the model's own files name (the
+# tokenizer's BOS is 0, its end of generation 1 and 4).
+mkdir -p "$TEST_TMPDIR/other_ckpt"
+echo '{"bos_token_id": 5, "eos_token_id": 1}' >"$TEST_TMPDIR/other_ckpt/config.json"
+expect_exit "a tokenizer with another BOS" 1 \
+  "is not this model's: its BOS is id 0, the model's is 5 (model ids from $TEST_TMPDIR/other_ckpt/config.json)" \
+  "${ok[@]}" --weights "$TEST_TMPDIR/other_ckpt"
+echo '{"bos_token_id": 0, "eos_token_id": [7, 8]}' >"$TEST_TMPDIR/other_ckpt/config.json"
+expect_exit "a tokenizer that never ends on the model's EOS" 1 \
+  "none of its end-of-generation ids [1, 4] is the model's EOS or end of turn [7, 8]" \
+  "${ok[@]}" --weights "$TEST_TMPDIR/other_ckpt"
 # Well-formed GGUFs that ask for what decodekit does not support: a tensor of a ggml
 # type the loader does not dequantize (IQ4_NL: 32 elements in 18 bytes), an unknown
 # architecture. Exit 2, naming the tensor and the type, or the architecture.

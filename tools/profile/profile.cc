@@ -35,6 +35,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
+#include "tokenizer/model_special_ids.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/profile/io.h"
 #include "tools/profile/prefill.h"
@@ -255,6 +256,8 @@ absl::Status LoadPrompt(Profile& p) {
   DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*p.tokenizer, p.model().vocab(),
                                                             ShownPath(UserPath(absl::GetFlag(FLAGS_tokenizer))),
                                                             absl::StrCat("ELF ", p.elfs[0])));
+  DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(
+      *p.tokenizer, ShownPath(UserPath(absl::GetFlag(FLAGS_tokenizer))), UserPath(absl::GetFlag(FLAGS_weights))));
   DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, p.tokenizer->Encode(record.prompt));
   if (ids.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
   p.prompt.assign(ids.begin(), ids.end());

@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "elf/elf.h"
 #include "runtime/cpu/session.h"
+#include "tokenizer/model_special_ids.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
@@ -82,6 +83,8 @@ absl::Status Load(Inputs& in) {
     DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*in.tokenizer, in.program.model().vocab(),
                                                               absl::GetFlag(FLAGS_tokenizer),
                                                               absl::StrCat("ELF ", absl::GetFlag(FLAGS_elf))));
+    DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(*in.tokenizer, absl::GetFlag(FLAGS_tokenizer),
+                                                                   absl::GetFlag(FLAGS_weights)));
   }
   in.setup.weights_digest = in.setup.weights->Digest();
   in.setup.goldens = &in.goldens;
