@@ -7,8 +7,14 @@
 // MODEL is a .gguf file (weights and tokenizer) or a checkpoint directory. Only the
 // public header is used. Exit status: 0 generated, 1 the engine refused (its message on
 // stderr), 2 bad arguments.
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +43,44 @@ bool Value(std::string_view name, int& i, int argc, char** argv, std::string& ou
   return true;
 }
 
+// Numbers are parsed whole and range-checked: atoi/strtof alone would read
+// "--max_new_tokens abc" as 0 and "--seed -1" as 2^64 - 1, a run the user did not ask
+// for. (The standard library's parsers, checked, since the example uses no header but
+// the public one.) Each prints "quickstart: --flag VALUE: expected ..." and returns
+// false, which main answers with the usage line and exit 2.
+bool BadValue(std::string_view flag, const std::string& v, const char* expected) {
+  std::fprintf(stderr, "quickstart: %.*s %s: expected %s\n", static_cast<int>(flag.size()), flag.data(),
+               v.c_str(), expected);
+  return false;
+}
+
+// A decimal integer in [lo, hi], nothing else (no sign for unsigned T, no spaces).
+template <typename T>
+bool ParseInt(std::string_view flag, const std::string& v, T lo, T hi, const char* expected, T& out) {
+  T x{};
+  const auto [end, err] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || err != std::errc() || end != v.data() + v.size() || x < lo || x > hi) {
+    return BadValue(flag, v, expected);
+  }
+  out = x;
+  return true;
+}
+
+// A finite float in [lo, hi] (lo excluded when `open_lo`), nothing after it.
+bool ParseFloat(std::string_view flag, const std::string& v, float lo, bool open_lo, float hi,
+                const char* expected, float& out) {
+  char* end = nullptr;
+  errno = 0;
+  const float x = v.empty() || std::isspace(static_cast<unsigned char>(v[0])) ? NAN : std::strtof(v.c_str(), &end);
+  // Written so that NaN fails (comparisons with NaN are false).
+  if (errno != 0 || end != v.c_str() + v.size() || !std::isfinite(x) || !(open_lo ? x > lo : x >= lo) ||
+      !(x <= hi)) {
+    return BadValue(flag, v, expected);
+  }
+  out = x;
+  return true;
+}
+
 bool Parse(int argc, char** argv, Args& a) {
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
@@ -48,13 +92,22 @@ bool Parse(int argc, char** argv, Args& a) {
       a.chat = true;
       a.engine.chat_format = std::string(arg.substr(7));
     } else if (Value("--temperature", i, argc, argv, v)) {
-      a.generate.sampling.temperature = std::strtof(v.c_str(), nullptr);
+      if (!ParseFloat("--temperature", v, 0, false, std::numeric_limits<float>::max(),
+                      "a finite number >= 0 (0: greedy)", a.generate.sampling.temperature)) {
+        return false;
+      }
     } else if (Value("--top_p", i, argc, argv, v)) {
-      a.generate.sampling.top_p = std::strtof(v.c_str(), nullptr);
+      if (!ParseFloat("--top_p", v, 0, true, 1, "a number in (0, 1]", a.generate.sampling.top_p)) return false;
     } else if (Value("--seed", i, argc, argv, v)) {
-      a.generate.sampling.seed = std::strtoull(v.c_str(), nullptr, 10);
+      if (!ParseInt<uint64_t>("--seed", v, 0, std::numeric_limits<uint64_t>::max(),
+                              "an integer in [0, 18446744073709551615]", a.generate.sampling.seed)) {
+        return false;
+      }
     } else if (Value("--max_new_tokens", i, argc, argv, v)) {
-      a.generate.max_new_tokens = std::atoi(v.c_str());
+      if (!ParseInt<int>("--max_new_tokens", v, 0, std::numeric_limits<int>::max(),
+                         "an integer in [0, 2147483647]", a.generate.max_new_tokens)) {
+        return false;
+      }
     } else if (Value("--stop", i, argc, argv, v)) {
       a.generate.stop_strings.push_back(v);
     } else if (arg.substr(0, 2) == "--") {

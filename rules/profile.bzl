@@ -138,7 +138,7 @@ decode_profile = rule(
             providers = [DecodeElfInfo],
         ),
         "goldens": attr.label(
-            doc = "The verify gate's goldens (HF reference, or for tests the C++ baseline).",
+            doc = "The verify gate's goldens (HF reference, or for tests the scalar reference decoder's).",
             mandatory = True,
             allow_single_file = [".json"],
         ),

@@ -18,9 +18,11 @@
 // Exit status (util/exit_codes.h): 0 when the comparison ran (whatever the numbers),
 // 1 on an error (bad input, an ELF without host layer outputs, shape mismatch), 2 a
 // usage error.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -95,9 +97,16 @@ absl::StatusOr<HfRecord> ReadHf(const std::string& path) {
   if (!root.contains("prompt_ids") || !root["prompt_ids"].is_array() || root["prompt_ids"].empty()) {
     return bad("no non-empty 'prompt_ids'");
   }
-  for (const json& x : root["prompt_ids"]) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0) return bad("'prompt_ids' holds a non-id");
-    r.prompt_ids.push_back(static_cast<uint32_t>(x.get<int64_t>()));
+  // Read as the JSON number it is and range-checked before narrowing: a cast alone
+  // would take 2^32 + 5 for id 5, a valid id, and diagnose another prompt than HF ran.
+  // (Ids below 2^32 are checked against the vocab once the ELF is read.)
+  for (size_t i = 0; i < root["prompt_ids"].size(); ++i) {
+    const json& x = root["prompt_ids"][i];
+    if (!x.is_number_integer()) return bad(absl::StrCat("prompt_ids[", i, "] = ", x.dump(), " is not an id"));
+    if (!x.is_number_unsigned() || x.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
+      return bad(absl::StrCat("prompt_ids[", i, "] = ", x.dump(), " is not an id (outside [0, 2^32 - 1])"));
+    }
+    r.prompt_ids.push_back(static_cast<uint32_t>(x.get<uint64_t>()));
   }
   if (!root.contains("layers") || !root["layers"].is_array() || root["layers"].empty()) {
     return bad("no non-empty 'layers'");
