@@ -223,8 +223,8 @@ FAKE_BAZEL_SLEEP=60 "$review" --base=HEAD --bazel="$FAKE_BAZEL" --worktree="$TES
   >/dev/null 2>"$TEST_TMPDIR/err" &
 pid=$!
 # A guard, not a measure: how long the host takes to start the build does not matter.
-for _ in $(seq 600); do grep -q " build " "$FAKE_BAZEL_LOG" && break; sleep 0.1; done
-grep -q " build " "$FAKE_BAZEL_LOG" || fail "the build to interrupt never started"
+for _ in $(seq 600); do grep -q " build-pid " "$FAKE_BAZEL_LOG" && break; sleep 0.1; done
+grep -q " build-pid " "$FAKE_BAZEL_LOG" || fail "the build to interrupt never started"
 kill -TERM "$pid"
 wait "$pid"
 rc=$?

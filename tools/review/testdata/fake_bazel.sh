@@ -7,8 +7,9 @@
 # makes builds fail. A build leaves a "server" behind holding stdout and stderr, as
 # bazel's client does: review must not wait for it. The server's pid is appended to
 # $FAKE_BAZEL_SERVERS (when set), and it holds on until the file $FAKE_BAZEL_RELEASE
-# exists (60 s at most; 5 s when that is unset), so that the test can see it still
-# holding the pipes after review has returned. A build logs "<cwd> build-pid <pid>"
+# exists (5 s when that is unset), so that the test can see it still holding the
+# pipes after review has returned. Its 300 s guard, longer than the test may run,
+# only ends servers that a killed test left behind. A build logs "<cwd> build-pid <pid>"
 # when it starts and "<cwd> finished <pid>" when it runs to its end.
 set -euo pipefail
 echo "$PWD $*" >>"$FAKE_BAZEL_LOG"
@@ -27,7 +28,7 @@ fi
 if [[ -n "${FAKE_BAZEL_SLEEP:-}" ]]; then sleep "$FAKE_BAZEL_SLEEP"; fi
 # Like bazel's client, leave a "server" behind that holds on to stdout and stderr.
 if [[ -n "${FAKE_BAZEL_RELEASE:-}" ]]; then
-  (for _ in $(seq 600); do [[ -e "$FAKE_BAZEL_RELEASE" ]] && break; sleep 0.1; done) &
+  (for _ in $(seq 3000); do [[ -e "$FAKE_BAZEL_RELEASE" ]] && break; sleep 0.1; done) &
 else
   sleep 5 &
 fi
