@@ -286,7 +286,9 @@ absl::StatusOr<ChatTemplate> ChatTemplate::ByName(absl::string_view name) {
 
 std::string ChatTemplate::TodayDate() const {
   if (!date_string_.empty()) return date_string_;
-  return absl::FormatTime("%d %b %Y", absl::Now(), absl::LocalTimeZone());
+  const absl::CivilDay day =
+      today_.has_value() ? *today_ : absl::ToCivilDay(absl::Now(), absl::LocalTimeZone());
+  return absl::FormatTime("%d %b %Y", absl::FromCivil(day, absl::UTCTimeZone()), absl::UTCTimeZone());
 }
 
 absl::StatusOr<std::string> ChatTemplate::Apply(absl::Span<const ChatMessage> messages,

@@ -22,7 +22,7 @@
 //   llama3.1    llama3  Llama 3.1 / 3.3 Instruct: a system turn always, with "Cutting Knowledge
 //                       Date: December 2023" and "Today Date: 26 Jul 2024"
 //   llama3.2    llama3  Llama 3.2 Instruct: as 3.1, but the date is today's (HF's strftime_now,
-//                       local time, "%d %b %Y") unless set_date_string() pins it
+//                       local time, "%d %b %Y") unless set_today() or set_date_string() pins it
 //   gemma3      gemma   Gemma 3 Instruct: BOS; the system message folded into the first user
 //                       turn; "assistant" -> "model"; user/assistant must alternate; contents
 //                       trimmed; ByName("gemma")
@@ -34,12 +34,14 @@
 #ifndef DK_TOKENIZER_CHAT_H_
 #define DK_TOKENIZER_CHAT_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/civil_time.h"
 #include "absl/types/span.h"
 
 namespace dk::tokenizer {
@@ -74,9 +76,13 @@ class ChatTemplate {
   // The recognised template (table above), e.g. "qwen2.5", "llama3.2".
   absl::string_view variant() const;
 
-  // Llama 3.2's "Today Date:" (its template's date_string, e.g. "26 Jul 2024"); unset, today's
-  // local date as HF renders it. Other variants ignore it.
+  // Llama 3.2's "Today Date:" (its template's date_string, e.g. "26 Jul 2024"); unset, the
+  // day of set_today() as HF renders it ("%d %b %Y"). Other variants ignore it.
   void set_date_string(std::string date) { date_string_ = std::move(date); }
+  // The day Llama 3.2's date is rendered from when no date_string is set; unset, today's
+  // local date, read at each Apply. A caller that needs the same text whenever it runs (a
+  // test, a replayed conversation) sets it: the clock may pass midnight between two reads.
+  void set_today(absl::CivilDay day) { today_ = day; }
 
   // Every known template: (variant, Jinja text), for tests and tools.
   struct Known {
@@ -93,6 +99,7 @@ class ChatTemplate {
 
   Variant variant_;
   std::string date_string_;
+  std::optional<absl::CivilDay> today_;
 };
 
 // The chat template text a model's tokenizer files carry: a .gguf's tokenizer.chat_template; a

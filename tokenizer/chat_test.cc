@@ -16,8 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
+#include "absl/time/civil_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -29,6 +28,7 @@ namespace dk::tokenizer {
 namespace {
 
 using bazel::tools::cpp::runfiles::Runfiles;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 constexpr char kTemplates[] = "decodekit/tokenizer/testdata/chat_templates/";
@@ -215,15 +215,28 @@ TEST_F(ChatTest, RefusesUnknownRolesAndEmptyConversations) {
   EXPECT_THAT(r.status().message(), HasSubstr("alternate"));
 }
 
-TEST_F(ChatTest, Llama32DefaultsToTodaysDate) {
-  // HF's strftime_now("%d %b %Y"): today's local date, unless date_string pins it.
+TEST_F(ChatTest, Llama32RendersTheDayItIsGiven) {
+  // HF's strftime_now("%d %b %Y") of the day set_today() gives (a zero-padded day, the
+  // month's abbreviation), unless date_string pins the text.
   ChatTemplate t = ChatTemplate::Recognize(Template("llama3.2_instruct.jinja")).value();
-  const std::string today = absl::FormatTime("%d %b %Y", absl::Now(), absl::LocalTimeZone());
-  EXPECT_THAT(t.Apply({{"user", "a"}}, false).value(), HasSubstr("Today Date: " + today + "\n"));
+  t.set_today(absl::CivilDay(2025, 3, 7));
+  EXPECT_EQ(t.Apply({{"user", "a"}}, true).value(),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+            "Cutting Knowledge Date: December 2023\nToday Date: 07 Mar 2025\n\n<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\na<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  t.set_today(absl::CivilDay(2024, 12, 31));
+  EXPECT_THAT(t.Apply({{"user", "a"}}, false).value(), HasSubstr("Today Date: 31 Dec 2024\n"));
   t.set_date_string("01 Jan 2025");
   EXPECT_THAT(t.Apply({{"user", "a"}}, false).value(), HasSubstr("Today Date: 01 Jan 2025\n"));
-  // 3.1 / 3.3 always say 26 Jul 2024.
-  const ChatTemplate t31 = ChatTemplate::Recognize(Template("llama3.1_instruct.jinja")).value();
+  // Neither set: today's local date, of the same form. Not compared with a date the test
+  // reads itself, which may be another day's by the time Apply reads the clock.
+  const ChatTemplate today = ChatTemplate::Recognize(Template("llama3.2_instruct.jinja")).value();
+  EXPECT_THAT(today.Apply({{"user", "a"}}, false).value(),
+              ContainsRegex("\nToday Date: [0-3][0-9] [A-Z][a-z][a-z] 2[0-9][0-9][0-9]\n\n<"));
+  // 3.1 / 3.3 always say 26 Jul 2024, whatever day they are given.
+  ChatTemplate t31 = ChatTemplate::Recognize(Template("llama3.1_instruct.jinja")).value();
+  t31.set_today(absl::CivilDay(2025, 3, 7));
   EXPECT_THAT(t31.Apply({{"user", "a"}}, false).value(), HasSubstr("Today Date: 26 Jul 2024\n"));
 }
 

@@ -104,6 +104,12 @@ class ThreadPool {
     int64_t contended_windows = 0;  // windows judged contended (solo windows are not judged)
   };
   const Stats& stats() const { return stats_; }
+  // What the pool's threads wait on now, readable from any thread, so that tests can
+  // see a thread park through the pool itself: how many workers sleep on the condition
+  // variable for the next Run (they spin first, worker_spin), and whether the caller
+  // sleeps in Run for a task still running on another thread (it spins first, join_spin).
+  int sleeping_workers() const { return sleepers_.load(std::memory_order_seq_cst); }
+  bool caller_sleeping() const { return caller_waiting_.load(std::memory_order_seq_cst); }
   const ThreadPoolOptions& options() const { return options_; }
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -7,9 +7,12 @@
 // process on the host can slow these tests down but cannot add a stall, a preemption
 // or a window, so the counts below are exact. Real time is used only to bound the
 // waits for the worker (a deadlock guard, never a measure of speed), and in the last
-// test, which checks that the real preemption count makes a pool run alone.
+// two tests: one checks that the defaults read the host's clock and preemption count,
+// the other (disabled: a diagnostic run by hand, as it depends on the host's
+// scheduler) that the real preemption count makes a pool run alone.
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -304,12 +307,51 @@ TEST_F(Contention, ContentionHandlingCanBeTurnedOff) {
   EXPECT_EQ(pool.stats().solo_runs, 0);
 }
 
-// The real preemption count and clock (the defaults): a thread of the test's spinning
-// on the caller's core takes it away again and again, and the pool, counting those
-// preemptions, goes to run alone. Other processes can only add preemptions, so this
-// waits for the pool to go solo (up to 30 s) rather than counting them; turned off,
-// the pool stays parallel under the same load.
-TEST(ContentionOnTheHost, ACallerPreemptedOftenRunsAlone) {
+// The defaults a pool judges by, unless a caller sets its own: the steady clock in
+// nanoseconds and the calling thread's involuntary context switches (getrusage,
+// RUSAGE_THREAD), read here on each side of the pool's own read. The tests above
+// show what the pool does with them; this one that it reads the host's, without
+// depending on when the host's scheduler preempts anyone. The thread first sleeps
+// 100 times (voluntary switches), so that a count of those, or of the process's
+// switches, would land above the thread's involuntary count.
+TEST(ContentionOnTheHost, TheDefaultsAreTheSteadyClockAndTheThreadsPreemptions) {
+  std::thread([] {
+    for (int i = 0; i < 100; ++i) std::this_thread::sleep_for(std::chrono::microseconds(10));
+    ThreadPool pool(2);
+    const ContentionOptions& c = pool.options().contention;
+    ASSERT_NE(c.now_ns, nullptr);
+    ASSERT_NE(c.preemptions, nullptr);
+    auto steady_ns = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+    const int64_t before_ns = steady_ns();
+    const int64_t pool_ns = c.now_ns();
+    const int64_t after_ns = steady_ns();
+    EXPECT_LE(before_ns, pool_ns);
+    EXPECT_LE(pool_ns, after_ns);
+    auto involuntary = [] {
+      rusage u;
+      EXPECT_EQ(getrusage(RUSAGE_THREAD, &u), 0);
+      return static_cast<int64_t>(u.ru_nivcsw);
+    };
+    const int64_t before = involuntary();
+    const int64_t pool_count = c.preemptions();
+    const int64_t after = involuntary();
+    EXPECT_LE(before, pool_count);
+    EXPECT_LE(pool_count, after);
+  }).join();
+}
+
+// A diagnostic, not a pass/fail test (it depends on the host's scheduler; run it with
+// --gtest_also_run_disabled_tests): the real preemption count and clock (the
+// defaults): a thread of the test's spinning on the caller's core takes it away again
+// and again, and the pool, counting those preemptions, goes to run alone. Other
+// processes can only add preemptions, so this waits for the pool to go solo (up to
+// 30 s) rather than counting them; turned off, the pool stays parallel under the same
+// load.
+TEST(ContentionOnTheHost, DISABLED_ACallerPreemptedOftenRunsAlone) {
   for (bool enabled : {true, false}) {
     ContentionOptions c;
     c.enabled = enabled;

@@ -2,18 +2,14 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <fstream>
 #include <functional>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -46,18 +42,6 @@ void RunOnWorker(ThreadPool& pool, const std::function<void()>& on_worker) {
       on_worker();
     }
   });
-}
-
-pid_t ThreadId() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-// The scheduler's state of thread `tid` of this process: 'R' running or runnable, 'S'
-// asleep (waiting on a futex, say), ...; '?' when it cannot be read.
-char ThreadState(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const size_t paren = line.rfind(')');  // after the name, which may hold spaces
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
 }
 
 // Every task once, on every thread: when there are enough tasks, each thread's first
@@ -99,14 +83,14 @@ TEST(ThreadPool, ManySmallRunsAndSleepingWorkers) {
     pool.Run(4, [&](int64_t task, int) { sum.fetch_add(task + 1); });
   }
   EXPECT_EQ(sum.load(), 20000 * 10);
-  // The worker, idle, stops spinning and falls asleep; the next Run wakes it up.
-  std::atomic<pid_t> worker{0};
-  RunOnWorker(pool, [&] { worker = ThreadId(); });
-  ASSERT_NE(worker.load(), 0);
-  ASSERT_NE(ThreadState(worker.load()), '?') << "no /proc/self/task/<tid>/stat";
-  EXPECT_TRUE(WaitFor([&] { return ThreadState(worker.load()) == 'S'; }, "the idle worker to fall asleep"));
+  // The worker, idle, stops spinning and falls asleep; the next Run wakes it up (the
+  // Run's caller task waits until the worker has taken one).
+  EXPECT_TRUE(WaitFor([&] { return pool.sleeping_workers() == 1; }, "the idle worker to fall asleep"));
   std::atomic<int> woke{0};
-  RunOnWorker(pool, [&] { woke.fetch_add(1); });
+  RunOnWorker(pool, [&] {
+    woke.fetch_add(1);
+    EXPECT_EQ(pool.sleeping_workers(), 0) << "a worker running a task still counts as asleep";
+  });
   EXPECT_EQ(woke.load(), 1) << "the sleeping worker did not wake for the next Run";
 }
 
@@ -173,15 +157,15 @@ TEST(ThreadPool, RunDoesNotWaitForAWorkerThatIsNotRunning) {
 // task lasts until it sees the caller asleep (the caller's own task never sleeps).
 TEST(ThreadPool, CallerSleepsWhileWaitingForALongTask) {
   ThreadPool pool(2, Off());
-  const pid_t caller = ThreadId();
-  ASSERT_NE(ThreadState(caller), '?') << "no /proc/self/task/<tid>/stat";
+  EXPECT_FALSE(pool.caller_sleeping());
   std::atomic<bool> saw_caller_asleep{false}, worker_done{false};
   RunOnWorker(pool, [&] {
-    saw_caller_asleep = WaitFor([&] { return ThreadState(caller) == 'S'; }, "the waiting caller to sleep");
+    saw_caller_asleep = WaitFor([&] { return pool.caller_sleeping(); }, "the waiting caller to sleep");
     worker_done = true;
   });
   EXPECT_TRUE(saw_caller_asleep.load()) << "the caller spun while the worker ran its long task";
   EXPECT_TRUE(worker_done.load()) << "Run returned before the worker's task had finished";
+  EXPECT_FALSE(pool.caller_sleeping()) << "Run returned, but the pool still says its caller sleeps";
 }
 
 TEST(SplitPoint, CoversRangeWithAlignedBoundaries) {

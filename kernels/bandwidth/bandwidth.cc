@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -60,20 +61,28 @@ AlignedBuffer<float>& CachedBuffer(size_t floats, PageMode mode) {
 }
 }  // namespace
 
-double MeasureReadBandwidth(ThreadPool* pool, const BandwidthOptions& options) {
+BandwidthReport MeasureReadBandwidthReport(ThreadPool* pool, const BandwidthOptions& options) {
   const size_t floats = options.bytes / sizeof(float);
   AlignedBuffer<float>& buf = CachedBuffer(floats, options.page_mode);
-  if (buf.empty()) return 0.0;
+  BandwidthReport report;
+  if (buf.empty()) return report;
+  report.bytes_per_pass = floats * sizeof(float);
   const int threads = pool ? pool->num_threads() : 1;
-  std::vector<float> partial(threads * 16, 0.0f);
-  std::vector<double> gbs;
+  // Per pool thread, a cache line of its own: what it summed.
+  struct alignas(64) Summed {
+    double sum = 0;
+    size_t bytes = 0;
+  };
+  std::vector<Summed> summed(threads);
+  std::vector<std::pair<double, double>> passes;  // (GB/s, seconds)
   for (int pass = 0; pass < std::max(1, options.passes); ++pass) {
     const auto start = std::chrono::steady_clock::now();
     auto body = [&](int64_t t, int thread) {
       // 64-byte aligned split so no cache line is read by both threads.
       const size_t b = SplitPoint(floats, threads, t, 16);
       const size_t e = SplitPoint(floats, threads, t + 1, 16);
-      partial[thread * 16] += StreamSum(buf.data() + b, e - b);
+      summed[thread].sum += StreamSum(buf.data() + b, e - b);
+      summed[thread].bytes += (e - b) * sizeof(float);
     };
     if (pool) {
       pool->Run(threads, body);
@@ -82,13 +91,21 @@ double MeasureReadBandwidth(ThreadPool* pool, const BandwidthOptions& options) {
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    gbs.push_back(static_cast<double>(floats * sizeof(float)) / secs * 1e-9);
+    passes.emplace_back(static_cast<double>(report.bytes_per_pass) / secs * 1e-9, secs);
   }
-  float total = 0;
-  for (float p : partial) total += p;
-  g_sink.store(total, std::memory_order_relaxed);
-  std::sort(gbs.begin(), gbs.end());
-  return gbs[gbs.size() / 2];
+  for (const Summed& s : summed) {
+    report.sum += s.sum;
+    report.bytes_summed += s.bytes;
+  }
+  g_sink.store(static_cast<float>(report.sum), std::memory_order_relaxed);
+  std::sort(passes.begin(), passes.end());
+  report.passes = static_cast<int>(passes.size());
+  std::tie(report.gbs, report.seconds) = passes[passes.size() / 2];
+  return report;
+}
+
+double MeasureReadBandwidth(ThreadPool* pool, const BandwidthOptions& options) {
+  return MeasureReadBandwidthReport(pool, options).gbs;
 }
 
 }  // namespace dk::kernels

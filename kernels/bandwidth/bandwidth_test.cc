@@ -1,9 +1,7 @@
 #include "kernels/bandwidth/bandwidth.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -26,38 +24,55 @@ TEST(Bandwidth, StreamSumIsExactOnIntegersOnEveryTarget) {
   });
 }
 
-// The figure against a bound taken from this machine in the same run: a streaming
-// copy of the same size on the same threads, timed here with its own clock. A copy
-// moves every byte in and out, so bytes copied per second never beat bytes read per
-// second by much, and a read that is not even an eighth of the copy is no real read;
-// a wrong byte count, unit or timer in the probe lands outside [0.8, 8].
-TEST(Bandwidth, AgreesWithAStreamingCopyOfTheSameRun) {
-  ThreadPool pool(2);
-  BandwidthOptions options;
-  options.bytes = size_t{256} << 20;  // 8x a 32 MiB last-level cache
-  options.passes = 1;
-  std::vector<char> src(options.bytes, 1), dst(options.bytes, 0);
-  auto copy_gbs = [&] {
-    const auto start = std::chrono::steady_clock::now();
-    pool.Run(2, [&](int64_t t, int) {
-      const size_t half = options.bytes / 2;
-      std::memcpy(dst.data() + t * half, src.data() + t * half, half);
-    });
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return static_cast<double>(options.bytes) / secs * 1e-9;
-  };
-  copy_gbs();  // touch dst's pages
-  std::vector<double> ratios;
-  for (int i = 0; i < 5; ++i) {  // alternated, so both see the same bandwidth mode
-    const double read = MeasureReadBandwidth(&pool, options);
-    const double copy = copy_gbs();
-    ratios.push_back(read / copy);
-    std::printf("read %.2f GB/s, copy %.2f GB/s, ratio %.2f\n", read, copy, read / copy);
+// What the probe computed, not how fast the host was: every pass sums each float of
+// the buffer once (float(i & 1023), small enough here for float sums to be exact), the
+// figure's numerator is the bytes of those floats, and the figure is that numerator
+// over the median pass's time in 1e9 B/s. A byte count off by any factor, a range
+// read twice or skipped, or a wrong unit breaks one of these; the timing is printed.
+TEST(Bandwidth, CountsTheBytesItSumsAndSumsEveryFloatOnce) {
+  ThreadPool one(1), two(2), three(3);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &one, &two, &three}) {
+    // 20011 floats: not a multiple of the threads' 16-float alignment, and the extra
+    // bytes of the second and third size are not a whole float.
+    for (size_t bytes : {size_t{64}, size_t{4 * 20011}, size_t{4 * 20011 + 3}, size_t{4 * 1000 + 1}}) {
+      const int threads = pool ? pool->num_threads() : 1;
+      const size_t floats = bytes / 4;
+      double expect_sum = 0;
+      for (size_t i = 0; i < floats; ++i) expect_sum += static_cast<double>(i & 1023);
+      BandwidthOptions options;
+      options.bytes = bytes;
+      options.passes = 3;
+      const auto start = std::chrono::steady_clock::now();
+      const BandwidthReport r = MeasureReadBandwidthReport(pool, options);
+      const double call_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("threads %d, %zu bytes: %.3f GB/s, median pass %.3g s\n", threads, bytes, r.gbs,
+                  r.seconds);
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << bytes << " bytes");
+      EXPECT_EQ(r.passes, 3);
+      EXPECT_EQ(r.bytes_per_pass, floats * 4);
+      EXPECT_EQ(r.bytes_summed, 3 * floats * 4);
+      EXPECT_EQ(r.sum, 3 * expect_sum);
+      // The figure is the numerator over a pass's time, and that pass lies inside the
+      // call (so its time can be no longer than the call's, whatever the host's load).
+      EXPECT_GT(r.seconds, 0.0);
+      EXPECT_LE(r.seconds, call_seconds);
+      EXPECT_DOUBLE_EQ(r.gbs, static_cast<double>(r.bytes_per_pass) / r.seconds * 1e-9);
+      EXPECT_GT(MeasureReadBandwidth(pool, options), 0.0);
+    }
   }
-  std::sort(ratios.begin(), ratios.end());
-  EXPECT_GE(ratios[2], 0.8);
-  EXPECT_LE(ratios[2], 8.0);
-  EXPECT_EQ(dst[options.bytes - 1], 1);
+}
+
+// Nothing to read: no passes, no figure.
+TEST(Bandwidth, AnEmptyBufferIsNoMeasurement) {
+  BandwidthOptions options;
+  options.bytes = 3;  // less than one float
+  const BandwidthReport r = MeasureReadBandwidthReport(nullptr, options);
+  EXPECT_EQ(r.passes, 0);
+  EXPECT_EQ(r.bytes_per_pass, 0u);
+  EXPECT_EQ(r.bytes_summed, 0u);
+  EXPECT_EQ(r.gbs, 0.0);
+  EXPECT_EQ(MeasureReadBandwidth(nullptr, options), 0.0);
 }
 
 }  // namespace

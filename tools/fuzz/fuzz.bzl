@@ -1,12 +1,20 @@
-"""fuzz_smoke_test: a libFuzzer target run for a bounded time, as a test in //... .
+"""fuzz_smoke_test: a libFuzzer target run for a fixed amount of work, as a test in //... .
 
 The fuzzers need clang (gcc has no -fsanitize=fuzzer) while the rest of the build
 uses gcc. So the test builds its fuzzer through a transition to this package's
 clang-14 toolchain (`:clang_suite`) with the libFuzzer, ASan and UBSan flags of
 `--config=fuzz`; nothing else in the build changes compiler. The test copies its
-seeds into a scratch corpus, runs the fuzzer for `seconds`, and fails on any finding
-(a crash, a leak, a sanitizer report, an input over the per-input timeout); the
-reproducer lands in the test's undeclared outputs (bazel-testlogs/.../outputs.zip).
+seeds into a scratch corpus and then
+  1. runs every seed once (the regression run of the saved corpus, under ASan and
+     UBSan), and
+  2. fuzzes from them for exactly `runs` inputs from the fixed `seed` (-seed, -runs):
+     the same work however busy the host, and with address randomisation off (where
+     setarch -R is allowed) the same inputs, but for targets whose own behaviour
+     varies from process to process; no wall-clock limit (a hanging input is caught
+     by the per-input timeout, the rest by the test's).
+It fails on any finding (a crash, a leak, a sanitizer report, an input over the
+per-input timeout), naming the reproducer: the seed file for run 1, the artifact in
+the test's undeclared outputs (bazel-testlogs/.../outputs.zip) for run 2.
 """
 
 # The flags of --config=fuzz (.bazelrc), for the transitioned fuzzer only.
@@ -59,30 +67,58 @@ def _fuzz_smoke_test_impl(ctx):
         'scratch="${TEST_TMPDIR:-$(mktemp -d)}"',
         'corpus="$scratch/corpus"; seeds="$scratch/seeds"',
         'mkdir -p "$corpus" "$seeds"',
+        "seed_files=(%s)" % " ".join([_shell_quote(s.short_path) for s in seeds]),
         "# Seeds are copied: libFuzzer writes new inputs into its first corpus folder.",
-        "for f in %s; do cp \"$f\" \"$seeds/$(echo \"$f\" | tr / _)\"; done" %
-        " ".join([_shell_quote(s.short_path) for s in seeds]),
+        'for f in "${seed_files[@]}"; do cp "$f" "$seeds/$(echo "$f" | tr / _)"; done',
         'artifacts="${TEST_UNDECLARED_OUTPUTS_DIR:-$scratch}/"',
-        'log="$scratch/fuzz.log"',
-        'echo "$name: fuzzing for %d s from $(ls "$seeds" | wc -l) seeds"' % ctx.attr.seconds,
+        'limits=(-timeout=%d -rss_limit_mb=%d)' % (ctx.attr.input_timeout, ctx.attr.rss_limit_mb),
+        "# Without address randomisation where the host allows it: hashes seeded from an",
+        "# address (Abseil's) then give the same coverage, so the same -seed makes the same",
+        "# inputs. A target with other per-process variation still varies a little.",
+        'fixed=(); aslr="address randomisation on (setarch -R refused)"',
+        'if setarch "$(uname -m)" -R true 2>/dev/null; then fixed=(setarch "$(uname -m)" -R); aslr="address randomisation off"; fi',
+        "",
+        "# 1. Every seed once: file arguments (not folders) are run, not fuzzed. The",
+        "# originals, so that a finding names the seed by its path in the source tree.",
+        'log="$scratch/regression.log"',
+        'count="${#seed_files[@]}"',
+        'echo "$name: running the $count seeds once each"',
         'status=0',
-        '"$fuzzer" -max_total_time=%d -timeout=%d -rss_limit_mb=%d -print_final_stats=1 \\' %
-        (ctx.attr.seconds, ctx.attr.input_timeout, ctx.attr.rss_limit_mb),
+        '"${fixed[@]}" "$fuzzer" "${limits[@]}" -artifact_prefix="$artifacts" "${seed_files[@]}" >"$log" 2>&1 || status=$?',
+        'executed="$(grep -c "^Executed " "$log" || true)"',
+        'if [[ $status -ne 0 ]]; then',
+        '  tail -n 60 "$log"',
+        '  echo "$name: FINDING (exit $status) in the seed corpus; reproducer:" \\',
+        '       "$(sed -n "s/^Running: //p" "$log" | tail -n 1)"',
+        '  exit 1',
+        'fi',
+        'if [[ "$executed" -ne "$count" ]]; then',
+        '  tail -n 20 "$log"',
+        '  echo "$name: ran $executed of the $count seeds"',
+        '  exit 1',
+        'fi',
+        "",
+        "# 2. A fixed amount of fuzzing from a fixed seed.",
+        'log="$scratch/fuzz.log"',
+        'echo "$name: fuzzing %d inputs from seed %d, $aslr"' % (ctx.attr.runs, ctx.attr.seed),
+        'status=0',
+        "# -reload=0: no re-reading of the corpus folders each second (a clock-driven step).",
+        '"${fixed[@]}" "$fuzzer" -seed=%d -runs=%d -reload=0 "${limits[@]}" -print_final_stats=1 \\' % (ctx.attr.seed, ctx.attr.runs),
         '  -artifact_prefix="$artifacts" "$corpus" "$seeds" >"$log" 2>&1 || status=$?',
         'runs="$(sed -n "s/^stat::number_of_executed_units: *//p" "$log")"',
         'if [[ $status -ne 0 ]]; then',
         '  tail -n 60 "$log"',
-        '  echo "$name: FINDING (exit $status) after ${runs:-?} executions; reproducer:" \\',
+        '  echo "$name: FINDING (exit $status) after ${runs:-?} executions (-seed=%d); reproducer:" \\' % ctx.attr.seed,
         '       "$(ls "$artifacts" | grep -E "^(crash|leak|timeout|oom|slow-unit)-" || echo none)"',
         '  exit 1',
         'fi',
-        'if [[ -z "$runs" || "$runs" -lt %d ]]; then' % ctx.attr.min_runs,
+        "# -runs counts every execution, so a fuzzer that fuzzed stopped at exactly -runs.",
+        'if [[ "${runs:-}" != %d ]]; then' % ctx.attr.runs,
         '  tail -n 20 "$log"',
-        '  echo "$name: only ${runs:-no} executions (fewer than %d): did it fuzz?"' % ctx.attr.min_runs,
+        '  echo "$name: ${runs:-no} executions, not %d: did it fuzz?"' % ctx.attr.runs,
         '  exit 1',
         'fi',
-        'echo "$name: $runs executions in %d s, no finding; corpus $(ls "$corpus" | wc -l) new inputs"' %
-        ctx.attr.seconds,
+        'echo "$name: the $count seeds and $runs fuzzed inputs, no finding; corpus $(ls "$corpus" | wc -l) new inputs"',
     ]
     ctx.actions.write(script, "\n".join(lines) + "\n", is_executable = True)
     runfiles = ctx.runfiles(files = [binary] + seeds)
@@ -92,7 +128,7 @@ def _fuzz_smoke_test_impl(ctx):
 fuzz_smoke_test = rule(
     implementation = _fuzz_smoke_test_impl,
     test = True,
-    doc = "Runs a cc_binary libFuzzer target, built with clang-14 + ASan + UBSan, for `seconds`.",
+    doc = "Runs a cc_binary libFuzzer target, built with clang-14 + ASan + UBSan, on its seeds, then for `runs` inputs.",
     attrs = {
         "fuzzer": attr.label(
             mandatory = True,
@@ -101,13 +137,10 @@ fuzz_smoke_test = rule(
             doc = "a cc_binary defining LLVMFuzzerTestOneInput, linked with -fsanitize=fuzzer",
         ),
         "seeds": attr.label_list(allow_files = True, doc = "seed inputs (files)"),
-        "seconds": attr.int(default = 20, doc = "libFuzzer -max_total_time"),
+        "runs": attr.int(default = 30000, doc = "libFuzzer -runs: inputs executed, the seeds included"),
+        "seed": attr.int(default = 1, doc = "libFuzzer -seed (0 would pick one from the clock)"),
         "input_timeout": attr.int(default = 10, doc = "seconds one input may take (-timeout)"),
         "rss_limit_mb": attr.int(default = 2048),
-        "min_runs": attr.int(
-            default = 1000,
-            doc = "fail when fewer inputs ran (a fuzzer that does not fuzz must not pass)",
-        ),
         "_allowlist_function_transition": attr.label(
             default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
         ),
