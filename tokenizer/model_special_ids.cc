@@ -101,8 +101,11 @@ absl::Status CheckTokenizerSpecialIds(const Tokenizer& tokenizer, const ModelSpe
   if (model.bos.has_value() && tokenizer.bos_id().has_value() && *model.bos != *tokenizer.bos_id()) {
     return mismatch(absl::StrCat("its BOS is id ", *tokenizer.bos_id(), ", the model's is ", *model.bos));
   }
+  // Judged only where the tokenizer's files name an EOS (tokenizer_config.json, a GGUF):
+  // a bare tokenizer.json knows its end-of-turn tokens by their texts alone (Gemma 3's
+  // <end_of_turn>, not its <eos>), which says nothing about which model it belongs to.
   const absl::Span<const int32_t> eog = tokenizer.end_of_generation_ids();
-  if (!model.eos.empty() && !eog.empty() &&
+  if (!model.eos.empty() && tokenizer.eos_id().has_value() &&
       std::none_of(eog.begin(), eog.end(), [&](int32_t id) {
         return std::find(model.eos.begin(), model.eos.end(), id) != model.eos.end();
       })) {

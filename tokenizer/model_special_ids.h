@@ -29,8 +29,9 @@ struct ModelSpecialIds {
 // error naming the file and the key.
 absl::StatusOr<std::optional<ModelSpecialIds>> ReadModelSpecialIds(const std::string& weights_spec);
 
-// Refuses `tokenizer` when its BOS differs from the model's (both have one), or when
-// both name end-of-generation ids and none of the tokenizer's is one of the model's.
+// Refuses `tokenizer` when its BOS differs from the model's (both have one), or when it
+// names an EOS and none of its end-of-generation ids (that EOS among them) is one of
+// the model's EOS / end-of-turn ids.
 // The error names both files and the ids.
 absl::Status CheckTokenizerSpecialIds(const Tokenizer& tokenizer, const ModelSpecialIds& model,
                                       absl::string_view tokenizer_path);

@@ -119,15 +119,32 @@ TEST(ModelSpecialIdsTest, AnotherBosIsRefused) {
   EXPECT_THAT(s.message(), HasSubstr("its BOS is id 0, the model's is 3 (model ids from " + gguf + ")"));
 }
 
+// The llama3-style tokenizer.json in a checkpoint directory whose tokenizer_config.json
+// names its EOS, <|end_of_text|> (id 1).
+std::unique_ptr<Tokenizer> Llama3StyleWithEos() {
+  const std::string dir = Tmp("tok_with_eos");
+  ::mkdir(dir.c_str(), 0700);
+  std::ifstream in(Rlocation("decodekit/tokenizer/testdata/llama3_style_tokenizer.json"), std::ios::binary);
+  std::ofstream(dir + "/tokenizer.json", std::ios::binary) << in.rdbuf();
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|end_of_text|>"})";
+  auto t = Tokenizer::Load(dir);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return *std::move(t);
+}
+
 TEST(ModelSpecialIdsTest, NoSharedEndOfGenerationIdIsRefused) {
+  std::unique_ptr<Tokenizer> tok = Llama3StyleWithEos();
+  ASSERT_EQ(tok->eos_id(), 1);
   const std::string dir = Checkpoint("ckpt_eos", R"({"bos_token_id": 0, "eos_token_id": [9, 10]})");
-  absl::Status s = CheckTokenizerMatchesWeights(*Llama3Style(), "tok.json", dir);
+  absl::Status s = CheckTokenizerMatchesWeights(*tok, "tok", dir);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("none of its end-of-generation ids [1, 4] is the model's EOS "
                                      "or end of turn [9, 10]"));
-  // One shared id is enough: a model may name more end-of-turn ids than a tokenizer.json.
+  // One shared id is enough: a model may name more end-of-turn ids than a tokenizer.
   const std::string some = Checkpoint("ckpt_some", R"({"eos_token_id": [4, 9]})");
-  EXPECT_TRUE(CheckTokenizerMatchesWeights(*Llama3Style(), "tok.json", some).ok());
+  EXPECT_TRUE(CheckTokenizerMatchesWeights(*tok, "tok", some).ok());
+  // A bare tokenizer.json names no EOS (only end-of-turn texts it knows): not judged.
+  EXPECT_TRUE(CheckTokenizerMatchesWeights(*Llama3Style(), "tok.json", dir).ok());
 }
 
 TEST(ModelSpecialIdsTest, MalformedIdsNameTheFileAndKey) {

@@ -43,9 +43,12 @@ expect_exit "a tokenizer with another BOS" 1 \
   "is not this model's: its BOS is id 0, the model's is 5 (model ids from $TEST_TMPDIR/other_ckpt/config.json)" \
   "${ok[@]}" --weights "$TEST_TMPDIR/other_ckpt"
 echo '{"bos_token_id": 0, "eos_token_id": [7, 8]}' >"$TEST_TMPDIR/other_ckpt/config.json"
+mkdir -p "$TEST_TMPDIR/tok_dir"
+cp "$tok" "$TEST_TMPDIR/tok_dir/tokenizer.json"
+echo '{"eos_token": "<|end_of_text|>"}' >"$TEST_TMPDIR/tok_dir/tokenizer_config.json"
 expect_exit "a tokenizer that never ends on the model's EOS" 1 \
   "none of its end-of-generation ids [1, 4] is the model's EOS or end of turn [7, 8]" \
-  "${ok[@]}" --weights "$TEST_TMPDIR/other_ckpt"
+  "${ok[@]}" --weights "$TEST_TMPDIR/other_ckpt" --tokenizer "$TEST_TMPDIR/tok_dir"
 # Well-formed GGUFs that ask for what decodekit does not support: a tensor of a ggml
 # type the loader does not dequantize (IQ4_NL: 32 elements in 18 bytes), an unknown
 # architecture. Exit 2, naming the tensor and the type, or the architecture.
