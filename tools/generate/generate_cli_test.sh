@@ -35,6 +35,13 @@ expect_exit "non-numeric synthetic seed" 1 "--weights synthetic:x1: the seed aft
 expect_exit "another model's tokenizer" 1 \
   "tokens but ELF $small_vocab_elf has a vocabulary of 300: it is not this model's tokenizer" \
   "${ok[@]}" --elf "$small_vocab_elf"
+# A FIFO as --weights (no writer) is refused at once, not waited on (timeout: a hang
+# fails here instead of at the test's time limit).
+mkfifo "$TEST_TMPDIR/weights_fifo"
+tool=timeout
+expect_exit "a FIFO as --weights" 1 "weights $TEST_TMPDIR/weights_fifo is not a regular file or directory" \
+  20 "$generate" --elf "$elf" --tokenizer "$tok" --weights "$TEST_TMPDIR/weights_fifo" --prompt "a b"
+tool="$generate"
 # A tokenizer of a size that fits, but not the ids the model's own files name (the
 # tokenizer's BOS is 0, its end of generation 1 and 4).
 mkdir -p "$TEST_TMPDIR/other_ckpt"
