@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -67,40 +68,43 @@ absl::StatusOr<int32_t> JsonPositiveInt(const json& cfg, const char* key,
   return static_cast<int32_t>(it->get<int64_t>());
 }
 
-// A finite number that fits a float (every such value lands in a float field of the
-// shape; converting a double beyond float's range is undefined behaviour).
-absl::StatusOr<double> JsonNumber(const json& obj, const char* key, const std::string& file,
-                                  double default_value) {
+// The number at `key` as a double: nullopt when absent or null, an error naming the
+// key when it is not a number. Nothing is converted yet: the callers range-check it.
+absl::StatusOr<std::optional<double>> JsonDouble(const json& obj, const char* key,
+                                                 const std::string& file) {
   const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return default_value;
+  if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_number()) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": \"", key, "\" must be a number, got ", it->dump()));
   }
-  const double v = it->get<double>();
-  if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max()) {
+  return it->get<double>();
+}
+
+// A finite number that fits a float (every such value lands in a float field of the
+// shape; converting a double beyond float's range is undefined behaviour).
+absl::StatusOr<double> JsonNumber(const json& obj, const char* key, const std::string& file,
+                                  double default_value) {
+  DK_ASSIGN_OR_RETURN(const std::optional<double> v, JsonDouble(obj, key, file));
+  if (!v.has_value()) return default_value;
+  if (!std::isfinite(*v) || std::fabs(*v) > std::numeric_limits<float>::max()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        file, ": \"", key, "\" = ", it->dump(), " is outside the range of a float"));
+        file, ": \"", key, "\" = ", obj.at(key).dump(), " is outside the range of a float"));
   }
-  return v;
+  return *v;
 }
 
 // A whole number in [lo, hi], range-checked before it is converted (a double such as
 // 1e300 has no int64 value).
 absl::StatusOr<int64_t> JsonIntInRange(const json& obj, const char* key, const std::string& file,
                                        int64_t default_value, int64_t lo, int64_t hi) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return default_value;
-  if (!it->is_number()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": \"", key, "\" must be a number, got ", it->dump()));
+  DK_ASSIGN_OR_RETURN(const std::optional<double> v, JsonDouble(obj, key, file));
+  if (!v.has_value()) return default_value;
+  if (!(*v >= static_cast<double>(lo) && *v <= static_cast<double>(hi)) || *v != std::floor(*v)) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": \"", key, "\" = ", obj.at(key).dump(),
+                                                   " must be a whole number in [", lo, ", ", hi, "]"));
   }
-  const double v = it->get<double>();
-  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi)) || v != std::floor(v)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file, ": \"", key, "\" = ", it->dump(), " must be a whole number in [", lo, ", ", hi, "]"));
-  }
-  return static_cast<int64_t>(v);
+  return static_cast<int64_t>(*v);
 }
 
 // Fills shape.rope_scaling from an HF rope_scaling / rope_parameters object.
