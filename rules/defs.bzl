@@ -9,7 +9,7 @@ lives in rules/ and loads only from rules/ (tests/layering checks it), so no
 layer of the code loads a .bzl from above itself.
 """
 
-load(":decode_elf.bzl", _decode_elf = "decode_elf")
+load(":decode_elf.bzl", _decode_elf = "decode_elf", _model_shape = "model_shape")
 load(":generate.bzl", _decode_generate = "decode_generate")
 load(
     ":optimizations.bzl",
@@ -27,6 +27,7 @@ load(":profile.bzl", _decode_profile = "decode_profile")
 load(":verify.bzl", _verify_chain = "verify_chain", _verify_test = "verify_test")
 
 decode_elf = _decode_elf
+model_shape = _model_shape
 layout_alignment = _layout_alignment
 buffer_object_reuse = _buffer_object_reuse
 merge_multi_launch = _merge_multi_launch

@@ -160,7 +160,7 @@ def _chain(final):
         if parent == None:
             fail(("verify_chain(final = %r): stage :%s's src %s is in another package; the " +
                   "chain (baseline included) must be defined in this package, e.g. " +
-                  "decode_elf(name = \"decode\", config = \"//models/<model>:config.textproto\")") % (
+                  "decode_elf(name = \"decode\", config = \":config.textproto\")") % (
                 final,
                 name,
                 src,

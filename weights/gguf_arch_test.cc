@@ -1,7 +1,7 @@
 // GGUF architectures beside llama (gguf_arch.h): the shape each one's metadata gives,
 // its tensor names, Q/K rows as stored, Gemma's 1 + w norms; and the real Gemma 3
 // 270M file's tensor names and norms (against transformers'). Its shape against
-// models/gemma3_270m/config.textproto: //tests/checkpoints:gemma3_gguf_shape_test.
+// google/gemma-3-270m's config.json: //tests/checkpoints:gemma3_gguf_shape_test.
 #include <cstdint>
 #include <fstream>
 #include <map>

@@ -67,7 +67,8 @@ PY = sys.executable
 MODELS = ("smollm2_135m", "llama32_1b", "gemma3_270m", "qwen25_0_5b", "qwen3_0_6b")
 GGUF_MODELS = ("smollm2_135m", "gemma3_270m")  # a GGUF of their own (--stage gguf)
 # The others run synthetic weights (seed 1): a checkpoint //tools/synthetic_weights writes
-# from models/<model>/config.textproto, converted by convert_synthetic.py.
+# from models/<model>/config.json (the shape the model's decode ELF is built from),
+# converted by convert_synthetic.py.
 # The stages each model has a //tools/bench:decode_bench_<model><suffix> target for.
 STAGES = {"smollm2_135m": ("bf16", "x12", "q8_0", "gguf"), "llama32_1b": ("bf16", "x12", "q8_0"),
           "gemma3_270m": ("x12", "q8_0", "gguf"), "qwen25_0_5b": ("x12", "q8_0"),
@@ -154,8 +155,9 @@ class Prepared:
         else:
             ckpt = os.path.join(self.w, f"{model}_synth")
             if not os.path.exists(os.path.join(ckpt, "model.safetensors")):
-                run([self.bin["synthetic_weights"], "--config",
-                     os.path.join(ROOT, "models", model, "config.textproto"), "--out", ckpt,
+                run([self.bin["synthetic_weights"], "--model",
+                     os.path.join(ROOT, "models", model, "config.json"), "--name", model,
+                     "--max_context", "2048", "--out", ckpt,
                      "--seed", "1"], stdout=subprocess.DEVNULL)
             if not os.path.exists(gguf):
                 run([PY, os.path.join(HERE, "convert_synthetic.py"), "--checkpoint", ckpt, "--out",
