@@ -10,7 +10,9 @@
 // (chain/model_elf.h) and verified in chain order, each against the goldens and
 // against its parent stage's tokens (reported only for a stage that changes numerics,
 // quantize_weights'), one "stage NAME: PASS|FAIL" line each; --stage verifies one.
-// The goldens are matched to the file by the weights digest they carry.
+// The goldens are matched to the file by the weights digest they carry. Without
+// --goldens, the reference is the chain's own baseline stage (run first, over two
+// built-in prompts), and the report says so: not HF transformers.
 // The last lines name each check and its result: "gate: PASS", "numeric: FAIL", ...
 // Exit status (util/exit_codes.h): 0 every check holds, 1 a check failed or an input
 // is bad, 2 a usage error.
@@ -86,8 +88,52 @@ struct Sources {
   std::optional<dk::tools::ModelChoice> model;
 };
 
+// The prompts of the baseline reference (--model without --goldens).
+constexpr const char* kBaselinePrompts[] = {
+    "The capital of France is",
+    "Once upon a time, in a small village by the sea, there lived",
+};
+constexpr int kBaselineTokens = 16;
+
+// --model without --goldens: the reference is the chain's own baseline stage, run now
+// over kBaselinePrompts (its greedy tokens, top-5 and logits as the goldens' steps).
+// Not HF: the report says so.
+absl::Status BaselineGoldens(const Sources& src, Inputs& in) {
+  if (in.tokenizer == nullptr) {
+    return absl::InvalidArgumentError("verify --model without --goldens needs a tokenizer (--tokenizer)");
+  }
+  const dk::chain::BuiltStage& baseline = src.model->elfs.stages[0];
+  in.goldens.model = src.model->elfs.shape.name();
+  in.goldens.weights_digest = in.setup.weights_digest;
+  in.goldens.transformers_version = absl::StrCat("none: decodekit baseline stage ", baseline.name);
+  in.goldens.torch_version = "none";
+  in.goldens.new_tokens = kBaselineTokens;
+  for (const char* text : kBaselinePrompts) {
+    dk::verify::GoldenPrompt prompt;
+    prompt.text = text;
+    prompt.sequence.prompt = text;
+    DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, in.tokenizer->Encode(text));
+    prompt.prompt_ids.assign(ids.begin(), ids.end());
+    in.goldens.prompts.push_back(std::move(prompt));
+  }
+  in.setup.goldens = &in.goldens;
+  in.setup.prompts = static_cast<int>(in.goldens.prompts.size());
+  DK_ASSIGN_OR_RETURN(const dk::elf::Program program, dk::elf::ReadElfFile(baseline.elf_path));
+  DK_ASSIGN_OR_RETURN(const std::vector<dk::verify::Sequence> runs,
+                      dk::verify::RunGoldenPrompts(in.setup, program, baseline.elf_path));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    in.goldens.prompts[i].sequence = runs[i];
+    in.goldens.prompts[i].sequence.prompt = in.goldens.prompts[i].text;
+  }
+  in.setup.goldens_name = absl::StrCat("the baseline stage ", baseline.name, " (no --goldens: not HF transformers)");
+  return absl::OkStatus();
+}
+
 absl::Status Load(const Sources& src, Inputs& in) {
-  DK_ASSIGN_OR_RETURN(in.goldens, dk::verify::LoadGoldens(absl::GetFlag(FLAGS_goldens)));
+  const bool baseline_reference = src.model && absl::GetFlag(FLAGS_goldens).empty();
+  if (!baseline_reference) {
+    DK_ASSIGN_OR_RETURN(in.goldens, dk::verify::LoadGoldens(absl::GetFlag(FLAGS_goldens)));
+  }
   DK_ASSIGN_OR_RETURN(in.program, dk::elf::ReadElfFile(src.elf));
   DK_ASSIGN_OR_RETURN(in.setup.weights, dk::runtime::LoadWeightsSpec(src.weights, in.program.model()));
   if (!src.tokenizer.empty()) {
@@ -104,6 +150,7 @@ absl::Status Load(const Sources& src, Inputs& in) {
   in.setup.decode = MakeDecode(in.tokenizer.get());
   in.setup.numeric = absl::GetFlag(FLAGS_numeric);
   in.setup.greedy = absl::GetFlag(FLAGS_greedy);
+  if (baseline_reference) DK_RETURN_IF_ERROR(BaselineGoldens(src, in));
   DK_RETURN_IF_ERROR(dk::verify::CheckGoldens(in.setup));
   if (const std::string m = absl::GetFlag(FLAGS_test_mutation); !m.empty()) {
     // After the digest check: the goldens stay HF's, the candidate is broken.
@@ -124,6 +171,10 @@ absl::Status VerifyChain(const Sources& src, const Inputs& in, bool* passed) {
   std::printf("verify: %s (%s) against %s, %d prompts, weights %s\nverify: runtime %s\n", src.model->model.c_str(),
               in.program.model().name().c_str(), in.setup.goldens_name.c_str(), in.setup.prompts,
               in.setup.weights->source().c_str(), in.runtime.Describe().c_str());
+  if (absl::GetFlag(FLAGS_goldens).empty()) {
+    std::printf("verify: reference: this chain's own baseline stage (no --goldens), not HF transformers: each "
+                "stage is checked against the baseline's tokens, top-5 and logits\n");
+  }
   *passed = true;
   std::optional<dk::verify::StageGate> parent;
   std::vector<std::string> summary;
@@ -212,12 +263,14 @@ int main(int argc, char** argv) {
                 dk::kExitUsage);
   }
   for (const absl::Status& s : {model ? absl::OkStatus() : dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
-                                dk::cli::RequireFlag("goldens", absl::GetFlag(FLAGS_goldens)),
+                                model ? absl::OkStatus() : dk::cli::RequireFlag("goldens", absl::GetFlag(FLAGS_goldens)),
                                 dk::cli::RequireRange("prompts", absl::GetFlag(FLAGS_prompts), 1, 1 << 20)}) {
     if (!s.ok()) return Fail(s, dk::kExitUsage);
   }
   for (const absl::Status& s : {model ? absl::OkStatus() : dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
-                                dk::cli::RequireFile("goldens", absl::GetFlag(FLAGS_goldens))}) {
+                                model && absl::GetFlag(FLAGS_goldens).empty()
+                                    ? absl::OkStatus()
+                                    : dk::cli::RequireFile("goldens", absl::GetFlag(FLAGS_goldens))}) {
     if (!s.ok()) return Fail(s);
   }
   Sources src{absl::GetFlag(FLAGS_elf), absl::GetFlag(FLAGS_weights), absl::GetFlag(FLAGS_tokenizer), std::nullopt};
