@@ -1,8 +1,9 @@
 // decodekit: run a verified decode stage inside your own program.
 //
 //   decodekit::EngineOptions options;
-//   options.elf = "decode_gguf.elf";          // a stage the rules built (bazel build //models/...)
-//   options.weights = "smollm2-135m.gguf";    // the model file, as downloaded
+//   options.model = "smollm2-135m.gguf";      // the model file, as downloaded: its chain is built
+//                                             // (and cached), the best stage its weights allow runs
+//   // or a stage the rules built: options.elf = "decode_gguf.elf"; options.weights = "smollm2-135m.gguf";
 //   auto engine = decodekit::Engine::Open(options);
 //   if (!engine.ok()) return Fail(engine.status());
 //   decodekit::GenerateOptions generate;
