@@ -123,9 +123,9 @@ def decodekit_model(
     Args:
       name: the model's name: the shape's `name` (written into every ELF) and the
         chain's DecodeElfInfo.model; also a filegroup of every stage's ELF.
-      model: the model file: a .gguf (then the chain has decode_gguf, and it is the
-        default weights and tokenizer), or an HF checkpoint's config.json (synthetic
-        weights unless `weights` is given).
+      model: the model file: a .gguf (a label ending in ".gguf": then the chain has
+        decode_gguf, and the file is the default weights and tokenizer), or an HF
+        checkpoint's config.json (synthetic weights unless `weights` is given).
       goldens: the HF goldens (tools/hf_reference) the verify tests and the profile's
         gate run on. Required: verify reads its prompts from them.
       prefix: prepended to every target's name (the shape, the stages, verify,
