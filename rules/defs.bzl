@@ -1,6 +1,9 @@
 """The public Bazel rules of decodekit: load("//rules:defs.bzl", ...).
 
-A model's BUILD writes its chain with these: decode_elf (the baseline), one
+decodekit_model (rules/decodekit_model.bzl) writes a model's standard chain, its
+verify, profile and generate targets in one call, from the model file alone; from
+another workspace: load("@decodekit//rules:defs.bzl", "decodekit_model"). By hand, a
+BUILD writes its chain with these: decode_elf (the baseline), one
 optimization rule per stage (rules/optimizations.bzl), and verify_chain,
 decode_profile naming the final stage; model_targets (rules/model.bzl) writes the
 rest every model has (the npu2 plan, decode_generate targets, decode_plan_test). Their
@@ -10,6 +13,7 @@ layer of the code loads a .bzl from above itself.
 """
 
 load(":decode_elf.bzl", _decode_elf = "decode_elf", _model_shape = "model_shape")
+load(":decodekit_model.bzl", _decodekit_model = "decodekit_model")
 load(":generate.bzl", _decode_generate = "decode_generate")
 load(
     ":optimizations.bzl",
@@ -41,3 +45,4 @@ decode_profile = _decode_profile
 decode_generate = _decode_generate
 decode_plan_test = _decode_plan_test
 model_targets = _model_targets
+decodekit_model = _decodekit_model

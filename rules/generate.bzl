@@ -50,7 +50,7 @@ decode_generate = rule(
             mandatory = True,
         ),
         "_generate": attr.label(
-            default = "//tools/generate",
+            default = Label("//tools/generate"),
             executable = True,
             cfg = "target",
         ),

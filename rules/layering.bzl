@@ -93,7 +93,7 @@ def layering_test(name = "layering_test", allow = []):
     native.sh_test(
         name = name,
         size = "small",
-        srcs = ["//tests/layering:check_layers.sh"],
+        srcs = [str(Label("//tests/layering:check_layers.sh"))],
         args = [
             package,
             layer,

@@ -48,7 +48,7 @@ _COMMON_ATTRS = {
         default = False,
     ),
     "_elf_opt": attr.label(
-        default = "//tools/elf_opt",
+        default = Label("//tools/elf_opt"),
         executable = True,
         cfg = "exec",
     ),

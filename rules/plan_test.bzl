@@ -13,14 +13,17 @@ def decode_plan_test(name, plans, **kwargs):
         `target` ("cpu", "npu2").
       **kwargs: passed to the sh_test (tags, size, ...).
     """
-    args = ["$(rootpath //tools/elf_dump)"]
-    data = ["//tools/elf_dump"]
+    # The toolkit's own targets as Labels (resolved in this .bzl's repository), so the
+    # macro works from a workspace that loads it as @decodekit.
+    elf_dump = str(Label("//tools/elf_dump"))
+    args = ["$(rootpath %s)" % elf_dump]
+    data = [elf_dump]
     for elf, target, per_layer, model_wide, prefill_per_layer in plans:
         args += ["$(rootpath %s)" % elf, target, str(per_layer), str(model_wide), str(prefill_per_layer)]
         data.append(elf)
     native.sh_test(
         name = name,
-        srcs = ["//rules:plan_test.sh"],
+        srcs = [str(Label("//rules:plan_test.sh"))],
         args = args,
         data = data,
         size = kwargs.pop("size", "small"),

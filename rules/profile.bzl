@@ -152,6 +152,6 @@ decode_profile = rule(
         "new_tokens": attr.int(default = 32, doc = "Measured decode tokens per stage."),
         "warmup": attr.int(default = 4, doc = "Decode tokens run before measuring."),
         "gate_prompts": attr.int(default = 2, doc = "Verify-gate prompts per stage (0: no gate)."),
-        "_profile": attr.label(default = "//tools/profile", executable = True, cfg = "target"),
+        "_profile": attr.label(default = Label("//tools/profile"), executable = True, cfg = "target"),
     },
 )

