@@ -99,7 +99,8 @@ verify_test = rule(
           "ids, verify/numeric.h) pass (and, with `parent`, unless it generates exactly " +
           "the parent stage's tokens, unless `elf`'s stage changes numerics (its " +
           "DecodeElfInfo.stages entry says so, e.g. quantize_weights): then that agreement " +
-          "is reported, not gated). The goldens' weights digest must match the weights. " +
+          "is reported, not gated; after such a stage, the numeric check is reported, not " +
+          "gated). The goldens' weights digest must match the weights. " +
           "`parent` must be the stage before `elf` in its DecodeElfInfo.stages (checked at " +
           "analysis). Flags after `--` override the defaults (--weights, --goldens, ...).",
     test = True,
