@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/engine_internal.h"
 #include "api/text_sink.h"
+#include "chain/model_elf.h"
 #include "elf/elf.h"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
@@ -35,8 +36,16 @@ constexpr int kMaxPrefillChunk = 65536;
 }  // namespace
 
 absl::Status ValidateEngineOptions(const EngineOptions& o) {
-  if (o.elf.empty()) return absl::InvalidArgumentError("EngineOptions.elf is empty: name a stage's decode ELF");
-  if (o.weights.empty()) {
+  if (!o.model.empty() && !o.elf.empty()) {
+    return absl::InvalidArgumentError("EngineOptions.model and .elf are both set: model builds the ELF, name one");
+  }
+  if (o.model.empty() && (!o.stage.empty() || !o.cache_dir.empty())) {
+    return absl::InvalidArgumentError("EngineOptions.stage and .cache_dir go with .model");
+  }
+  if (o.model.empty() && o.elf.empty()) {
+    return absl::InvalidArgumentError("EngineOptions.elf and .model are empty: name a model file or a stage's decode ELF");
+  }
+  if (o.model.empty() && o.weights.empty()) {
     return absl::InvalidArgumentError("EngineOptions.weights is empty: name a .gguf, a checkpoint directory or synthetic");
   }
   if (o.threads < 0) return absl::InvalidArgumentError(absl::StrCat("EngineOptions.threads is ", o.threads, ": >= 0"));
@@ -98,6 +107,7 @@ struct Engine::Impl {
   internal::ToolOptions tool;
   dk::elf::Program program;
   std::string tokenizer_path;
+  std::string built;  // with options.model: which stage runs and where its ELF is (chain::Describe)
   std::unique_ptr<dk::tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<dk::ThreadPool> pool;
   std::unique_ptr<dk::runtime::CpuSession> session;
@@ -130,6 +140,22 @@ struct Engine::Impl {
 
 absl::Status Engine::Impl::Open() {
   DK_RETURN_IF_ERROR(ValidateEngineOptions(options));
+  if (!options.model.empty()) {
+    // The model file alone: its chain's ELFs, built or cached; the chosen stage's
+    // ELF, and the file as the weights (a config.json alone: synthetic ones).
+    dk::chain::ModelElfOptions chain_options;
+    chain_options.max_context = options.max_context;
+    chain_options.cache_dir = options.cache_dir;
+    DK_ASSIGN_OR_RETURN(const dk::chain::ModelElfs elfs, dk::chain::BuildModelElfs(options.model, chain_options));
+    DK_ASSIGN_OR_RETURN(const int stage, dk::chain::FindStage(elfs, options.stage));
+    built = dk::chain::Describe(options.model, elfs, stage);
+    options.elf = elfs.stages[stage].elf_path;
+    if (options.weights.empty()) {
+      std::error_code ec;
+      const bool config_alone = !elfs.gguf && !std::filesystem::is_directory(options.model, ec);
+      options.weights = config_alone ? "synthetic" : options.model;
+    }
+  }
   DK_ASSIGN_OR_RETURN(tokenizer_path, TokenizerPath(options));
   DK_ASSIGN_OR_RETURN(program, dk::elf::ReadElfFile(options.elf));
   DK_ASSIGN_OR_RETURN(tokenizer, dk::tokenizer::Tokenizer::Load(tokenizer_path));
@@ -386,7 +412,7 @@ int Engine::max_context() const { return impl_->max_context; }
 std::string Engine::Describe() const {
   const Impl& m = *impl_;
   const dk::ThreadPool* pool = m.tool.pool != nullptr ? m.tool.pool : m.pool.get();
-  return absl::StrCat(m.program.model().name(), " stage ", std::filesystem::path(m.options.elf).filename().string(),
+  return absl::StrCat(m.built.empty() ? "" : m.built + "; ", m.program.model().name(), " stage ", std::filesystem::path(m.options.elf).filename().string(),
                       " on ", m.session->device().description(), ", threads=", pool->num_threads(),
                       " prefill_chunk=", m.session->decoder().prefill_rows(), " context=", m.max_context,
                       " chat_format=", m.options.chat_format.empty() ? "model's own" : m.options.chat_format);

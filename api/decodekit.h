@@ -1,8 +1,9 @@
 // decodekit: run a verified decode stage inside your own program.
 //
 //   decodekit::EngineOptions options;
-//   options.elf = "decode_gguf.elf";          // a stage the rules built (bazel build //models/...)
-//   options.weights = "smollm2-135m.gguf";    // the model file, as downloaded
+//   options.model = "smollm2-135m.gguf";      // the model file, as downloaded: its chain is built
+//                                             // (and cached), the best stage its weights allow runs
+//   // or a stage the rules built: options.elf = "decode_gguf.elf"; options.weights = "smollm2-135m.gguf";
 //   auto engine = decodekit::Engine::Open(options);
 //   if (!engine.ok()) return Fail(engine.status());
 //   decodekit::GenerateOptions generate;
@@ -37,15 +38,28 @@
 namespace decodekit {
 
 struct EngineOptions {
-  std::string elf;        // the decode ELF of a stage
+  // The model file alone, instead of `elf`: a .gguf, an HF checkpoint directory, or a
+  // config.json (synthetic weights of its shape). The decode ELFs of the standard
+  // chain are built for the file's shape with the pass table the rules use (the same
+  // bytes as the rules build) and kept in `cache_dir`; `stage` picks one.
+  std::string model;
+  // With `model`: the stage to run ("": the best the file's weights allow,
+  // decode_gguf for a GGUF, decode_x12 otherwise); Describe() names it and its ELF.
+  std::string stage;
+  // With `model`: where built ELFs are kept ("": $XDG_CACHE_HOME/decodekit/elf or
+  // ~/.cache/decodekit/elf). An unwritable directory is an error naming it.
+  std::string cache_dir;
+  std::string elf;        // the decode ELF of a stage (a stage the rules built), or `model`
   // A .gguf file, an HF checkpoint directory, or "synthetic[:SEED]" (random weights of
-  // the ELF's model shape, for tests).
+  // the ELF's model shape, for tests). "" with `model`: the model file itself.
   std::string weights;
   // A .gguf, a tokenizer.json, or a checkpoint directory with one; "": the weights'
   // own (a .gguf file or a checkpoint directory).
   std::string tokenizer;
   int threads = 0;        // kernel threads, counting the caller (0: one per hardware thread)
-  int max_context = 0;    // KV-cache positions (0: the model's)
+  // KV-cache positions (0: the model's). With `model`, also the ELF's: min(the
+  // model's own maximum, this), 0: the model's own capped at 32768.
+  int max_context = 0;
   int prefill_chunk = 0;  // prompt tokens per run of the program (0: auto, 512 or fewer)
   // How Chat formats messages: "" for the model's own chat template (refused when the
   // toolkit does not recognise it), or "llama3", "chatml", "gemma", "raw" (contents

@@ -26,11 +26,12 @@ LAYERS = {
     "kernels": ["formats", "util"],
     "weights": ["elf", "formats", "util"],
     "tokenizer": ["weights", "util"],
+    "chain": ["elf", "formats", "graph", "optimizations", "registry", "weights", "util"],
     "runtime": ["elf", "registry", "weights", "util"],
     "runtime/cpu": ["runtime", "kernels"],
     "verify": ["runtime", "runtime/cpu", "tokenizer"],
     # The public C++ API (api/decodekit.h) over the CPU backend and the tokenizer.
-    "api": ["elf", "runtime", "runtime/cpu", "tokenizer", "util"],
+    "api": ["chain", "elf", "runtime", "runtime/cpu", "tokenizer", "util"],
     # Starlark only (the public rules, their providers, this file): loaded by
     # every package, loading none.
     "rules": [],

@@ -37,6 +37,7 @@
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
+#include "tools/flags/model_flags.h"
 #include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
@@ -77,6 +78,8 @@ struct Setup {
 // next one loads them again.
 std::optional<dk::weights::Weights> g_weights;
 dk::elf::Program g_program;
+std::string g_elf;           // --elf, or the stage --model built
+std::string g_weights_spec;  // --weights, or the model file
 dk::tools::RuntimeOptions g_runtime;  // the runtime flags; each benchmark sets its own thread count
 
 // --kernel_times: each kernel symbol's share of the timed tokens and the read
@@ -109,14 +112,14 @@ std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
   options.cpu = g_runtime.cpu;
   options.prefill_rows = g_runtime.prefill_rows;
   if (!g_weights) {
-    auto again = dk::runtime::ReadWeightsSpec(absl::GetFlag(FLAGS_weights), g_program.model());
+    auto again = dk::runtime::ReadWeightsSpec(g_weights_spec, g_program.model());
     if (!again.ok()) {
       state.SkipWithError(std::string(again.status().message()).c_str());
       return nullptr;
     }
     g_weights = *std::move(again);
   }
-  auto session = dk::runtime::CpuSession::OpenOwning(g_program, absl::GetFlag(FLAGS_elf), *std::move(g_weights), options);
+  auto session = dk::runtime::CpuSession::OpenOwning(g_program, g_elf, *std::move(g_weights), options);
   g_weights.reset();
   if (!session.ok()) {
     state.SkipWithError(std::string(session.status().message()).c_str());
@@ -405,8 +408,15 @@ int Fail(const absl::Status& s) { return dk::ExitWithError("decode_bench", s); }
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::ParseCommandLine(argc, argv);
+  // --model FILE: the model file alone; its chain's ELFs built (or cached), the stage
+  // --stage names (default: the best its weights allow) benchmarked.
+  auto model = dk::tools::ModelFromFlags("decode_bench", absl::GetFlag(FLAGS_elf), absl::GetFlag(FLAGS_weights), "");
+  if (!model.ok()) return dk::ExitWithError("decode_bench", model.status(), dk::kExitUsage);
+  g_elf = *model ? (*model)->elf : absl::GetFlag(FLAGS_elf);
+  g_weights_spec = *model ? (*model)->weights : absl::GetFlag(FLAGS_weights);
+  if (*model) benchmark::AddCustomContext("model", dk::chain::Describe((*model)->model, (*model)->elfs, (*model)->stage));
   for (const absl::Status& s :
-       {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
+       {dk::cli::RequireFlag("elf", g_elf),
         dk::cli::RequireRange("context", absl::GetFlag(FLAGS_context), 1, dk::elf::kMaxDimension),
         dk::cli::RequireRange("tokens", absl::GetFlag(FLAGS_tokens), 1, 1 << 20),
         dk::cli::RequireRange("warmup", absl::GetFlag(FLAGS_warmup), 0, 1 << 20),
@@ -415,9 +425,9 @@ int main(int argc, char** argv) {
         dk::cli::RequireRange("prompts", absl::GetFlag(FLAGS_prompts), 1, 1 << 20)}) {
     if (!s.ok()) return dk::ExitWithError("decode_bench", s, dk::kExitUsage);
   }
-  const std::string weights_spec = absl::GetFlag(FLAGS_weights);
+  const std::string weights_spec = g_weights_spec;
   for (const absl::Status& s :
-       {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
+       {dk::cli::RequireFile("elf", g_elf),
         dk::cli::RequireWeightsSpec("weights", weights_spec)}) {
     if (!s.ok()) return Fail(s);
   }
@@ -426,7 +436,7 @@ int main(int argc, char** argv) {
   g_runtime = *runtime;
   // The pool options but the thread count, which each benchmark sets (its argument).
   benchmark::AddCustomContext("runtime_options", g_runtime.Describe());
-  auto program = dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf));
+  auto program = dk::elf::ReadElfFile(g_elf);
   if (!program.ok()) return Fail(program.status());
   g_program = *program;
   if (absl::GetFlag(FLAGS_prompt_tokens) > g_program.model().max_context()) {

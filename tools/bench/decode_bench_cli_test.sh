@@ -35,4 +35,16 @@ assert b["x_floor_paired"] > 0 and b["paired_bw_GB/s"] > 0, b
 assert b["paired_fast_tokens"] <= 3, b
 PY
 
+# --model FILE: a config.json alone (synthetic weights), its chain built; the stage named.
+mkdir -p "$TEST_TMPDIR/Tiny"
+printf '%s\n' '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,' \
+  '"intermediate_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,' \
+  '"vocab_size": 300, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "max_position_embeddings": 512}' \
+  >"$TEST_TMPDIR/Tiny/config.json"
+model=(--model "$TEST_TMPDIR/Tiny/config.json" --cache_dir "$TEST_TMPDIR/cache" --tokens 2 --warmup 0 --context 16)
+expect_exit "--model" 0 "stage decode_x12 (compress_weights over decode_fused)" "${model[@]}"
+expect_exit "--model --stage decode_q8" 0 "stage decode_q8 (quantize_weights scheme=q8_0 over decode_x12)" \
+  "${model[@]}" --stage decode_q8
+expect_exit "--model and --elf" 2 "give --model or --elf, not both" "${model[@]}" --elf "$elf"
+
 finish

@@ -8,6 +8,9 @@
 // sampled (--temperature > 0, with --top_k / --top_p / --min_p / --repetition_penalty
 // and --seed). Generation stops at the model's end-of-generation tokens (its files'
 // EOS / end-of-turn ids) and at any of --stop's strings.
+//   ./bazelw run //tools/generate -- --model SmolLM2-135M.Q4_1.gguf --prompt "The capital of France is"
+// (--model: the model file alone; its chain's ELFs are built and cached, and the best
+// stage its weights allow runs, or --stage.)
 // The BUILD target passes the model's --elf, --weights and --tokenizer before the
 // user's flags; a flag given again overrides (the last one counts). Relative
 // --weights and --tokenizer paths are taken from where `bazel run` was called
@@ -27,6 +30,7 @@
 #include "api/decodekit.h"
 #include "api/engine_internal.h"
 #include "elf/elf.h"
+#include "tools/flags/model_flags.h"
 #include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
@@ -43,7 +47,6 @@ ABSL_FLAG(std::string, weights, "synthetic",
 ABSL_FLAG(std::string, tokenizer, "",
           "a .gguf, a tokenizer.json or a checkpoint directory with one "
           "(the BUILD target passes the model's own)");
-ABSL_FLAG(int, max_context, 0, "KV-cache positions, 0 to 2^24 (0: the model's max_context)");
 ABSL_FLAG(bool, validate, false, "check the BO protocol while running");
 ABSL_FLAG(bool, stop_at_eos, true,
           "stop at the model's end-of-generation tokens (its EOS and end-of-turn ids)");
@@ -79,8 +82,17 @@ decodekit::GenerateOptions GenerateOptionsFromFlags() {
 
 decodekit::EngineOptions EngineOptionsFromFlags(const dk::tools::RuntimeOptions& runtime) {
   decodekit::EngineOptions options;
-  options.elf = absl::GetFlag(FLAGS_elf);  // the target's, runfiles-relative
-  options.weights = UserPath(absl::GetFlag(FLAGS_weights));
+  if (const std::string model = absl::GetFlag(FLAGS_model); !model.empty()) {
+    // The model file alone: the API builds (or finds) its chain's ELFs.
+    options.model = UserPath(model);
+    options.stage = absl::GetFlag(FLAGS_stage);
+    options.cache_dir = UserPath(absl::GetFlag(FLAGS_cache_dir));
+    // --weights' default, "synthetic", means the model's own here.
+    if (absl::GetFlag(FLAGS_weights) != "synthetic") options.weights = UserPath(absl::GetFlag(FLAGS_weights));
+  } else {
+    options.elf = absl::GetFlag(FLAGS_elf);  // the target's, runfiles-relative
+    options.weights = UserPath(absl::GetFlag(FLAGS_weights));
+  }
   options.tokenizer = UserPath(absl::GetFlag(FLAGS_tokenizer));
   options.max_context = absl::GetFlag(FLAGS_max_context);
   options.prefill_chunk = runtime.prefill_rows;
@@ -94,7 +106,9 @@ absl::StatusOr<std::unique_ptr<decodekit::Engine>> Open(const decodekit::EngineO
   tool.pool = &dk::SharedThreadPool();
   tool.cpu = runtime.cpu;
   tool.validate = absl::GetFlag(FLAGS_validate);
-  std::fprintf(stderr, "[generate] loading %s with weights %s ...\n", options.elf.c_str(), options.weights.c_str());
+  std::fprintf(stderr, "[generate] loading %s with weights %s ...\n",
+               options.model.empty() ? options.elf.c_str() : options.model.c_str(),
+               options.weights.empty() ? "of the model file" : options.weights.c_str());
   return decodekit::internal::EngineAccess::Open(options, tool);
 }
 
@@ -169,14 +183,23 @@ int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWi
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "generate --elf DECODE.elf --tokenizer FILE [--prompt TEXT] [--max_new_tokens N] "
+      "generate (--model FILE.gguf|CHECKPOINT_DIR [--stage S] | --elf DECODE.elf --tokenizer FILE) [--prompt TEXT] "
+      "[--max_new_tokens N] "
       "[--weights DIR|FILE.gguf|synthetic] [--chat [--system TEXT] [--chat_format F]] [--temperature T "
       "--top_k K --top_p P --min_p M --repetition_penalty R --seed S] [--stop A,B]");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
+  const bool model = !absl::GetFlag(FLAGS_model).empty();
+  if (model && !absl::GetFlag(FLAGS_elf).empty()) {
+    return Fail(absl::InvalidArgumentError("--model builds the decode ELF: give --model or --elf, not both"),
+                dk::kExitUsage);
+  }
+  if (!model && !absl::GetFlag(FLAGS_stage).empty()) {
+    return Fail(absl::InvalidArgumentError("--stage goes with --model"), dk::kExitUsage);
+  }
   for (const absl::Status& s :
-       {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
-        dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)),
+       {model ? absl::OkStatus() : dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
+        model ? absl::OkStatus() : dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)),
         dk::cli::RequireRange("max_new_tokens", absl::GetFlag(FLAGS_max_new_tokens), 0,
                               std::numeric_limits<int>::max()),
         dk::cli::RequireRange("max_context", absl::GetFlag(FLAGS_max_context), 0,
@@ -185,9 +208,11 @@ int main(int argc, char** argv) {
   }
   const std::string weights = UserPath(absl::GetFlag(FLAGS_weights));
   for (const absl::Status& s :
-       {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
-        dk::cli::RequirePath("tokenizer", UserPath(absl::GetFlag(FLAGS_tokenizer)),
-                             dk::cli::PathKind::kFileOrDirectory),
+       {model ? absl::OkStatus() : dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
+        model && absl::GetFlag(FLAGS_tokenizer).empty()
+            ? absl::OkStatus()
+            : dk::cli::RequirePath("tokenizer", UserPath(absl::GetFlag(FLAGS_tokenizer)),
+                                   dk::cli::PathKind::kFileOrDirectory),
         dk::cli::RequireWeightsSpec("weights", weights)}) {
     if (!s.ok()) return Fail(s);
   }

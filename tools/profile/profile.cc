@@ -41,6 +41,7 @@
 #include "tools/profile/prefill.h"
 #include "tools/profile/record.h"
 #include "tools/profile/render.h"
+#include "tools/flags/model_flags.h"
 #include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
@@ -96,6 +97,15 @@ using dk::UserPath;  // paths the user types are relative to where `bazel run` w
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+// Where the chain, the weights and the tokenizer come from: the rule's manifest and
+// flags, or --model's choice (main fills it).
+struct Sources {
+  std::optional<dk::tools::ModelChoice> model;
+  std::string weights;    // a weights spec, as --weights
+  std::string tokenizer;  // as --tokenizer
+};
+Sources g_src;
+
 // Everything one profile run holds, filled step by step.
 struct Profile {
   profile::ProfileRecord record;
@@ -116,10 +126,19 @@ struct Profile {
 
 // The flags that need no input file to be checked.
 absl::Status CheckFlags(Profile& p) {
-  DK_RETURN_IF_ERROR(dk::cli::RequireFlag("manifest", absl::GetFlag(FLAGS_manifest)));
-  DK_RETURN_IF_ERROR(dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)));
+  const bool model = !absl::GetFlag(FLAGS_model).empty();
+  if (model && !absl::GetFlag(FLAGS_manifest).empty()) {
+    return absl::InvalidArgumentError("--model builds the chain: give --model or --manifest, not both");
+  }
+  if (!model) {
+    DK_RETURN_IF_ERROR(dk::cli::RequireFlag("manifest", absl::GetFlag(FLAGS_manifest)));
+    DK_RETURN_IF_ERROR(dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)));
+  }
   if (absl::GetFlag(FLAGS_gate_prompts) > 0 && absl::GetFlag(FLAGS_goldens).empty()) {
-    return absl::InvalidArgumentError("--goldens is required unless --gate_prompts=0");
+    if (!model) return absl::InvalidArgumentError("--goldens is required unless --gate_prompts=0");
+    // A model file nobody recorded goldens for: the stages are timed, not gated.
+    std::fprintf(stderr, "[profile] no --goldens: the stages are timed without the verify gate\n");
+    absl::SetFlag(&FLAGS_gate_prompts, 0);
   }
   if (absl::GetFlag(FLAGS_new_tokens) < 1 || absl::GetFlag(FLAGS_warmup) < 0) {
     return absl::InvalidArgumentError("--new_tokens must be >= 1 and --warmup >= 0");
@@ -127,7 +146,7 @@ absl::Status CheckFlags(Profile& p) {
   if (absl::GetFlag(FLAGS_rounds) < 1) {
     return absl::InvalidArgumentError("--rounds must be >= 1");
   }
-  if (absl::GetFlag(FLAGS_out_dir).empty() && std::getenv("BUILD_WORKSPACE_DIRECTORY") == nullptr) {
+  if (!model && absl::GetFlag(FLAGS_out_dir).empty() && std::getenv("BUILD_WORKSPACE_DIRECTORY") == nullptr) {
     return absl::FailedPreconditionError("BUILD_WORKSPACE_DIRECTORY is not set (not under bazel run): pass --out_dir");
   }
   for (const std::string& c : absl::GetFlag(FLAGS_context)) {
@@ -152,8 +171,37 @@ absl::Status CheckFlags(Profile& p) {
   return absl::OkStatus();
 }
 
+absl::Status ReadStages(Profile& p, const nlohmann::json& manifest);
+
+// --model's chain: every stage built (or cached) for the file.
+absl::Status LoadModelChain(Profile& p) {
+  const dk::tools::ModelChoice& m = *g_src.model;
+  profile::ProfileRecord& record = p.record;
+  record.model = m.elfs.shape.name();
+  record.profile_label = absl::StrCat("//tools/profile -- --model ", absl::GetFlag(FLAGS_model));
+  const std::vector<dk::chain::Stage> chain = dk::chain::StandardChain(m.elfs.gguf);
+  std::vector<std::string> lineage;
+  for (size_t i = 0; i < m.elfs.stages.size(); ++i) {
+    profile::StageRecord s;
+    s.name = m.elfs.stages[i].name;
+    s.label = s.name;
+    s.kind = chain[i].pass.empty() ? "decode_elf" : chain[i].pass;
+    s.src = chain[i].src.empty() ? "" : ":" + chain[i].src;
+    lineage.push_back(chain[i].pass.empty() ? "baseline" : chain[i].pass);
+    s.lineage = lineage;
+    s.changes_numerics = chain[i].pass == "quantize_weights";
+    p.elfs.push_back(m.elfs.stages[i].elf_path);
+    record.stages.push_back(std::move(s));
+  }
+  return absl::OkStatus();
+}
+
 // The manifest's stages and their ELFs.
 absl::Status LoadChain(Profile& p) {
+  if (g_src.model) {
+    DK_RETURN_IF_ERROR(LoadModelChain(p));
+    return ReadStages(p, nlohmann::json());
+  }
   DK_ASSIGN_OR_RETURN(const std::string manifest_text, profile::ReadFile(absl::GetFlag(FLAGS_manifest)));
   nlohmann::json manifest = nlohmann::json::parse(manifest_text, nullptr, false);
   if (manifest.is_discarded() || !manifest.contains("stages") || manifest["stages"].empty()) {
@@ -174,6 +222,12 @@ absl::Status LoadChain(Profile& p) {
     p.elfs.push_back(st.value("elf", ""));
     record.stages.push_back(std::move(s));
   }
+  return ReadStages(p, manifest);
+}
+
+// Each stage's program (its last lineage entry into the record), and the plans.
+absl::Status ReadStages(Profile& p, const nlohmann::json& manifest) {
+  profile::ProfileRecord& record = p.record;
   for (size_t i = 0; i < p.elfs.size(); ++i) {
     DK_ASSIGN_OR_RETURN(dk::elf::Program program, dk::elf::ReadElfFile(p.elfs[i]));
     if (program.lineage_size() > 0) {
@@ -186,7 +240,7 @@ absl::Status LoadChain(Profile& p) {
     p.programs.push_back(std::move(program));
   }
   if (record.model.empty()) record.model = p.model().name();
-  if (manifest.contains("plans")) {
+  if (manifest.is_object() && manifest.contains("plans")) {
     for (const auto& pl : manifest["plans"]) {
       profile::PlanRecord plan;
       plan.name = pl.value("name", "");
@@ -210,7 +264,7 @@ absl::Status LoadChain(Profile& p) {
 
 // The weights, once, shared by every stage.
 absl::Status LoadWeights(Profile& p) {
-  const std::string spec = UserPath(absl::GetFlag(FLAGS_weights));
+  const std::string spec = g_src.weights;
   p.progress.Line(absl::StrCat("loading weights (", ShownPath(spec), ") ..."));
   const auto t = Clock::now();
   DK_ASSIGN_OR_RETURN(p.weights, dk::runtime::LoadWeightsSpec(spec, p.model()));
@@ -255,12 +309,13 @@ absl::Status LoadPrompt(Profile& p) {
   record.warmup = absl::GetFlag(FLAGS_warmup);
   record.new_tokens = absl::GetFlag(FLAGS_new_tokens);
   record.rounds = std::min(absl::GetFlag(FLAGS_rounds), record.new_tokens);
-  DK_ASSIGN_OR_RETURN(p.tokenizer, dk::tokenizer::Tokenizer::Load(UserPath(absl::GetFlag(FLAGS_tokenizer))));
+  if (g_src.tokenizer.empty()) return absl::InvalidArgumentError("--tokenizer is required for a config.json alone");
+  DK_ASSIGN_OR_RETURN(p.tokenizer, dk::tokenizer::Tokenizer::Load(g_src.tokenizer));
   DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*p.tokenizer, p.model().vocab(),
-                                                            ShownPath(UserPath(absl::GetFlag(FLAGS_tokenizer))),
+                                                            ShownPath(g_src.tokenizer),
                                                             absl::StrCat("ELF ", p.elfs[0])));
-  DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(
-      *p.tokenizer, ShownPath(UserPath(absl::GetFlag(FLAGS_tokenizer))), UserPath(absl::GetFlag(FLAGS_weights))));
+  DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(*p.tokenizer, ShownPath(g_src.tokenizer),
+                                                                 g_src.weights));
   DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, p.tokenizer->Encode(record.prompt));
   if (ids.empty()) return absl::InvalidArgumentError("the prompt encodes to no tokens");
   p.prompt.assign(ids.begin(), ids.end());
@@ -453,6 +508,7 @@ void ProfileStages(Profile& p) {
       p.progress.Line(absl::StrFormat("%s: %.2f ms/token this round at %.1f GB/s, %.1f s", head,
                                       profile::Median(round_ms), gbps, Since(t)));
       if (round == 0 && p.record.gate_prompts > 0) Gate(p, i, head, gates);
+      if (round == 0 && p.record.gate_prompts <= 0) s.gate_skipped = true;
     }
   }
 }
@@ -560,15 +616,16 @@ absl::Status WriteOutputs(Profile& p, Clock::time_point t_start) {
   profile::ProfileRecord& record = p.record;
   const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
   std::string build_path = absl::GetFlag(FLAGS_build_file);
-  if (build_path.empty() && workspace != nullptr) build_path = absl::StrCat(workspace, "/", record.package, "/BUILD");
+  if (build_path.empty() && workspace != nullptr && !g_src.model) build_path = absl::StrCat(workspace, "/", record.package, "/BUILD");
   std::string build_text;
   if (!build_path.empty()) build_text = profile::ReadFile(UserPath(build_path)).value_or("");
   record.date = profile::UtcNow();
   profile::Finalize(record, build_text);
 
-  const std::string out_dir = absl::GetFlag(FLAGS_out_dir).empty()
-                                  ? absl::StrCat(workspace, "/", record.package, "/docs/development_progress")
-                                  : UserPath(absl::GetFlag(FLAGS_out_dir));
+  // --model without --out_dir: <model name>_profile where the user ran the tool.
+  const std::string out_dir = !absl::GetFlag(FLAGS_out_dir).empty() ? UserPath(absl::GetFlag(FLAGS_out_dir))
+                              : g_src.model ? UserPath(absl::StrCat(record.model, "_profile"))
+                                            : absl::StrCat(workspace, "/", record.package, "/docs/development_progress");
   const std::string command = absl::StrCat("./bazelw run ", record.profile_label);
   const std::string table = profile::FormatTable(record);
   std::fprintf(absl::GetFlag(FLAGS_json) ? stderr : stdout, "\n%s", table.c_str());
@@ -609,12 +666,19 @@ int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWi
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "bazel run //models/<model>:profile [-- --new_tokens N --warmup N --prompt TEXT --json "
-      "--json_out FILE --out_dir DIR]");
+      "--json_out FILE --out_dir DIR]\n"
+      "bazel run //tools/profile -- --model FILE.gguf|CHECKPOINT_DIR [--goldens G.json] [--out_dir DIR] [...]");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
   const auto t_start = Clock::now();
   Profile p;
   if (absl::Status s = CheckFlags(p); !s.ok()) return Fail(s, dk::kExitUsage);
+  absl::StatusOr<std::optional<dk::tools::ModelChoice>> chosen =
+      dk::tools::ModelFromFlags("profile", "", absl::GetFlag(FLAGS_weights), absl::GetFlag(FLAGS_tokenizer));
+  if (!chosen.ok()) return Fail(chosen.status(), absl::IsInvalidArgument(chosen.status()) ? dk::kExitUsage : dk::kExitFailure);
+  g_src.model = *chosen;
+  g_src.weights = g_src.model ? g_src.model->weights : UserPath(absl::GetFlag(FLAGS_weights));
+  g_src.tokenizer = g_src.model ? g_src.model->tokenizer : UserPath(absl::GetFlag(FLAGS_tokenizer));
   absl::StatusOr<dk::tools::RuntimeOptions> runtime = dk::tools::ApplyRuntimeFlags();
   if (!runtime.ok()) return Fail(runtime.status(), dk::kExitUsage);
   p.runtime = *runtime;

@@ -143,6 +143,7 @@ struct StageRecord {
   // The gate (validation on).
   bool gate_ran = false;
   bool gate_passed = false;
+  bool gate_skipped = false;  // no goldens (--gate_prompts=0): timed, not gated
   bool same_as_parent = true;  // generated exactly the parent's tokens (when compared;
                                // reported only when changes_numerics)
   std::string gate_report;     // FormatGateReport (+ FormatNumericReport, FormatExactReport) lines
@@ -181,7 +182,7 @@ struct StageRecord {
   size_t first_steady() const;  // index of the first measured (non-warm-up) token
   std::vector<double> steady_ms() const;
   bool passed() const {
-    return gate_ran && gate_passed && (same_as_parent || changes_numerics) && error.empty();
+    return (gate_ran ? gate_passed : gate_skipped) && (same_as_parent || changes_numerics) && error.empty();
   }
 };
 

@@ -5,6 +5,14 @@
 // checks that the stage generates exactly the tokens its parent stage generates
 // (verify/stage_gate.h). All of them must hold.
 //   verify --elf decode_opt.elf --goldens hf_bf16.json --weights model.gguf --prompts 2
+//   verify --model model.gguf --goldens hf_bf16.json
+// With --model (the model file alone), every stage of its standard chain is built
+// (chain/model_elf.h) and verified in chain order, each against the goldens and
+// against its parent stage's tokens (reported only for a stage that changes numerics,
+// quantize_weights'), one "stage NAME: PASS|FAIL" line each; --stage verifies one.
+// The goldens are matched to the file by the weights digest they carry. Without
+// --goldens, the reference is the chain's own baseline stage (run first, over two
+// built-in prompts), and the report says so: not HF transformers.
 // The last lines name each check and its result: "gate: PASS", "numeric: FAIL", ...
 // Exit status (util/exit_codes.h): 0 every check holds, 1 a check failed or an input
 // is bad, 2 a usage error.
@@ -23,6 +31,7 @@
 #include "runtime/cpu/session.h"
 #include "tokenizer/model_special_ids.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/flags/model_flags.h"
 #include "tools/flags/runtime_flags.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
@@ -77,18 +86,66 @@ dk::verify::DecodeFn MakeDecode(const dk::tokenizer::Tokenizer* tok) {
   };
 }
 
-absl::Status Load(Inputs& in) {
-  DK_ASSIGN_OR_RETURN(in.goldens, dk::verify::LoadGoldens(absl::GetFlag(FLAGS_goldens)));
-  DK_ASSIGN_OR_RETURN(in.program, dk::elf::ReadElfFile(absl::GetFlag(FLAGS_elf)));
-  DK_ASSIGN_OR_RETURN(in.setup.weights,
-                      dk::runtime::LoadWeightsSpec(absl::GetFlag(FLAGS_weights), in.program.model()));
-  if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
-    DK_ASSIGN_OR_RETURN(in.tokenizer, dk::tokenizer::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer)));
+// --elf, --weights and --tokenizer, or what --model chose.
+struct Sources {
+  std::string elf, weights, tokenizer;
+  std::optional<dk::tools::ModelChoice> model;
+};
+
+// The prompts of the baseline reference (--model without --goldens).
+constexpr const char* kBaselinePrompts[] = {
+    "The capital of France is",
+    "Once upon a time, in a small village by the sea, there lived",
+};
+constexpr int kBaselineTokens = 16;
+
+// --model without --goldens: the reference is the chain's own baseline stage, run now
+// over kBaselinePrompts (its greedy tokens, top-5 and logits as the goldens' steps).
+// Not HF: the report says so.
+absl::Status BaselineGoldens(const Sources& src, Inputs& in) {
+  if (in.tokenizer == nullptr) {
+    return absl::InvalidArgumentError("verify --model without --goldens needs a tokenizer (--tokenizer)");
+  }
+  const dk::chain::BuiltStage& baseline = src.model->elfs.stages[0];
+  in.goldens.model = src.model->elfs.shape.name();
+  in.goldens.weights_digest = in.setup.weights_digest;
+  in.goldens.transformers_version = absl::StrCat("none: decodekit baseline stage ", baseline.name);
+  in.goldens.torch_version = "none";
+  in.goldens.reference = absl::StrCat("decodekit baseline stage ", baseline.name, " (no --goldens; not HF transformers)");
+  in.goldens.new_tokens = kBaselineTokens;
+  for (const char* text : kBaselinePrompts) {
+    dk::verify::GoldenPrompt prompt;
+    prompt.text = text;
+    prompt.sequence.prompt = text;
+    DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, in.tokenizer->Encode(text));
+    prompt.prompt_ids.assign(ids.begin(), ids.end());
+    in.goldens.prompts.push_back(std::move(prompt));
+  }
+  in.setup.goldens = &in.goldens;
+  in.setup.prompts = static_cast<int>(in.goldens.prompts.size());
+  DK_ASSIGN_OR_RETURN(const dk::elf::Program program, dk::elf::ReadElfFile(baseline.elf_path));
+  DK_ASSIGN_OR_RETURN(const std::vector<dk::verify::Sequence> runs,
+                      dk::verify::RunGoldenPrompts(in.setup, program, baseline.elf_path));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    in.goldens.prompts[i].sequence = runs[i];
+    in.goldens.prompts[i].sequence.prompt = in.goldens.prompts[i].text;
+  }
+  in.setup.goldens_name = absl::StrCat("the baseline stage ", baseline.name, " (no --goldens: not HF transformers)");
+  return absl::OkStatus();
+}
+
+absl::Status Load(const Sources& src, Inputs& in) {
+  const bool baseline_reference = src.model && absl::GetFlag(FLAGS_goldens).empty();
+  if (!baseline_reference) {
+    DK_ASSIGN_OR_RETURN(in.goldens, dk::verify::LoadGoldens(absl::GetFlag(FLAGS_goldens)));
+  }
+  DK_ASSIGN_OR_RETURN(in.program, dk::elf::ReadElfFile(src.elf));
+  DK_ASSIGN_OR_RETURN(in.setup.weights, dk::runtime::LoadWeightsSpec(src.weights, in.program.model()));
+  if (!src.tokenizer.empty()) {
+    DK_ASSIGN_OR_RETURN(in.tokenizer, dk::tokenizer::Tokenizer::Load(src.tokenizer));
     DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*in.tokenizer, in.program.model().vocab(),
-                                                              absl::GetFlag(FLAGS_tokenizer),
-                                                              absl::StrCat("ELF ", absl::GetFlag(FLAGS_elf))));
-    DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(*in.tokenizer, absl::GetFlag(FLAGS_tokenizer),
-                                                                   absl::GetFlag(FLAGS_weights)));
+                                                              src.tokenizer, absl::StrCat("ELF ", src.elf)));
+    DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(*in.tokenizer, src.tokenizer, src.weights));
   }
   in.setup.weights_digest = in.setup.weights->Digest();
   in.setup.goldens = &in.goldens;
@@ -98,6 +155,7 @@ absl::Status Load(Inputs& in) {
   in.setup.decode = MakeDecode(in.tokenizer.get());
   in.setup.numeric = absl::GetFlag(FLAGS_numeric);
   in.setup.greedy = absl::GetFlag(FLAGS_greedy);
+  if (baseline_reference) DK_RETURN_IF_ERROR(BaselineGoldens(src, in));
   DK_RETURN_IF_ERROR(dk::verify::CheckGoldens(in.setup));
   if (const std::string m = absl::GetFlag(FLAGS_test_mutation); !m.empty()) {
     // After the digest check: the goldens stay HF's, the candidate is broken.
@@ -106,6 +164,68 @@ absl::Status Load(Inputs& in) {
         m, &in.program, const_cast<dk::weights::Weights*>(in.setup.weights.get()),
         &in.setup.wrap_host));
   }
+  return absl::OkStatus();
+}
+
+// --model: every stage of the chain (or --stage's), each against the goldens and its
+// parent's tokens; *passed says whether every stage holds.
+absl::Status VerifyChain(const Sources& src, const Inputs& in, bool* passed) {
+  const dk::tools::ModelChoice& m = *src.model;
+  const std::vector<dk::chain::Stage> chain = dk::chain::StandardChain(m.elfs.gguf);
+  const bool one = !absl::GetFlag(FLAGS_stage).empty();
+  std::printf("verify: %s (%s) against %s, %d prompts, weights %s\nverify: runtime %s\n", src.model->model.c_str(),
+              in.program.model().name().c_str(), in.setup.goldens_name.c_str(), in.setup.prompts,
+              in.setup.weights->source().c_str(), in.runtime.Describe().c_str());
+  if (absl::GetFlag(FLAGS_goldens).empty()) {
+    std::printf("verify: reference: this chain's own baseline stage (no --goldens), not HF transformers: each "
+                "stage is checked against the baseline's tokens, top-5 and logits\n");
+  } else {
+    // Which reference the goldens came from (HF transformers, or the reference decoder).
+    std::printf("verify: reference %s\n", in.goldens.Reference().c_str());
+  }
+  *passed = true;
+  bool after_numerics_change = false;  // an earlier stage of the chain changed numerics
+  std::optional<dk::verify::StageGate> parent;
+  std::vector<std::string> summary;
+  for (size_t i = 0; i < m.elfs.stages.size(); ++i) {
+    const dk::chain::BuiltStage& built = m.elfs.stages[i];
+    if (one && static_cast<int>(i) != m.stage && static_cast<int>(i) + 1 != m.stage) continue;
+    DK_ASSIGN_OR_RETURN(const dk::elf::Program program, dk::elf::ReadElfFile(built.elf_path));
+    DK_ASSIGN_OR_RETURN(dk::verify::StageGate stage,
+                        dk::verify::RunStageGate(in.setup, program, built.elf_path, built.name,
+                                                 parent ? &*parent : nullptr));
+    // quantize_weights changes numerics: its top-5 gate decides (as verify_chain does).
+    const bool report_only = chain[i].pass == "quantize_weights";
+    // After it, a stage's logits are that stage's: its numeric check is reported, the
+    // gate and its parent's tokens decide (verify_chain's --numeric_report_only).
+    const bool numeric_report_only = report_only || after_numerics_change;
+    after_numerics_change = after_numerics_change || report_only;
+    const bool ok = report_only ? stage.gate_passed()
+                                : stage.gate_passed() && (numeric_report_only || stage.numeric_passed()) &&
+                                      stage.same_as_parent();
+    if (!one || static_cast<int>(i) == m.stage) {
+      std::printf("\n== stage %s (%s)\n%s\n", built.name.c_str(), built.elf_path.c_str(),
+                  dk::verify::FormatGateReport(stage.gate).c_str());
+      if (stage.numeric) std::printf("%s\n", dk::verify::FormatNumericReport(*stage.numeric).c_str());
+      if (stage.exact) std::printf("%s\n", dk::verify::FormatExactReport(*stage.exact).c_str());
+      const char* reported = report_only ? " (reported, not gated: this stage changes numerics)" : "";
+      const char* numeric_reported =
+          report_only ? reported
+                      : numeric_report_only ? " (reported, not gated: an earlier stage of the chain changes numerics)"
+                                            : "";
+      std::printf("gate: %s\n", stage.gate_passed() ? "PASS" : "FAIL");
+      std::printf("numeric: %s%s\n",
+                  !stage.numeric ? "SKIPPED" : dk::verify::NumericSummary(*stage.numeric).c_str(),
+                  stage.numeric ? numeric_reported : "");
+      if (stage.exact) std::printf("same tokens as %s: %s%s\n", parent->name.c_str(), stage.exact->same ? "PASS" : "FAIL", reported);
+      summary.push_back(absl::StrCat("stage ", built.name, ": ", ok ? "PASS" : "FAIL"));
+      *passed = *passed && ok;
+    }
+    parent = std::move(stage);
+  }
+  std::printf("\n");
+  for (const std::string& line : summary) std::printf("%s\n", line.c_str());
+  std::printf("verify: %s\n", *passed ? "PASS" : "FAIL");
   return absl::OkStatus();
 }
 
@@ -162,18 +282,38 @@ int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWi
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "verify --elf DECODE.elf --goldens GOLDENS.json [--weights DIR|FILE.gguf|synthetic] "
+      "verify (--model FILE.gguf|CHECKPOINT_DIR|config.json [--stage S] | --elf DECODE.elf) --goldens GOLDENS.json "
+      "[--weights DIR|FILE.gguf|synthetic] "
       "[--parent_elf PARENT.elf [--parent_report_only]] [--tokenizer FILE] [--prompts N]");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
-  for (const absl::Status& s : {dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
-                                dk::cli::RequireFlag("goldens", absl::GetFlag(FLAGS_goldens)),
+  const bool model = !absl::GetFlag(FLAGS_model).empty();
+  if (model && !absl::GetFlag(FLAGS_parent_elf).empty()) {
+    return Fail(absl::InvalidArgumentError("--parent_elf goes with --elf (--model checks each stage against its parent)"),
+                dk::kExitUsage);
+  }
+  for (const absl::Status& s : {model ? absl::OkStatus() : dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
+                                model ? absl::OkStatus() : dk::cli::RequireFlag("goldens", absl::GetFlag(FLAGS_goldens)),
                                 dk::cli::RequireRange("prompts", absl::GetFlag(FLAGS_prompts), 1, 1 << 20)}) {
     if (!s.ok()) return Fail(s, dk::kExitUsage);
   }
-  for (const absl::Status& s : {dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
-                                dk::cli::RequireFile("goldens", absl::GetFlag(FLAGS_goldens))}) {
+  for (const absl::Status& s : {model ? absl::OkStatus() : dk::cli::RequireFile("elf", absl::GetFlag(FLAGS_elf)),
+                                model && absl::GetFlag(FLAGS_goldens).empty()
+                                    ? absl::OkStatus()
+                                    : dk::cli::RequireFile("goldens", absl::GetFlag(FLAGS_goldens))}) {
     if (!s.ok()) return Fail(s);
+  }
+  Sources src{absl::GetFlag(FLAGS_elf), absl::GetFlag(FLAGS_weights), absl::GetFlag(FLAGS_tokenizer), std::nullopt};
+  absl::StatusOr<std::optional<dk::tools::ModelChoice>> chosen = dk::tools::ModelFromFlags(
+      "verify", absl::GetFlag(FLAGS_elf), absl::GetFlag(FLAGS_weights), absl::GetFlag(FLAGS_tokenizer));
+  if (!chosen.ok()) {
+    return Fail(chosen.status(), absl::IsInvalidArgument(chosen.status()) ? dk::kExitUsage : dk::kExitFailure);
+  }
+  if (*chosen) {
+    src.model = **chosen;
+    src.elf = src.model->elf;
+    src.weights = src.model->weights;
+    src.tokenizer = src.model->tokenizer;
   }
   Inputs in;
   absl::StatusOr<dk::tools::RuntimeOptions> runtime = dk::tools::ApplyRuntimeFlags();
@@ -181,8 +321,8 @@ int main(int argc, char** argv) {
   in.runtime = *runtime;
   in.setup.cpu = runtime->cpu;
   in.setup.prefill_rows = runtime->prefill_rows;
-  if (absl::Status s = Load(in); !s.ok()) return Fail(s);
+  if (absl::Status s = Load(src, in); !s.ok()) return Fail(s);
   bool passed = false;
-  if (absl::Status s = Verify(in, &passed); !s.ok()) return Fail(s);
+  if (absl::Status s = src.model ? VerifyChain(src, in, &passed) : Verify(in, &passed); !s.ok()) return Fail(s);
   return passed ? dk::kExitOk : dk::kExitFailure;
 }

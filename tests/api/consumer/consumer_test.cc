@@ -3,6 +3,7 @@
 // speculative path), it checks what the header promises.
 //   consumer_test ELF SPEC_ELF MODEL.gguf
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,6 +157,38 @@ TEST(Consumer, StopsAtStopStringsCallbacksAndTheEndOfTheTurn) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_NE(plain->text.find("<|im_end|>"), std::string::npos) << plain->text;
   EXPECT_LT(r->tokens.size(), 64u);
+}
+
+// The model file alone (EngineOptions::model): its chain built in process, the best
+// stage its weights allow (decode_gguf) run; the same tokens as the rules' decode_gguf.
+TEST(Consumer, OpensTheModelFileAlone) {
+  decodekit::EngineOptions options;
+  options.model = g_model;
+  options.max_context = 2048;  // the rules' ELF's, so the two runs are the same program
+  options.cache_dir = std::string(std::getenv("TEST_TMPDIR")) + "/elf_cache";
+  auto engine = decodekit::Engine::Open(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_NE((*engine)->Describe().find("stage decode_gguf (quantize_weights scheme=gguf over decode_q8), ELF " +
+                                       options.cache_dir),
+            std::string::npos)
+      << (*engine)->Describe();
+  auto alone = (*engine)->Complete("The capital of France is", Tokens(8));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  auto rules = Open()->Complete("The capital of France is", Tokens(8));
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_EQ(alone->tokens, rules->tokens);
+  EXPECT_NE(alone->text.find("Paris"), std::string::npos) << alone->text;
+
+  decodekit::EngineOptions both = options;
+  both.elf = g_elf;
+  auto refused = decodekit::Engine::Open(both);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  decodekit::EngineOptions bad_stage = options;
+  bad_stage.stage = "decode_q5";
+  auto unknown = decodekit::Engine::Open(bad_stage);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(std::string(unknown.status().message()).find("decode_gguf"), std::string::npos) << unknown.status();
 }
 
 TEST(Consumer, RefusesWhatDoesNotFitTheContext) {
