@@ -44,6 +44,12 @@ def _verify_test_impl(ctx):
         # its parent's tokens, nor stay within the bf16-rounding tolerance of the numeric
         # check: the top-5 gate decides, the other two are reported.
         args.append(shell_quote("--parent_report_only"))
+    elif [s for s in info.stages[:-1] if s.changes_numerics]:
+        # A stage after one that changes the arithmetic (speculative_decode after
+        # quantize_weights): its logits are that stage's, which the numeric check's bf16
+        # tolerance does not describe (its own test reports them, not gated); the gate and
+        # "same tokens as the parent" decide, the numeric check is reported.
+        args.append(shell_quote("--numeric_report_only"))
     if not ctx.attr.validate:
         args.append(shell_quote("--novalidate"))
     if not ctx.attr.greedy:
@@ -93,7 +99,8 @@ verify_test = rule(
           "ids, verify/numeric.h) pass (and, with `parent`, unless it generates exactly " +
           "the parent stage's tokens, unless `elf`'s stage changes numerics (its " +
           "DecodeElfInfo.stages entry says so, e.g. quantize_weights): then that agreement " +
-          "is reported, not gated). The goldens' weights digest must match the weights. " +
+          "is reported, not gated; after such a stage, the numeric check is reported, not " +
+          "gated). The goldens' weights digest must match the weights. " +
           "`parent` must be the stage before `elf` in its DecodeElfInfo.stages (checked at " +
           "analysis). Flags after `--` override the defaults (--weights, --goldens, ...).",
     test = True,

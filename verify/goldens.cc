@@ -134,6 +134,15 @@ absl::StatusOr<GoldenPrompt> ParsePrompt(const Reader& r, const json& p, const s
 
 }  // namespace
 
+std::string Goldens::Reference() const {
+  if (!reference.empty()) return reference;
+  if (!transformers_version.empty() && transformers_version.rfind("none", 0) != 0) {
+    return absl::StrCat("transformers ", transformers_version, " ",
+                        dtype.empty() || dtype == "bfloat16" ? "bf16" : dtype);
+  }
+  return absl::StrCat(generator.empty() ? "unknown generator" : generator, " (", transformers_version, ")");
+}
+
 std::vector<Sequence> Goldens::Sequences(int n) const {
   size_t count =
       (n < 0 || static_cast<size_t>(n) > prompts.size()) ? prompts.size() : static_cast<size_t>(n);
@@ -192,6 +201,13 @@ absl::StatusOr<Goldens> ParseGoldens(absl::string_view json_text, absl::string_v
   }
   DK_ASSIGN_OR_RETURN(g.transformers_version, r.String(root, "", "transformers_version"));
   DK_ASSIGN_OR_RETURN(g.torch_version, r.String(root, "", "torch_version"));
+  for (auto [key, field] : {std::pair<const char*, std::string*>{"reference", &g.reference},
+                             {"dtype", &g.dtype},
+                             {"generator", &g.generator}}) {
+    if (root.contains(key)) {
+      DK_ASSIGN_OR_RETURN(*field, r.String(root, "", key));
+    }
+  }
   DK_ASSIGN_OR_RETURN(int64_t new_tokens, r.Int(root, "", "new_tokens"));
   if (new_tokens <= 0 || new_tokens > 1 << 20) {
     return r.Error("new_tokens", absl::StrCat("out of range: ", new_tokens));

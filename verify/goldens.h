@@ -6,7 +6,9 @@
 //    "torch_version": str, "new_tokens": int,
 //    "prompts": [{"text": str, "prompt_ids": [int], "text_out": str,
 //                 "steps": [{"id": int, "top5": [int x5], "top5_logits": [float x5]}]}]}
-// Extra fields are ignored. Errors name the file and the JSON path of the bad field
+// Optional: "reference" (str): which reference recorded them ("transformers 5.24.0 bf16",
+// or the decodekit reference decoder's kReferenceDecoderName, verify/reference), and
+// "dtype" (str), "generator" (str). Extra fields are ignored. Errors name the file and the JSON path of the bad field
 // ("prompts[3].steps[7].top5: missing field").
 //
 // Thread-safety: plain data and free functions; no shared state.
@@ -49,8 +51,19 @@ struct Goldens {
   std::string weights_digest;  // "sha256:<hex>", as weights::Weights::Digest()
   std::string transformers_version;
   std::string torch_version;
+  // The "reference" field; "" when the file has none (goldens older than it).
+  std::string reference;
+  std::string dtype;      // "dtype", "" when absent
+  std::string generator;  // "generator", "" when absent
   int new_tokens = 0;
   std::vector<GoldenPrompt> prompts;
+
+  // Which reference made these goldens, as verify and the profile print it: the
+  // "reference" field, else (older files) "transformers <version> <dtype>" when
+  // transformers_version names a version, else the generator and
+  // transformers_version as recorded (e.g. "tools/peer/record_goldens.py (none
+  // (llama.cpp record))").
+  std::string Reference() const;
 
   // The sequences of the first `n` prompts (all when n < 0 or n > size).
   std::vector<Sequence> Sequences(int n = -1) const;

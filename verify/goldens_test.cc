@@ -58,6 +58,28 @@ TEST(GoldensTest, Parses) {
   EXPECT_EQ(g->Sequences(1)[0].prompt, "Hello");
 }
 
+// Which reference made the goldens: the "reference" field, else from the versions.
+TEST(GoldensTest, ReferenceNamesWhoRecordedThem) {
+  absl::StatusOr<Goldens> g = ParseGoldens(kGoldens, "test.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->reference, "");
+  EXPECT_EQ(g->Reference(), "transformers 5.24.0 bf16");  // older goldens: from the version
+  const std::string with_field = absl::StrReplaceAll(
+      kGoldens, {{R"("new_tokens": 2,)", R"j("new_tokens": 2, "reference": "decodekit reference decoder (x)",)j"}});
+  g = ParseGoldens(with_field, "test.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->Reference(), "decodekit reference decoder (x)");
+  const std::string llamacpp = absl::StrReplaceAll(
+      kGoldens, {{R"("transformers_version": "5.24.0",)",
+                  R"j("transformers_version": "none (llama.cpp record)", "generator": "record_goldens.py",)j"}});
+  g = ParseGoldens(llamacpp, "test.json");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->Reference(), "record_goldens.py (none (llama.cpp record))");
+  EXPECT_THAT(ParseError(absl::StrReplaceAll(kGoldens, {{R"("new_tokens": 2,)", R"("new_tokens": 2, "reference": 3,)"}}))
+                  .message(),
+              HasSubstr("reference: expected a string"));
+}
+
 TEST(GoldensTest, MissingFieldsNameThePath) {
   std::string no_top5 = absl::StrReplaceAll(kGoldens, {{R"("top5": [9, 1, 3, 2, 4], )", ""}});
   absl::Status s = ParseError(no_top5);

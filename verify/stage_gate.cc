@@ -14,7 +14,8 @@ absl::Status CheckGoldens(const GateSetup& setup) {
   const Goldens& goldens = *setup.goldens;
   if (setup.weights_digest != goldens.weights_digest) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the goldens ", setup.goldens_name, " were recorded with weights ", goldens.weights_digest,
+        "the goldens ", setup.goldens_name, " (reference: ", goldens.Reference(), ") were recorded with weights ",
+        goldens.weights_digest,
         " but this run uses ", setup.weights->source(), " = ", setup.weights_digest,
         "; goldens from other weights are meaningless: regenerate them with tools/hf_reference "
         "or run with the weights they were made from"));

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "optimizations/testing/tiny.h"
 #include "runtime/cpu/session.h"
-#include "tests/e2e/reference_decoder.h"
+#include "verify/reference/reference_decoder.h"
 #include "tests/e2e/tiny_weights.h"
 
 namespace dk {
@@ -107,7 +107,7 @@ Run RunCpu(const elf::ModelShape& m, std::shared_ptr<const weights::Weights> w) 
 // (exact ties aside).
 double WorstExcess(const Run& run, const elf::ModelShape& ref_shape, const weights::Weights& w,
                    bool check_choice = false) {
-  testing::ReferenceDecoder ref(ref_shape, w);
+  verify::ReferenceDecoder ref(ref_shape, w);
   double worst = 0;
   for (size_t step = 0; step < run.tokens.size(); ++step) {
     const std::vector<double> want = ref.Step(run.tokens[step]);

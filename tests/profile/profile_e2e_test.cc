@@ -58,6 +58,8 @@ TEST_F(ProfileE2eTest, JsonRecord) {
   // The launcher passes the target's files as "$PWD"/...; the record shows them as
   // before, relative to the runfiles tree.
   EXPECT_EQ(j["gate"]["goldens"], "tests/profile/goldens.json");
+  // Which reference made the goldens: the reference decoder, not HF (:goldens).
+  EXPECT_THAT(j["gate"]["reference"].get<std::string>(), HasSubstr("decodekit reference decoder"));
   EXPECT_EQ(j["weights"]["source"], "synthetic(seed=1)");
   ASSERT_EQ(j["plans"].size(), 2u);
   EXPECT_EQ(j["plans"][0]["name"], "decode_opt");
@@ -200,6 +202,7 @@ TEST_F(ProfileE2eTest, TablePrintedWithEdit) {
   const std::string err = Read(*dir_ + ".stderr");
   EXPECT_THAT(err, HasSubstr("loading weights"));
   EXPECT_THAT(err, HasSubstr("stage 5/5 :decode_bad"));
+  EXPECT_THAT(err, HasSubstr("reference decodekit reference decoder"));
   // 4 rounds of 2 warm-up + 4 measured tokens, interleaved: every stage's first
   // round before any stage's second.
   EXPECT_THAT(err, HasSubstr("token 6/6"));

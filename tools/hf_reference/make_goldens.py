@@ -34,6 +34,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 TOP_K = 5
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMOLLM2_VOCAB = 49152
 SMOLLM2_TOKENIZER_GOLDENS = os.path.join(REPO_ROOT, "tokenizer/testdata/smollm2_goldens.json")
 
 
@@ -195,7 +196,10 @@ def setup(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     tok = load_tokenizer(args)
-    if args.gguf and not args.skip_tokenizer_check:
+    # The check's goldens are SmolLM2's tokenizer's: it applies to a GGUF of that
+    # vocabulary (49152 ids) only; another model's GGUF tokenizer (Gemma 3's) is
+    # transformers' own, which //tokenizer's goldens for that family check.
+    if args.gguf and not args.skip_tokenizer_check and len(tok) == SMOLLM2_VOCAB:
         # transformers' GGUF tokenizer has no "smollm" pre-tokenizer and differs from
         # SmolLM2's tokenizer.json on a few whitespace / non-ASCII-digit cases; refuse it
         # then (use --tokenizer tokenizer/testdata/smollm2_tokenizer.json).
@@ -220,6 +224,10 @@ def main():
     result = {
         "model": args.model_name or os.path.basename(args.gguf or args.model_dir),
         "weights_digest": weights_digest(model),
+        # Which reference made these goldens (verify and the profile print it).
+        "reference": f"transformers {transformers.__version__} bf16",
+        # The model file they were recorded from (its name; the digest identifies it).
+        "model_file": os.path.basename(os.path.abspath(args.gguf or args.model_dir)),
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__,
         "dtype": "bfloat16",

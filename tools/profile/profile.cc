@@ -283,6 +283,9 @@ absl::Status LoadGate(Profile& p) {
   if (p.record.gate_prompts <= 0) return absl::OkStatus();
   DK_ASSIGN_OR_RETURN(p.goldens, dk::verify::LoadGoldens(path));
   p.record.gate_tokens = p.goldens.new_tokens;
+  p.record.goldens_reference = p.goldens.Reference();
+  std::fprintf(stderr, "[profile] gate goldens %s, reference %s\n", p.record.goldens.c_str(),
+               p.record.goldens_reference.c_str());
   p.gate.weights = p.weights;
   p.gate.weights_digest = p.record.weights_digest;
   p.gate.goldens = &p.goldens;

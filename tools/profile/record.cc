@@ -452,7 +452,8 @@ std::string ToJson(const ProfileRecord& r) {
   j["warmup"] = r.warmup;
   j["new_tokens"] = r.new_tokens;
   j["rounds"] = r.rounds;
-  j["gate"] = {{"prompts", r.gate_prompts}, {"tokens", r.gate_tokens}, {"goldens", r.goldens}};
+  j["gate"] = {{"prompts", r.gate_prompts}, {"tokens", r.gate_tokens}, {"goldens", r.goldens},
+               {"reference", r.goldens_reference}};
   j["weights"] = {{"source", r.weights_source}, {"digest", r.weights_digest}};
   j["machine"] = {{"device", r.device}, {"threads", r.threads}, {"runtime_options", r.runtime_options},
                   {"read_bandwidth_gbps", r.bandwidth_gbps},

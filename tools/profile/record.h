@@ -227,6 +227,7 @@ struct ProfileRecord {
   int gate_prompts = 0;
   int gate_tokens = 0;
   std::string goldens;
+  std::string goldens_reference;  // which reference made them (verify::Goldens::Reference())
   std::string weights_source;
   std::string weights_digest;
   std::string device;

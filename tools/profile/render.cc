@@ -237,7 +237,7 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                                        "bandwidth, and x floor the median of token time / floor."
                                      : "The floor = weight bytes read per token / that bandwidth."),
       "- Verify gate per stage: ", r.gate_prompts, " prompts x ", r.gate_tokens, " tokens against `",
-      r.goldens, "` (top-5 agreement at the first divergence) and the same tokens as the parent stage; a stage that fails is **reverted**. "
+      r.goldens, "` (reference: ", r.goldens_reference.empty() ? "none" : r.goldens_reference, ") (top-5 agreement at the first divergence) and the same tokens as the parent stage; a stage that fails is **reverted**. "
       "Beside it, the numeric check (teacher-forced logits at HF's top-5 ids within a bf16 tolerance, "
       "verify/numeric.h): required by the verify tests, shown here, not part of the revert decision.\n\n");
   if (r.stages.empty()) return md;
