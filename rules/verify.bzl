@@ -177,7 +177,7 @@ def _chain(final):
 
 def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_prompts = 0,
                  long_goldens = None, long_stages = None, long_size = "large", slow_tags = [],
-                 only = None, **kwargs):
+                 only = None, full_stages = None, **kwargs):
     """Verify tests for every stage of a decode chain, written once as `src` links.
 
     The stages are found by walking `src` back from `final` to the baseline (a rule
@@ -211,13 +211,17 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
       only: the stage names (":decode_x12") that get `<name>_<S>` and `<name>_full_<S>`
         tests; None (the default): every stage. A stage left out is still built as
         the parent of the next one; use it to keep a costly suite to a few stages.
+      full_stages: the stage names that get `<name>_full_<S>` (None: those of `only`).
+        The baseline-speed stages (decode, decode_aligned, decode_bo) cost minutes on
+        8 prompts and are checked on 2 by `<name>_<S>`; their full suite is left out
+        where CI time matters.
       **kwargs: passed to every test (e.g. tags, size).
     """
     stages = [":" + s for s in _chain(final)]
-    if only != None:
-        for stage in only:
+    for arg, names in [("only", only), ("full_stages", full_stages)]:
+        for stage in names or []:
             if stage not in stages:
-                fail("verify_chain(only): %s is not a stage of the chain %s" % (stage, stages))
+                fail("verify_chain(%s): %s is not a stage of the chain %s" % (arg, stage, stages))
     suites = {name: 2}
     if full_prompts:
         suites[name + "_full"] = full_prompts
@@ -226,6 +230,8 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
         tests = []
         for i, stage in enumerate(stages):
             if only != None and stage not in only:
+                continue
+            if suite != name and full_stages != None and stage not in full_stages:
                 continue
             test = "%s_%s" % (suite, stage.lstrip(":").replace("/", "_"))
             verify_test(
