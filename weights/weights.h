@@ -145,8 +145,10 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 // w; Q8_0, Q4_0 and Q4_1 tensors also keep their StoredBlocks (the file stays mapped,
 // its pages released after loading); tied unless the file has output.weight. The
 // shape's name is general.basename + "_" + general.size_label in lower case (else
-// the file stem); max_context is <arch>.context_length. RoPE scaling is not read from
-// GGUF (llama.cpp stores Llama 3's as a rope_freqs tensor; another type is refused).
+// the file stem); max_context is <arch>.context_length. Llama 3's RoPE scaling comes
+// from the rope_freqs.weight tensor llama.cpp's converter stores it as (its parameters
+// recovered by matching the table; a table of no Llama 3 scaling is refused);
+// rope.scaling.type metadata other than "none" is refused.
 // Loaders and MakeSyntheticWeights split work over SharedThreadPool(): call them from
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
@@ -158,7 +160,7 @@ absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
                                         const std::function<bool(absl::string_view)>& select);
 
 // The model shape a GGUF's metadata describes, as LoadGguf reads it; reads only the
-// header (no tensor is dequantized, whatever its type).
+// header and rope_freqs.weight (no weight is dequantized, whatever its type).
 absl::StatusOr<elf::ModelShape> GgufShape(const std::string& path);
 
 // How a GGUF stores each tensor LoadGguf loads, by HF name: the ggml type's name
