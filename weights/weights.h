@@ -153,11 +153,23 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
 
+// Which tensors a loader may leave without bf16 values: those a decode ELF reads
+// only as the file's own blocks (quantize_weights scheme=gguf). A tensor it names is
+// loaded as its shape and StoredBlocks alone (no `data`: has_data() is false, as
+// after ReleaseData) where the file stores it in blocks the kernels read; any other
+// tensor is dequantized as usual. Null: every tensor dequantized.
+using BlocksOnly = std::function<bool(absl::string_view hf_name)>;
+
+// As LoadGguf, the tensors `blocks_only` names kept as blocks only: a Q4_K_M 8B then
+// needs its file's bytes, not 2 bytes per parameter of bf16 besides.
+absl::StatusOr<Weights> LoadGguf(const std::string& path, const BlocksOnly& blocks_only);
+
 // As LoadGguf, only the tensors whose HF name `select` accepts (all when it is
 // empty), without checking that the model is complete: a few tensors of a big file,
 // or of one whose other tensors' types cannot be dequantized.
 absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
-                                        const std::function<bool(absl::string_view)>& select);
+                                        const std::function<bool(absl::string_view)>& select,
+                                        const BlocksOnly& blocks_only = nullptr);
 
 // The model shape a GGUF's metadata describes, as LoadGguf reads it; reads only the
 // header and rope_freqs.weight (no weight is dequantized, whatever its type).
@@ -170,6 +182,8 @@ absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::st
 // A directory is an HF checkpoint, a file starting with the GGUF magic is GGUF
 // (whatever its name); NotFound when `path` does not exist, InvalidArgument otherwise.
 absl::StatusOr<Weights> LoadWeights(const std::string& path);
+// As LoadWeights; a GGUF's tensors `blocks_only` names kept as blocks only (LoadGguf).
+absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& blocks_only);
 
 // Deterministic synthetic weights for `shape`: the same seed gives the same bytes on
 // every machine. Linear and embedding weights ~ uniform with std 0.02 (HF's

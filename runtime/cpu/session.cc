@@ -1,6 +1,9 @@
 #include "runtime/cpu/session.h"
 
 #include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -25,6 +28,71 @@ absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec,
     return weights::MakeSyntheticWeights(model, seed);
   }
   return weights::LoadWeights(spec);
+}
+
+weights::BlocksOnly GgufBlocksOnly(const elf::Program& program) {
+  std::set<std::string> stored, other;
+  for (const elf::BufferObject& b : program.bos()) {
+    if (b.weight_tensor().empty()) continue;
+    (b.blocks_as_stored() ? stored : other).insert(b.weight_tensor());
+  }
+  auto only = std::make_shared<std::set<std::string>>();
+  for (const std::string& t : stored) {
+    if (!other.count(t) && t != kEmbedding) only->insert(t);
+  }
+  if (only->empty()) return nullptr;
+  return [only](absl::string_view name) { return only->count(std::string(name)) > 0; };
+}
+
+SessionMemory EstimateSessionMemory(const elf::Program& program, const weights::BlocksOnly& blocks_only,
+                                    int max_context) {
+  SessionMemory m;
+  const elf::ModelShape& model = program.model();
+  for (const auto& [name, dims] : weights::ExpectedTensors(model)) {
+    if (blocks_only && blocks_only(name)) continue;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    m.loaded_weights += 2 * n;
+  }
+  for (const elf::BufferObject& b : program.bos()) {
+    (b.weight_tensor().empty() ? m.other_bos : m.weight_bos) += b.size_bytes();
+  }
+  const int64_t positions = max_context > 0 ? max_context : model.max_context();
+  m.kv_cache = 2 * int64_t{2} * model.n_layers() * model.n_kv_heads() * positions * model.head_dim();
+  return m;
+}
+
+absl::Status CheckSessionMemory(const SessionMemory& need, int64_t available, const std::string& what) {
+  if (available < 0 || need.total() <= available) return absl::OkStatus();
+  auto gb = [](int64_t b) { return absl::StrCat(static_cast<double>(b / 10000000) / 100.0, " GB"); };
+  return absl::ResourceExhaustedError(absl::StrCat(
+      what, " needs about ", gb(need.total()), " of memory (weights as loaded ", gb(need.loaded_weights),
+      ", weight BOs ", gb(need.weight_bos), ", the larger of the two; other BOs ", gb(need.other_bos),
+      ", KV cache ", gb(need.kv_cache), "), more than MemAvailable ", gb(available),
+      ": refused before allocating. Use a stage with smaller weights (decode_gguf reads the GGUF's own "
+      "blocks) or a smaller max_context (elfc --max_context)"));
+}
+
+int64_t MemAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return -1;
+}
+
+absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec, const elf::Program& program,
+                                                int max_context) {
+  const bool synthetic = spec == "synthetic" || absl::StartsWith(spec, "synthetic:");
+  const weights::BlocksOnly blocks_only = synthetic ? nullptr : GgufBlocksOnly(program);
+  DK_RETURN_IF_ERROR(CheckSessionMemory(EstimateSessionMemory(program, blocks_only, max_context), MemAvailableBytes(),
+                                        absl::StrCat("a session of model ", program.model().name())));
+  if (synthetic) return ReadWeightsSpec(spec, program.model());
+  return weights::LoadWeights(spec, blocks_only);
 }
 
 absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
