@@ -2,14 +2,18 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "elf/elf.h"
+#include "formats/weight_format.h"
 #include "runtime/cpu/cpu_device.h"
 #include "util/status.h"
+#include "weights/dequant.h"
 
 namespace dk::runtime {
 namespace {
@@ -38,8 +42,11 @@ weights::BlocksOnly GgufBlocksOnly(const elf::Program& program) {
   }
   auto only = std::make_shared<std::set<std::string>>();
   for (const std::string& t : stored) {
-    if (!other.count(t) && t != kEmbedding) only->insert(t);
+    if (!other.count(t)) only->insert(t);
   }
+  // The embedding's rows the host dequantizes from the blocks when it embeds a
+  // token (where the file stores it so): in a GGUF stage, unless a BO reads its bf16.
+  if (!stored.empty() && !other.count(kEmbedding)) only->insert(kEmbedding);
   if (only->empty()) return nullptr;
   return [only](absl::string_view name) { return only->count(std::string(name)) > 0; };
 }
@@ -130,8 +137,27 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
   CpuHostOptions host_options;
   host_options.max_context = options.max_context;
   host_options.pool = options.pool;
-  s->embedding_ = std::make_unique<EmbeddingRows>(embed->data.data(), program.model().vocab(),
-                                                  program.model().hidden());
+  if (embed->data.size() == 0 && embed->stored.data != nullptr) {
+    // Loaded as blocks only (GgufBlocksOnly): each row dequantized from the file's
+    // blocks when the host embeds its token, as the full load would have (the same
+    // dequantizer, so the same bf16).
+    const std::optional<formats::WeightFormat> format = elf::WeightFormatOfBlocks(embed->stored.format);
+    const std::optional<uint32_t> type = format ? formats::GgmlTypeId(*format) : std::nullopt;
+    if (!type || embed->stored.qk_heads != 0) {
+      return absl::InternalError(absl::StrCat("the embedding of ", s->weights_->source(),
+                                              " has no bf16 rows and no blocks the host can dequantize"));
+    }
+    const weights::StoredBlocks blocks = embed->stored;
+    const int64_t hidden = program.model().hidden();
+    s->embedding_ = std::make_unique<EmbeddingRows>(
+        [blocks, hidden, ggml = static_cast<weights::GgmlType>(*type)](int64_t row, bf16* out) {
+          weights::DequantizeToBf16(ggml, blocks.data + row * blocks.row_bytes, hidden, out);
+        },
+        program.model().vocab(), hidden);
+  } else {
+    s->embedding_ = std::make_unique<EmbeddingRows>(embed->data.data(), program.model().vocab(),
+                                                    program.model().hidden());
+  }
   DK_ASSIGN_OR_RETURN(s->host_, MakeCpuHostOps(program.model(), s->embedding_.get(), host_options));
   if (options.wrap_host) s->host_ = options.wrap_host(std::move(s->host_), program.model());
   Decoder::Options decoder_options;

@@ -32,7 +32,8 @@ absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec, const 
                                                 int max_context = 0);
 
 // The tensors every weight BO of `program` reads as the file's own blocks
-// (blocks_as_stored), except the embedding, whose bf16 rows the host reads.
+// (blocks_as_stored), and in such a GGUF stage the embedding, unless a BO reads its
+// bf16 (the host then dequantizes each row it embeds from the file's blocks).
 weights::BlocksOnly GgufBlocksOnly(const elf::Program& program);
 
 // What a session of `program` holds at its peak, by part: the weights as loaded

@@ -45,13 +45,13 @@ TEST(SessionMemoryTest, BlocksOnlyNamesTensorsReadOnlyAsTheFilesBlocks) {
   WeightBo(p, "model.layers.0.mlp.up_proj.weight", 100, true);
   WeightBo(p, "model.layers.0.mlp.down_proj.weight", 100, true);
   WeightBo(p, "model.layers.0.mlp.down_proj.weight", 100, false);  // also read another way
-  WeightBo(p, "model.embed_tokens.weight", 100, true);              // the host reads its bf16 rows
+  WeightBo(p, "model.embed_tokens.weight", 100, true);              // the host dequantizes its rows
   WeightBo(p, "model.layers.0.input_layernorm.weight", 64, false);
   const weights::BlocksOnly only = GgufBlocksOnly(p);
   ASSERT_NE(only, nullptr);
   EXPECT_TRUE(only("model.layers.0.mlp.up_proj.weight"));
   EXPECT_FALSE(only("model.layers.0.mlp.down_proj.weight"));
-  EXPECT_FALSE(only("model.embed_tokens.weight"));
+  EXPECT_TRUE(only("model.embed_tokens.weight"));
   EXPECT_FALSE(only("model.layers.0.input_layernorm.weight"));
 
   elf::Program bf16;
@@ -79,7 +79,8 @@ TEST(SessionMemoryTest, EstimateCountsLoadedWeightsBosAndKvCache) {
   EXPECT_EQ(full.kv_cache, 2 * 2 * 1 * 2 * 128 * 8);
   EXPECT_EQ(EstimateSessionMemory(p, nullptr, 256).kv_cache, 2 * full.kv_cache);
   const SessionMemory blocks = EstimateSessionMemory(p, GgufBlocksOnly(p));
-  EXPECT_EQ(blocks.loaded_weights, all - 2 * 64 * 32);  // up_proj [64, 32] not dequantized
+  // Neither up_proj [64, 32] nor (a GGUF stage) the embedding [16, 32] dequantized.
+  EXPECT_EQ(blocks.loaded_weights, all - 2 * 64 * 32 - 2 * 16 * 32);
   EXPECT_EQ(full.total(), all + 77 + full.kv_cache);
 }
 
