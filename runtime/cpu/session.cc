@@ -181,6 +181,11 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
   }
   DK_ASSIGN_OR_RETURN(s->decoder_, Decoder::Create(program, elf_name, *s->weights_, s->device_.get(),
                                                    s->host_.get(), decoder_options));
+  if (releasable != nullptr && embed->data.size() == 0) {
+    // Blocks only: the LM head's BOs (tied) have copied the file's blocks; the rows the
+    // host dequantizes later are read from the file again, a few pages a token.
+    releasable->ReleaseData(kEmbedding);
+  }
   if (embedding_from_bos) {
     std::vector<BufferObject*> bos;
     for (int i = 0; i < program.bos_size(); ++i) bos.push_back(s->decoder_->bo(i));
