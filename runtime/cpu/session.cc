@@ -63,6 +63,7 @@ SessionMemory EstimateSessionMemory(const elf::Program& program, const weights::
   }
   for (const elf::BufferObject& b : program.bos()) {
     (b.weight_tensor().empty() ? m.other_bos : m.weight_bos) += b.size_bytes();
+    if (!b.weight_tensor().empty() && b.category() != elf::STATIC) m.released = false;
   }
   const int64_t positions = max_context > 0 ? max_context : model.max_context();
   m.kv_cache = 2 * int64_t{2} * model.n_layers() * model.n_kv_heads() * positions * model.head_dim();
@@ -74,7 +75,8 @@ absl::Status CheckSessionMemory(const SessionMemory& need, int64_t available, co
   auto gb = [](int64_t b) { return absl::StrCat(static_cast<double>(b / 10000000) / 100.0, " GB"); };
   return absl::ResourceExhaustedError(absl::StrCat(
       what, " needs about ", gb(need.total()), " of memory (weights as loaded ", gb(need.loaded_weights),
-      ", weight BOs ", gb(need.weight_bos), ", the larger of the two; other BOs ", gb(need.other_bos),
+      ", weight BOs ", gb(need.weight_bos), need.released ? ", the larger of the two" : ", both held",
+      "; other BOs ", gb(need.other_bos),
       ", KV cache ", gb(need.kv_cache), "), more than MemAvailable ", gb(available),
       ": refused before allocating. Use a stage with smaller weights (decode_gguf reads the GGUF's own "
       "blocks) or a smaller max_context (elfc --max_context)"));

@@ -36,14 +36,18 @@ absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec, const 
 // bf16 (the host then dequantizes each row it embeds from the file's blocks).
 weights::BlocksOnly GgufBlocksOnly(const elf::Program& program);
 
-// What a session of `program` holds at its peak, by part: the weights as loaded
-// (bf16, 2 bytes an element, but those `blocks_only` names), the weight BOs (filled
-// while the loaded values are freed tensor by tensor: the larger of the two counts),
+// What an OpenOwning session of `program` holds at its peak, by part: the weights as
+// loaded (bf16, 2 bytes an element, but those `blocks_only` names), the weight BOs,
 // the other BOs, and the KV cache (bf16 K and V for `max_context` positions, 0: the
-// model's).
+// model's). Where every weight BO is STATIC the loaded values are freed tensor by
+// tensor as the BOs fill (the larger of the two counts); else (a WRITE weight BO is
+// rewritten from them every run) both are held.
 struct SessionMemory {
   int64_t loaded_weights = 0, weight_bos = 0, other_bos = 0, kv_cache = 0;
-  int64_t total() const { return std::max(loaded_weights, weight_bos) + other_bos + kv_cache; }
+  bool released = true;  // every weight BO STATIC
+  int64_t total() const {
+    return (released ? std::max(loaded_weights, weight_bos) : loaded_weights + weight_bos) + other_bos + kv_cache;
+  }
 };
 SessionMemory EstimateSessionMemory(const elf::Program& program, const weights::BlocksOnly& blocks_only,
                                     int max_context = 0);

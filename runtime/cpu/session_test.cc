@@ -2,6 +2,8 @@
 // GGUF it loads as blocks only (runtime/cpu/session.h).
 #include "runtime/cpu/session.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -81,7 +83,13 @@ TEST(SessionMemoryTest, EstimateCountsLoadedWeightsBosAndKvCache) {
   const SessionMemory blocks = EstimateSessionMemory(p, GgufBlocksOnly(p));
   // Neither up_proj [64, 32] nor (a GGUF stage) the embedding [16, 32] dequantized.
   EXPECT_EQ(blocks.loaded_weights, all - 2 * 64 * 32 - 2 * 16 * 32);
-  EXPECT_EQ(full.total(), all + 77 + full.kv_cache);
+  // Not STATIC: a WRITE weight BO is rewritten from the loaded values, held beside it.
+  EXPECT_FALSE(full.released);
+  EXPECT_EQ(full.total(), all + 1000 + 77 + full.kv_cache);
+  p.mutable_bos(0)->set_category(elf::STATIC);
+  const SessionMemory released = EstimateSessionMemory(p, nullptr);
+  EXPECT_TRUE(released.released);
+  EXPECT_EQ(released.total(), std::max<int64_t>(all, 1000) + 77 + full.kv_cache);
 }
 
 TEST(SessionMemoryTest, TooBigIsRefusedBeforeAllocatingWithTheFigures) {
