@@ -162,7 +162,7 @@ absl::Status Engine::Impl::Open() {
   DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*tokenizer, program.model().vocab(), tokenizer_path,
                                                             absl::StrCat("ELF ", options.elf)));
   DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(*tokenizer, tokenizer_path, options.weights));
-  DK_ASSIGN_OR_RETURN(dk::weights::Weights weights, dk::runtime::ReadWeightsSpec(options.weights, program.model()));
+  DK_ASSIGN_OR_RETURN(dk::weights::Weights weights, dk::runtime::ReadWeightsSpec(options.weights, program, options.max_context));
   dk::runtime::SessionOptions session_options;
   if (tool.pool == nullptr) {
     dk::ThreadPoolOptions pool_options;

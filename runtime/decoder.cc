@@ -234,7 +234,9 @@ absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& wei
   }
   // Freed whole (ReleaseData); a tensor whose placed rows' pages went (ReleaseRows)
   // still has its other rows, which is why this is not !has_data().
-  if (static_cast<int64_t>(t->data.size()) != t->numel()) {
+  // A BO of the file's own blocks reads `stored` alone (a tensor loaded as blocks
+  // only has no data).
+  if (!b.blocks_as_stored() && static_cast<int64_t>(t->data.size()) != t->numel()) {
     return absl::FailedPreconditionError(absl::StrCat("BO '", b.name(), "' needs tensor '", b.weight_tensor(),
                                                       "', whose data ", weights.source(), " has released"));
   }
@@ -248,7 +250,7 @@ absl::StatusOr<uint8_t*> Decoder::PlaceWeight(int i, const weights::Weights& wei
         "BO '", b.name(), "' [", bo_rows, ", ", bo_cols, "] does not match rows [", begin, ", ", end,
         ") of tensor '", b.weight_tensor(), "' [", all_rows, ", ", cols, "]"));
   }
-  const bf16* src = t->data.data() + begin * cols;
+  const bf16* src = t->data.size() == 0 ? nullptr : t->data.data() + begin * cols;
   const std::string layout = b.layout().empty() ? std::string(registry::kRowMajor) : b.layout();
   DK_ASSIGN_OR_RETURN(const size_t need, device_->LayoutBytes(layout, b.block_format(), rows, cols));
   if (static_cast<int64_t>(need) != b.size_bytes()) {

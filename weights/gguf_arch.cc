@@ -1,8 +1,12 @@
 #include "weights/gguf_arch.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -102,7 +106,7 @@ absl::Status ReadSizes(const GgufFile& f, const std::string& arch, const std::st
 absl::Status RefuseUnsupported(const GgufFile& f, const std::string& arch, const std::string& path) {
   const std::string p = arch + ".";
   if (f.Find(p + "rope.scaling.type") != nullptr) {
-    // Llama 3's scaling is a rope_freqs tensor, not read; Gemma 3 >= 4B writes
+    // Llama 3's scaling is a rope_freqs tensor (ReadRopeFreqs); Gemma 3 >= 4B writes
     // "linear" (global layers only), Qwen2.5 long-context files "yarn".
     DK_ASSIGN_OR_RETURN(std::string type, f.GetString(p + "rope.scaling.type"));
     if (type != "none") {
@@ -122,6 +126,97 @@ absl::Status RefuseUnsupported(const GgufFile& f, const std::string& arch, const
         absl::StrCat(path, ": ", p, "attention.sliding_window_pattern is not supported"));
   }
   return absl::OkStatus();
+}
+
+// Llama 3's per-frequency RoPE factors for `head_dim` / 2 rotary frequencies of base
+// `theta` under `r`, as HF's llama3 rope initialisation (and llama.cpp's converter,
+// which stores them) computes them: the factor each frequency is divided by, 1 for
+// wavelengths under original / high_freq_factor, `factor` above original /
+// low_freq_factor, a smooth blend between.
+std::vector<double> Llama3RopeFactors(double theta, int head_dim, const elf::RopeScaling& r) {
+  const double low_wavelen = r.original_max_position() / r.low_freq_factor();
+  const double high_wavelen = r.original_max_position() / r.high_freq_factor();
+  std::vector<double> out;
+  for (int i = 0; i < head_dim; i += 2) {
+    const double freq = 1.0 / std::pow(theta, static_cast<double>(i) / head_dim);
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(r.factor());
+    } else {
+      const double smooth = (r.original_max_position() / wavelen - r.low_freq_factor()) /
+                            (r.high_freq_factor() - r.low_freq_factor());
+      out.push_back(1.0 / ((1.0 - smooth) / r.factor() + smooth));
+    }
+  }
+  return out;
+}
+
+// llama.cpp's converter writes Llama 3's RoPE scaling (config.json's rope_scaling,
+// rope_type llama3) not as metadata but as the F32 tensor rope_freqs.weight: one
+// factor per rotary frequency, by which llama.cpp divides it (ggml_rope_ext's
+// freq_factors). The parameters are recovered by matching the table against
+// Llama3RopeFactors: factor = its largest element, low_freq_factor /
+// high_freq_factor / original_max_position_embeddings from the sets the Llama 3.x
+// releases use (1 / 4 / 8192 in 3.1, 3.2, 3.3; the others are there for fine-tunes
+// that changed the context), every element within 1e-5 relative (the converter
+// computes the frequencies in float32, a few ulp from these double ones; a table of
+// other parameters differs in the blend by far more). A table no set reproduces is
+// refused: running without it, or with other factors, would be another model.
+absl::Status ReadRopeFreqs(const GgufFile& f, const std::string& path, elf::ModelShape& s) {
+  const GgufTensorInfo* info = f.FindTensor("rope_freqs.weight");
+  if (info == nullptr) return absl::OkStatus();
+  const int64_t n = s.head_dim() / 2;
+  if (info->type != GgmlType::kF32 || info->dims != std::vector<int64_t>{n}) {
+    absl::StatusOr<GgmlTypeTraits> traits = GetGgmlTypeTraits(info->type);
+    return absl::UnimplementedError(absl::StrCat(
+        path, ": tensor rope_freqs.weight (Llama 3 RoPE scaling factors) is ",
+        traits.ok() ? traits->name : "an unknown type", " with ", info->dims.size(),
+        " dims; only F32 [head_dim / 2 = ", n, "] is supported"));
+  }
+  DK_ASSIGN_OR_RETURN(absl::Span<const uint8_t> bytes, f.TensorData(*info));
+  if (bytes.size() != static_cast<size_t>(n) * sizeof(float)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": tensor rope_freqs.weight has ", bytes.size(), " bytes, expected ", n * 4));
+  }
+  std::vector<float> got(static_cast<size_t>(n));
+  std::memcpy(got.data(), bytes.data(), bytes.size());
+  float factor = 0.0f;
+  for (float v : got) {
+    if (!std::isfinite(v) || !(v > 0.0f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor rope_freqs.weight holds ", v, "; factors must be finite and > 0"));
+    }
+    factor = std::max(factor, v);
+  }
+  struct Params {
+    float low, high;
+    int64_t original;
+  };
+  constexpr Params kSets[] = {{1, 4, 8192},  {1, 4, 4096},  {1, 4, 16384}, {1, 4, 32768},
+                              {1, 4, 65536}, {1, 4, 131072}, {1, 4, 2048}};
+  for (const Params& p : kSets) {
+    elf::RopeScaling r;
+    r.set_type("llama3");
+    r.set_factor(factor);
+    r.set_low_freq_factor(p.low);
+    r.set_high_freq_factor(p.high);
+    r.set_original_max_position(p.original);
+    const std::vector<double> want = Llama3RopeFactors(s.rope_theta(), s.head_dim(), r);
+    bool match = true;
+    for (int64_t i = 0; i < n && match; ++i) {
+      match = std::abs(got[i] - want[i]) <= 1e-5 * std::max(1.0, std::abs(want[i]));
+    }
+    if (!match) continue;
+    // All ones: no element reaches the low-frequency band, nothing is scaled.
+    if (factor != 1.0f) *s.mutable_rope_scaling() = r;
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      path, ": tensor rope_freqs.weight (", n, " RoPE frequency factors, largest ", factor,
+      ") matches no Llama 3 rope scaling (factor = the largest, low_freq_factor 1, high_freq_factor 4, "
+      "original_max_position_embeddings 2048 ... 131072); other per-frequency factors are not supported"));
 }
 
 // What a Gemma 3 GGUF leaves to the architecture (llama.cpp's loader fixes the same):
@@ -213,6 +308,7 @@ absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::stri
                       GgufNumber(f, arch + ".attention.layer_norm_rms_epsilon", arch == "llama" ? 1e-5 : 1e-6));
   s.set_rms_eps(static_cast<float>(eps));
   s.set_rope_theta(static_cast<float>(theta));
+  DK_RETURN_IF_ERROR(ReadRopeFreqs(f, path, s));
   s.set_tied_embeddings(f.FindTensor("output.weight") == nullptr);
   s.set_attention_bias(arch == "qwen2");  // Qwen2: q/k/v biases (attn_q.bias, ...), o without
   s.set_qk_norm(arch == "qwen3");         // Qwen3: attn_q_norm / attn_k_norm per head

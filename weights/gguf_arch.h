@@ -17,7 +17,9 @@ namespace dk::weights {
 
 // The model shape `f`'s metadata describes (`path` names it in messages).
 // Unimplemented naming general.architecture when it is none of the four, or a
-// feature the graph does not have (RoPE scaling, logit soft-capping);
+// feature the graph does not have (rope.scaling.type metadata, a rope_freqs.weight
+// table of no Llama 3 scaling, logit soft-capping); Llama 3's scaling comes from the
+// rope_freqs.weight tensor llama.cpp's converter writes (see gguf_arch.cc);
 // InvalidArgument for sizes out of elf/elf.h's limits or inconsistent together.
 absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::string& path);
 

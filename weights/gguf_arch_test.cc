@@ -2,6 +2,8 @@
 // its tensor names, Q/K rows as stored, Gemma's 1 + w norms; and the real Gemma 3
 // 270M file's tensor names and norms (against transformers'). Its shape against
 // google/gemma-3-270m's config.json: //tests/checkpoints:gemma3_gguf_shape_test.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -113,8 +115,10 @@ struct ArchGguf {
 // `s` written as a GGUF of architecture `arch`, every tensor F32 in HF row order (no
 // converter but llama's permutes Q/K), Gemma's norms as 1 + w. Values are exact in
 // bf16 (k / 128, |k| <= 125), distinct per tensor and row.
+// rope_freqs.weight holds `rope_freqs` (default: head_dim / 2 ones, no scaling).
 ArchGguf WriteArchGguf(const std::string& file, const std::string& arch, const elf::ModelShape& s,
-                       const std::vector<std::pair<std::string, std::string>>& extra_strings = {}) {
+                       const std::vector<std::pair<std::string, std::string>>& extra_strings = {},
+                       std::vector<float> rope_freqs = {}) {
   const std::string p = arch + ".";
   GgufWriter w;
   w.KvString("general.architecture", arch)
@@ -151,7 +155,9 @@ ArchGguf WriteArchGguf(const std::string& file, const std::string& arch, const e
     w.Tensor(GgufNameOf(name, s.sandwich_norms()), std::vector<uint64_t>(dims.rbegin(), dims.rend()), kF32,
              testing::RawBytes(stored));
   }
-  w.Tensor("rope_freqs.weight", {4}, kF32, std::string(16, '\0'));  // ignored
+  if (rope_freqs.empty()) rope_freqs.assign(static_cast<size_t>(s.head_dim() / 2), 1.0f);
+  // No HF counterpart: read for the shape (rope_scaling), loaded as no tensor.
+  w.Tensor("rope_freqs.weight", {rope_freqs.size()}, kF32, testing::RawBytes(rope_freqs));
   out.path = TempDir("gguf_arch") + "/" + file;
   WriteFile(out.path, w.Bytes());
   return out;
@@ -207,6 +213,101 @@ TEST(GgufArchTest, RefusesWhatTheGraphDoesNotHave) {
     const ArchGguf g = WriteArchGguf(c.arch + "_scaled.gguf", c.arch, s, {{c.key, c.value}});
     for (const absl::Status& st : {GgufShape(g.path).status(), LoadGguf(g.path).status()}) {
       EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+      EXPECT_TRUE(absl::StrContains(st.message(), c.message)) << st;
+    }
+  }
+}
+
+// Llama 3's rope_scaling as llama.cpp's convert_hf_to_gguf.py (LlamaModel,
+// generate_extra_tensors) stores it: per rotary frequency the factor llama.cpp divides
+// it by (ggml_rope_ext's freq_factors), computed here as the converter does, the
+// frequencies in float32 (torch), the rest in Python's doubles, stored as float32.
+std::vector<float> ConverterRopeFreqs(float theta, int head_dim, double factor, double low, double high,
+                                      double original) {
+  std::vector<float> out;
+  for (int i = 0; i < head_dim; i += 2) {
+    const float freq = 1.0f / std::pow(theta, static_cast<float>(i) / static_cast<float>(head_dim));
+    const double wavelen = 2 * 3.141592653589793 / freq;
+    if (wavelen < original / high) {
+      out.push_back(1.0f);
+    } else if (wavelen > original / low) {
+      out.push_back(static_cast<float>(factor));
+    } else {
+      const double smooth = (original / wavelen - low) / (high - low);
+      out.push_back(static_cast<float>(1 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+// A Llama-3.x-shaped llama GGUF (head_dim, theta 500000) with the rope_freqs of `factor`.
+elf::ModelShape TinyLlama3(int head_dim) {
+  elf::ModelShape s = TinyShape();
+  s.set_name("tiny_1k");
+  s.set_head_dim(head_dim);
+  s.set_rope_theta(500000.0f);
+  return s;
+}
+
+TEST(GgufArchTest, Llama3RopeScalingFromRopeFreqs) {
+  struct Case {
+    int head_dim;
+    double factor;  // Llama 3.2 (1B, 3B: head_dim 64, 128): 32; Llama 3.1 (8B: 128): 8
+  };
+  for (const Case& c : std::vector<Case>{{64, 32}, {128, 32}, {128, 8}}) {
+    SCOPED_TRACE(absl::StrCat("head_dim ", c.head_dim, " factor ", c.factor));
+    elf::ModelShape want = TinyLlama3(c.head_dim);
+    const std::vector<float> freqs = ConverterRopeFreqs(500000.0f, c.head_dim, c.factor, 1, 4, 8192);
+    // All three bands occur: 1 (short wavelengths), the blend, `factor` (long ones).
+    ASSERT_EQ(freqs.front(), 1.0f);
+    ASSERT_EQ(freqs.back(), static_cast<float>(c.factor));
+    ASSERT_TRUE(std::any_of(freqs.begin(), freqs.end(), [&](float v) { return v > 1 && v < c.factor; }));
+    const ArchGguf g = WriteArchGguf(absl::StrCat("llama3_", c.head_dim, "_", c.factor, ".gguf"), "llama", want,
+                                     {}, freqs);
+    elf::RopeScaling* r = want.mutable_rope_scaling();
+    r->set_type("llama3");
+    r->set_factor(static_cast<float>(c.factor));
+    r->set_low_freq_factor(1);
+    r->set_high_freq_factor(4);
+    r->set_original_max_position(8192);
+    auto read = GgufShape(g.path);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(read->DebugString(), want.DebugString());
+    auto w = LoadGguf(g.path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->shape().DebugString(), want.DebugString());
+    EXPECT_EQ(w->Find("rope_freqs.weight"), nullptr);
+  }
+}
+
+TEST(GgufArchTest, RopeFreqsOfNoLlama3ScalingAreRefused) {
+  std::vector<float> other = ConverterRopeFreqs(500000.0f, 64, 8, 1, 2, 8192);  // high_freq_factor 2
+  std::vector<float> nudged = ConverterRopeFreqs(500000.0f, 64, 8, 1, 4, 8192);
+  for (float& v : nudged) {
+    if (v > 1 && v < 8) {
+      v *= 1.001f;  // one blended factor off by 0.1%
+      break;
+    }
+  }
+  std::vector<float> inverted = ConverterRopeFreqs(500000.0f, 64, 8, 1, 4, 8192);
+  for (float& v : inverted) v = 1 / v;  // frequency multipliers, not divisors
+  struct Case {
+    std::string name;
+    std::vector<float> freqs;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"other", other, "matches no Llama 3 rope scaling"},
+           {"nudged", nudged, "matches no Llama 3 rope scaling"},
+           {"inverted", inverted, "matches no Llama 3 rope scaling"},
+           {"short", std::vector<float>(16, 1.0f), "only F32 [head_dim / 2 = 32]"},
+       }) {
+    SCOPED_TRACE(c.name);
+    const ArchGguf g =
+        WriteArchGguf(absl::StrCat("llama3_", c.name, ".gguf"), "llama", TinyLlama3(64), {}, c.freqs);
+    for (const absl::Status& st : {GgufShape(g.path).status(), LoadGguf(g.path).status()}) {
+      EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+      EXPECT_TRUE(absl::StrContains(st.message(), "rope_freqs.weight")) << st;
       EXPECT_TRUE(absl::StrContains(st.message(), c.message)) << st;
     }
   }

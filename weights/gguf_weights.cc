@@ -34,7 +34,8 @@ elf::BlockFormat BlockFormatOf(GgmlType type) {
 // bf16 in HF row order, less the converter's offset; keeps the file's blocks when
 // the kernels read their format.
 absl::StatusOr<Tensor> LoadGgufTensor(const GgufFile& f, const GgufTensorInfo& info, const std::string& name,
-                                      const std::vector<int64_t>& dims, const elf::ModelShape& shape) {
+                                      const std::vector<int64_t>& dims, const elf::ModelShape& shape,
+                                      bool blocks_only) {
   auto where = [&] { return absl::StrCat("tensor \"", info.name, "\" (", name, ") in ", f.name()); };
   Tensor t;
   t.shape.assign(info.dims.rbegin(), info.dims.rend());  // ggml order -> PyTorch order
@@ -60,6 +61,14 @@ absl::StatusOr<Tensor> LoadGgufTensor(const GgufFile& f, const GgufTensorInfo& i
   if (n_head > 0 && rows % (2 * n_head) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(where(), ": ", rows, " rows cannot be split into ", n_head, " heads x 2 halves"));
+  }
+  // Blocks only (LoadGguf's blocks_only): the file's blocks, no bf16 values, where the
+  // kernels read its format and the converter changed no value.
+  if (const elf::BlockFormat format = BlockFormatOf(info.type);
+      blocks_only && format != elf::BLOCK_FORMAT_NONE && t.shape.size() == 2 &&
+      GgufStoredOffset(shape, name) == 0.0f) {
+    t.stored = StoredBlocks{format, bytes->data(), static_cast<size_t>(*row_bytes), n_head};
+    return t;
   }
   t.data = AlignedBuffer<bf16>(static_cast<size_t>(t.numel()));
   if (t.numel() > 0 && t.data.empty()) return absl::ResourceExhaustedError(absl::StrCat(where(), ": out of memory"));
@@ -113,7 +122,8 @@ absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::st
 }
 
 absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
-                                        const std::function<bool(absl::string_view)>& select) {
+                                        const std::function<bool(absl::string_view)>& select,
+                                        const BlocksOnly& blocks_only) {
   DK_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> owned, GgufFile::Open(path));
   // Kept mapped while the weights live: the StoredBlocks point into it.
   const std::shared_ptr<const GgufFile> file(std::move(owned));
@@ -130,7 +140,8 @@ absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
     const auto exp = expected.find(name);
     if (exp == expected.end()) continue;  // no HF counterpart (e.g. rope_freqs)
     if (select && !select(name)) continue;
-    DK_ASSIGN_OR_RETURN(Tensor t, LoadGgufTensor(*f, info, name, exp->second, shape));
+    DK_ASSIGN_OR_RETURN(Tensor t, LoadGgufTensor(*f, info, name, exp->second, shape,
+                                                 blocks_only != nullptr && blocks_only(name)));
     w.Add(name, std::move(t));
   }
   // Dequantizing touched every page; the blocks are read again (from the page cache)
@@ -140,8 +151,10 @@ absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
   return w;
 }
 
-absl::StatusOr<Weights> LoadGguf(const std::string& path) {
-  DK_ASSIGN_OR_RETURN(Weights w, LoadGgufTensors(path, nullptr));
+absl::StatusOr<Weights> LoadGguf(const std::string& path) { return LoadGguf(path, nullptr); }
+
+absl::StatusOr<Weights> LoadGguf(const std::string& path, const BlocksOnly& blocks_only) {
+  DK_ASSIGN_OR_RETURN(Weights w, LoadGgufTensors(path, nullptr, blocks_only));
   DK_RETURN_IF_ERROR(CheckWeights(w, w.shape()));
   return w;
 }

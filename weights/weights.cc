@@ -46,7 +46,17 @@ void Weights::Add(std::string name, Tensor tensor) {
 
 int64_t Weights::ReleaseData(absl::string_view name) {
   const auto it = tensors_.find(std::string(name));
-  if (it == tensors_.end() || it->second.data.size() == 0) return 0;
+  if (it == tensors_.end()) return 0;
+  // The file's blocks, copied into BOs by now: their pages of the (private, read-only)
+  // mapping go back to the page cache, re-read from the file if ever touched again.
+  if (const Tensor& t = it->second; t.stored.data != nullptr && t.shape.size() == 2) {
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t base = reinterpret_cast<uintptr_t>(t.stored.data);
+    const uintptr_t from = (base + page - 1) / page * page;
+    const uintptr_t to = (base + static_cast<uintptr_t>(t.shape[0]) * t.stored.row_bytes) / page * page;
+    if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);  // advice only
+  }
+  if (it->second.data.size() == 0) return 0;
   const int64_t bytes = static_cast<int64_t>(it->second.data.size() * sizeof(bf16));
   it->second.data = AlignedBuffer<bf16>();
   return bytes;
@@ -147,7 +157,9 @@ absl::Status CheckWeights(const Weights& w, const elf::ModelShape& shape) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Weights> LoadWeights(const std::string& path) {
+absl::StatusOr<Weights> LoadWeights(const std::string& path) { return LoadWeights(path, nullptr); }
+
+absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& blocks_only) {
   absl::StatusOr<OpenedPath> opened = OpenUserPath(path, "weights", PathKinds::kFileOrDirectory);
   if (absl::IsNotFound(opened.status())) {
     return absl::NotFoundError(absl::StrCat(opened.status().message(),
@@ -157,7 +169,7 @@ absl::StatusOr<Weights> LoadWeights(const std::string& path) {
   if (opened->is_directory) return LoadHfCheckpoint(path);
   // By content, not by name: a GGUF file starts with its magic.
   DK_ASSIGN_OR_RETURN(std::string magic, ReadHead(*opened, path, 4));
-  if (magic == "GGUF") return LoadGguf(path);
+  if (magic == "GGUF") return LoadGguf(path, blocks_only);
   return absl::InvalidArgumentError(absl::StrCat(
       "weights ", path, " are not a GGUF file (", magic.size() < 4 ? "shorter than" : "no",
       " GGUF magic) and not an HF checkpoint directory"));

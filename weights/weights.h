@@ -145,20 +145,34 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 // w; Q8_0, Q4_0 and Q4_1 tensors also keep their StoredBlocks (the file stays mapped,
 // its pages released after loading); tied unless the file has output.weight. The
 // shape's name is general.basename + "_" + general.size_label in lower case (else
-// the file stem); max_context is <arch>.context_length. RoPE scaling is not read from
-// GGUF (llama.cpp stores Llama 3's as a rope_freqs tensor; another type is refused).
+// the file stem); max_context is <arch>.context_length. Llama 3's RoPE scaling comes
+// from the rope_freqs.weight tensor llama.cpp's converter stores it as (its parameters
+// recovered by matching the table; a table of no Llama 3 scaling is refused);
+// rope.scaling.type metadata other than "none" is refused.
 // Loaders and MakeSyntheticWeights split work over SharedThreadPool(): call them from
 // one thread at a time, never from inside a pool task.
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
+
+// Which tensors a loader may leave without bf16 values: those a decode ELF reads
+// only as the file's own blocks (quantize_weights scheme=gguf). A tensor it names is
+// loaded as its shape and StoredBlocks alone (no `data`: has_data() is false, as
+// after ReleaseData) where the file stores it in blocks the kernels read; any other
+// tensor is dequantized as usual. Null: every tensor dequantized.
+using BlocksOnly = std::function<bool(absl::string_view hf_name)>;
+
+// As LoadGguf, the tensors `blocks_only` names kept as blocks only: a Q4_K_M 8B then
+// needs its file's bytes, not 2 bytes per parameter of bf16 besides.
+absl::StatusOr<Weights> LoadGguf(const std::string& path, const BlocksOnly& blocks_only);
 
 // As LoadGguf, only the tensors whose HF name `select` accepts (all when it is
 // empty), without checking that the model is complete: a few tensors of a big file,
 // or of one whose other tensors' types cannot be dequantized.
 absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
-                                        const std::function<bool(absl::string_view)>& select);
+                                        const std::function<bool(absl::string_view)>& select,
+                                        const BlocksOnly& blocks_only = nullptr);
 
 // The model shape a GGUF's metadata describes, as LoadGguf reads it; reads only the
-// header (no tensor is dequantized, whatever its type).
+// header and rope_freqs.weight (no weight is dequantized, whatever its type).
 absl::StatusOr<elf::ModelShape> GgufShape(const std::string& path);
 
 // How a GGUF stores each tensor LoadGguf loads, by HF name: the ggml type's name
@@ -168,6 +182,8 @@ absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::st
 // A directory is an HF checkpoint, a file starting with the GGUF magic is GGUF
 // (whatever its name); NotFound when `path` does not exist, InvalidArgument otherwise.
 absl::StatusOr<Weights> LoadWeights(const std::string& path);
+// As LoadWeights; a GGUF's tensors `blocks_only` names kept as blocks only (LoadGguf).
+absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& blocks_only);
 
 // Deterministic synthetic weights for `shape`: the same seed gives the same bytes on
 // every machine. Linear and embedding weights ~ uniform with std 0.02 (HF's

@@ -209,7 +209,8 @@ TinyGguf WriteTinyGguf(const std::string& file, const elf::ModelShape& s,
     std::vector<uint64_t> gdims(dims.rbegin(), dims.rend());
     w.Tensor(c.gguf_name, gdims, c.type, bytes);
   }
-  w.Tensor("rope_freqs.weight", {4}, kF32, std::string(16, '\0'));  // ignored
+  // RoPE factors all 1 (no Llama 3 scaling): read for the shape, loaded as no tensor.
+  w.Tensor("rope_freqs.weight", {4}, kF32, testing::RawBytes(std::vector<float>(4, 1.0f)));
   out.path = TempDir("gguf") + "/" + file;
   WriteFile(out.path, w.Bytes());
   return out;

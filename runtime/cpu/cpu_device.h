@@ -19,8 +19,10 @@
 #define DK_RUNTIME_CPU_CPU_DEVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -92,6 +94,11 @@ class EmbeddingRows {
  public:
   EmbeddingRows(const bf16* table, int64_t vocab, int64_t hidden)
       : table_(table), vocab_(vocab), hidden_(hidden) {}
+  // Rows made on demand by `rows` (row id, out: hidden elements), e.g. dequantized
+  // from a GGUF's blocks, instead of a bf16 table.
+  using RowFn = std::function<void(int64_t row, bf16* out)>;
+  EmbeddingRows(RowFn rows, int64_t vocab, int64_t hidden)
+      : table_(nullptr), vocab_(vocab), hidden_(hidden), row_fn_(std::move(rows)) {}
 
   // OK when the BOs of `program` that hold rows of weight tensor `tensor` are STATIC
   // bf16 BOs holding every row of the vocabulary exactly once, in layouts Read
@@ -120,6 +127,7 @@ class EmbeddingRows {
                                           const std::string& tensor) const;
   const bf16* table_;
   int64_t vocab_, hidden_;
+  RowFn row_fn_;             // set: rows from it, not from table_
   std::vector<Part> parts_;  // by begin
 };
 

@@ -321,6 +321,13 @@ absl::Status EmbeddingRows::UseBos(const elf::Program& program, const std::vecto
 }
 
 absl::Status EmbeddingRows::Read(uint32_t id, bf16* out) const {
+  if (row_fn_ && parts_.empty()) {
+    if (id >= vocab_) {
+      return absl::InvalidArgumentError(absl::StrCat("token id ", id, " is out of range for a vocabulary of ", vocab_));
+    }
+    row_fn_(id, out);
+    return absl::OkStatus();
+  }
   if (parts_.empty()) return kernels::EmbeddingLookup(table_, vocab_, hidden_, id, out);
   if (id >= vocab_) {
     return absl::InvalidArgumentError(absl::StrCat("token id ", id, " is out of range for a vocabulary of ", vocab_));

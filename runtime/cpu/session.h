@@ -4,6 +4,8 @@
 #ifndef DK_RUNTIME_CPU_SESSION_H_
 #define DK_RUNTIME_CPU_SESSION_H_
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +23,40 @@ namespace dk::runtime {
 // else a checkpoint directory or a .gguf file.
 absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec,
                                                 const elf::ModelShape& model);
+// As ReadWeightsSpec, for a session of `program`: a GGUF's tensors that `program`
+// reads only as the file's own blocks (GgufBlocksOnly) are loaded as blocks only,
+// and the load is refused (ResourceExhausted, with the figures) before anything is
+// allocated when EstimateSessionMemory exceeds the host's MemAvailable (`max_context`:
+// SessionOptions::max_context, 0 the model's).
+absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec, const elf::Program& program,
+                                                int max_context = 0);
+
+// The tensors every weight BO of `program` reads as the file's own blocks
+// (blocks_as_stored), and in such a GGUF stage the embedding, unless a BO reads its
+// bf16 (the host then dequantizes each row it embeds from the file's blocks).
+weights::BlocksOnly GgufBlocksOnly(const elf::Program& program);
+
+// What an OpenOwning session of `program` holds at its peak, by part: the weights as
+// loaded (bf16, 2 bytes an element, but those `blocks_only` names), the weight BOs,
+// the other BOs, and the KV cache (bf16 K and V for `max_context` positions, 0: the
+// model's). Where every weight BO is STATIC the loaded values are freed tensor by
+// tensor as the BOs fill (the larger of the two counts); else (a WRITE weight BO is
+// rewritten from them every run) both are held.
+struct SessionMemory {
+  int64_t loaded_weights = 0, weight_bos = 0, other_bos = 0, kv_cache = 0;
+  bool released = true;  // every weight BO STATIC
+  int64_t total() const {
+    return (released ? std::max(loaded_weights, weight_bos) : loaded_weights + weight_bos) + other_bos + kv_cache;
+  }
+};
+SessionMemory EstimateSessionMemory(const elf::Program& program, const weights::BlocksOnly& blocks_only,
+                                    int max_context = 0);
+// ResourceExhausted naming the figures when `need` exceeds `available` bytes
+// (`what`: the ELF, for the message).
+absl::Status CheckSessionMemory(const SessionMemory& need, int64_t available, const std::string& what);
+// /proc/meminfo's MemAvailable in bytes; -1 when it cannot be read.
+int64_t MemAvailableBytes();
+
 // ReadWeightsSpec's weights, to share read-only between sessions (Open).
 absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
     const std::string& spec, const elf::ModelShape& model);

@@ -47,7 +47,11 @@ ABSL_FLAG(std::string, elf, "", "decode ELF");
 ABSL_FLAG(std::string, weights, "synthetic", "checkpoint dir, .gguf or synthetic[:SEED]");
 ABSL_FLAG(int, context, 128, "positions before the KV cache is reset");
 ABSL_FLAG(int, tokens, 128, "timed tokens (benchmark iterations) per thread count");
-ABSL_FLAG(int, warmup, 8, "untimed tokens first, from position 0");
+ABSL_FLAG(int, warmup, 8, "untimed tokens first, from position 0 (from --depth)");
+ABSL_FLAG(int, depth, 0,
+          "BM_Decode: prompt tokens fed first (Decoder::Feed, untimed; ids (1 + 7919 i) mod vocab, "
+          "as --prompt_tokens), so that the warmup and timed tokens decode at positions depth.. "
+          "(llama-bench -d); --context must cover depth + warmup + tokens");
 ABSL_FLAG(int, bandwidth_every, 4,
           "sample the read bandwidth before every N-th timed token (untimed)");
 ABSL_FLAG(int, prompt_tokens, 0,
@@ -71,12 +75,18 @@ struct Setup {
   std::unique_ptr<dk::ThreadPool> pool;
   std::unique_ptr<dk::runtime::CpuSession> session;
   int64_t weight_bytes = 0;
+  double load_ms = 0;  // the weights read (by main for the first benchmark) + the session opened
 };
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 // Loaded by main (bad weights fail before any benchmark); each benchmark's session
 // takes them over (OpenOwning: the weights are then held once, in the BOs) and the
 // next one loads them again.
 std::optional<dk::weights::Weights> g_weights;
+double g_weights_ms = 0;  // how long reading g_weights took
 dk::elf::Program g_program;
 std::string g_elf;           // --elf, or the stage --model built
 std::string g_weights_spec;  // --weights, or the model file
@@ -111,14 +121,17 @@ std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
   options.pool = s->pool.get();
   options.cpu = g_runtime.cpu;
   options.prefill_rows = g_runtime.prefill_rows;
+  const auto t0 = std::chrono::steady_clock::now();
   if (!g_weights) {
-    auto again = dk::runtime::ReadWeightsSpec(g_weights_spec, g_program.model());
+    auto again = dk::runtime::ReadWeightsSpec(g_weights_spec, g_program);
     if (!again.ok()) {
       state.SkipWithError(std::string(again.status().message()).c_str());
       return nullptr;
     }
     g_weights = *std::move(again);
+    g_weights_ms = MsSince(t0);
   }
+  const auto t_open = std::chrono::steady_clock::now();
   auto session = dk::runtime::CpuSession::OpenOwning(g_program, g_elf, *std::move(g_weights), options);
   g_weights.reset();
   if (!session.ok()) {
@@ -126,6 +139,7 @@ std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
     return nullptr;
   }
   s->session = *std::move(session);
+  s->load_ms = g_weights_ms + MsSince(t_open);
   return s;
 }
 
@@ -231,10 +245,28 @@ void BM_Decode(benchmark::State& state) {
   if (s == nullptr) return;
   dk::runtime::Decoder& decoder = s->session->decoder();
   const int context = absl::GetFlag(FLAGS_context);
-  // Warm up: caches, page faults, the first positions.
+  // --depth: the prompt first (its prefill time is reported, not timed as tokens).
   uint32_t token = 1;
+  double depth_ms = 0;
+  if (const int depth = absl::GetFlag(FLAGS_depth); depth > 0) {
+    std::vector<uint32_t> prompt;
+    const uint32_t vocab = static_cast<uint32_t>(g_program.model().vocab());
+    for (int i = 0; i < depth; ++i) prompt.push_back((1 + 7919u * i) % vocab);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (absl::Status r = decoder.Feed(prompt); !r.ok()) {
+      state.SkipWithError(std::string(r.message()).c_str());
+      return;
+    }
+    depth_ms = MsSince(t0);
+    token = decoder.last().token;
+  }
+  // Warm up: caches, page faults, the first positions. The first token's time after
+  // the load (weights read + session open) is the load's "first token ready".
+  double first_token_ms = 0;
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
     if (!decoder.Advance(token).ok()) break;
+    if (i == 0) first_token_ms = MsSince(t0);
     token = decoder.last().token;
   }
 
@@ -300,6 +332,10 @@ void BM_Decode(benchmark::State& state) {
   const double solo = pool_after.solo_runs - pool_before.solo_runs;
   state.counters["pool_solo_pct"] = parallel + solo > 0 ? 100.0 * solo / (parallel + solo) : 0.0;
   state.counters["pool_stalls_per_token"] = (pool_after.stalls - pool_before.stalls) / tokens;
+  state.counters["load_ms"] = s->load_ms;
+  state.counters["load_first_token_ms"] = s->load_ms + first_token_ms;  // without --depth's prefill
+  state.counters["depth"] = absl::GetFlag(FLAGS_depth);
+  state.counters["depth_prefill_ms"] = depth_ms;
   state.SetLabel(g_program.model().name());
 }
 
@@ -420,6 +456,7 @@ int main(int argc, char** argv) {
         dk::cli::RequireRange("context", absl::GetFlag(FLAGS_context), 1, dk::elf::kMaxDimension),
         dk::cli::RequireRange("tokens", absl::GetFlag(FLAGS_tokens), 1, 1 << 20),
         dk::cli::RequireRange("warmup", absl::GetFlag(FLAGS_warmup), 0, 1 << 20),
+        dk::cli::RequireRange("depth", absl::GetFlag(FLAGS_depth), 0, dk::elf::kMaxDimension),
         dk::cli::RequireRange("bandwidth_every", absl::GetFlag(FLAGS_bandwidth_every), 1, 1 << 20),
         dk::cli::RequireRange("prompt_tokens", absl::GetFlag(FLAGS_prompt_tokens), 0, dk::elf::kMaxDimension),
         dk::cli::RequireRange("prompts", absl::GetFlag(FLAGS_prompts), 1, 1 << 20)}) {
@@ -455,9 +492,21 @@ int main(int argc, char** argv) {
                                                 g_program.model().max_context(), " positions")),
         dk::kExitUsage);
   }
-  auto weights = dk::runtime::ReadWeightsSpec(weights_spec, g_program.model());
+  if (const int depth = absl::GetFlag(FLAGS_depth);
+      depth > 0 && static_cast<int64_t>(depth) + absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_tokens) >
+                       absl::GetFlag(FLAGS_context)) {
+    return dk::ExitWithError(
+        "decode_bench",
+        absl::InvalidArgumentError(absl::StrCat("--depth ", depth, " + --warmup + --tokens exceed --context ",
+                                                absl::GetFlag(FLAGS_context),
+                                                " (the timed tokens must decode after the depth, never reset)")),
+        dk::kExitUsage);
+  }
+  const auto t_weights = std::chrono::steady_clock::now();
+  auto weights = dk::runtime::ReadWeightsSpec(weights_spec, g_program);
   if (!weights.ok()) return Fail(weights.status());
   g_weights = *std::move(weights);
+  g_weights_ms = MsSince(t_weights);
   // Registered here, not with BENCHMARK(), so that --tokens sets the iterations
   // (select one thread count with --benchmark_filter=BM_Decode/threads:2/).
   const bool prompt = absl::GetFlag(FLAGS_prompt_tokens) > 0;

@@ -6,6 +6,8 @@ llama_decode + llama_synchronize per token, timed with perf_counter.
   Timing (what ab.py runs; prints one JSON line):
     tools/peer/.venv/bin/python tools/peer/llama_decode.py time --gguf M.gguf \
         --threads 2 --warmup 8 --tokens 64
+  (--depth 8192: after 8192 prompt tokens, as llama-bench -d 8192; the JSON also has the load
+  time and the time to the first token)
   Prompt processing (llama-bench's pp: a new sequence's N prompt tokens in batches of
   --n_batch, logits for the last one only; tokens/s of the median run; prints one JSON line):
     tools/peer/.venv/bin/python tools/peer/llama_decode.py pp --gguf M.gguf \
@@ -58,6 +60,8 @@ def open_model(path, threads, n_ctx, load_mode, n_batch=1):
     mp = L.llama_model_default_params()  # a ctypes struct: set only fields it has
     mp.n_gpu_layers = 0
     mp.load_mode = LOAD_MODES[load_mode]
+    if os.environ.get("PEER_NO_EXTRA_BUFTS"):
+        mp.use_extra_bufts = False  # no AMX / repacked weight buffers
     model = L.llama_model_load_from_file(path.encode(), mp)
     if not model:
         raise SystemExit(f"llama.cpp could not load {path}")
@@ -102,23 +106,59 @@ def decode(ctx, batch):
     L.llama_synchronize(ctx)
 
 
+def prefill(ctx, ids, n_batch):
+    """Feeds `ids` at positions 0.. in batches of n_batch (logits for the last one only)."""
+    batch = L.llama_batch_init(n_batch, 0, 1)
+    for start in range(0, len(ids), n_batch):
+        chunk = ids[start:start + n_batch]
+        batch.n_tokens = len(chunk)
+        for i, t in enumerate(chunk):
+            batch.token[i] = t
+            batch.pos[i] = start + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = 1 if start + i == len(ids) - 1 else 0
+        rc = L.llama_decode(ctx, batch)
+        if rc != 0:
+            raise SystemExit(f"llama_decode returned {rc}")
+    L.llama_synchronize(ctx)
+    L.llama_batch_free(batch)
+
+
 def cmd_time(a):
+    """--depth D (llama-bench -d D): D prompt tokens ((1 + 7919 i) mod vocab, as pp) fed in
+    batches of 512 first, untimed; the warmup and timed tokens follow at positions D.."""
     quiet_logs(a.verbose)
-    model, ctx, n_vocab = open_model(a.gguf, a.threads, a.n_ctx, a.load_mode)
+    t_start = time.perf_counter()
+    n_ctx = max(a.n_ctx, a.depth + a.warmup + a.tokens + 16) if a.depth else a.n_ctx
+    n_batch = min(a.depth_batch, a.depth) if a.depth else 1
+    model, ctx, n_vocab = open_model(a.gguf, a.threads, n_ctx, a.load_mode, n_batch)
+    load_ms = (time.perf_counter() - t_start) * 1e3
+    prefill_ms = 0.0
+    if a.depth:
+        t0 = time.perf_counter()
+        prefill(ctx, [(1 + 7919 * i) % n_vocab for i in range(a.depth)], n_batch)
+        prefill_ms = (time.perf_counter() - t0) * 1e3
     batch = OneTokenBatch()
     token, ms = 1, []
-    for pos in range(a.warmup + a.tokens):
+    first_token_ms = None
+    for pos in range(a.depth, a.depth + a.warmup + a.tokens):
         batch.set(token, pos)
         t0 = time.perf_counter()
         decode(ctx, batch)
         t1 = time.perf_counter()
         token = int(np.argmax(logits_of(ctx, n_vocab)))
-        if pos >= a.warmup:
+        if first_token_ms is None:
+            first_token_ms = (time.perf_counter() - t_start) * 1e3 - prefill_ms
+        if pos >= a.depth + a.warmup:
             ms.append((t1 - t0) * 1e3)
     print(json.dumps({
         "engine": "llama.cpp", "gguf": os.path.basename(a.gguf), "threads": a.threads,
-        "warmup": a.warmup, "tokens": len(ms), "ms_per_token": statistics.median(ms),
+        "depth": a.depth, "warmup": a.warmup, "tokens": len(ms), "ms_per_token": statistics.median(ms),
         "ms_min": min(ms), "ms_max": max(ms),
+        # load: llama_model_load_from_file + llama_init_from_model; first token: from the start of
+        # the load to the first token's logits (the depth's prefill not counted)
+        "load_ms": load_ms, "first_token_ms": first_token_ms, "prefill_ms": prefill_ms,
     }))
     L.llama_free(ctx)
     L.llama_model_free(model)
@@ -193,7 +233,7 @@ def cmd_quantize(a):
     quiet_logs(a.verbose)
     L.llama_backend_init()
     types = {"bf16": L.LLAMA_FTYPE_MOSTLY_BF16, "q8_0": L.LLAMA_FTYPE_MOSTLY_Q8_0,
-             "f16": L.LLAMA_FTYPE_MOSTLY_F16}
+             "f16": L.LLAMA_FTYPE_MOSTLY_F16, "q4_k_m": L.LLAMA_FTYPE_MOSTLY_Q4_K_M}
     qp = L.llama_model_quantize_default_params()
     qp.ftype = types[a.type]
     if a.embedding_type:
@@ -224,6 +264,10 @@ def main():
     t = sub.choices["time"]
     t.add_argument("--warmup", type=int, default=8)
     t.add_argument("--tokens", type=int, default=64)
+    t.add_argument("--depth", type=int, default=0,
+                   help="prompt tokens fed (batches of 512) before the warmup: decode at positions D.. "
+                        "(llama-bench -d D)")
+    t.add_argument("--depth_batch", type=int, default=512, help="tokens per llama_decode of the depth's prompt")
     pp = sub.choices["pp"]
     pp.add_argument("--prompt_tokens", type=int, default=512)
     pp.add_argument("--n_batch", type=int, default=512, help="tokens per llama_decode (llama-bench: 512)")
@@ -233,7 +277,7 @@ def main():
     g.add_argument("--new_tokens", type=int, default=8)
     q = sub.choices["quantize"]
     q.add_argument("--out", required=True)
-    q.add_argument("--type", default="bf16", choices=["bf16", "q8_0", "f16"])
+    q.add_argument("--type", default="bf16", choices=["bf16", "q8_0", "f16", "q4_k_m"])
     q.add_argument("--embedding_type", choices=["bf16", "f16"],
                    help="keep token_embd (and a tied LM head) in this type")
     a = p.parse_args()
