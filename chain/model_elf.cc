@@ -121,15 +121,20 @@ absl::Status WriteAtomically(const std::string& path, const std::string& bytes) 
 
 // The cached ELF at `path` if it is whole: its sidecar names the sha256 of its
 // bytes, and it parses as a valid decode ELF. Anything else is a miss.
-bool ReadCached(const std::string& path, bool* existed) {
+bool ReadCached(const std::string& path, bool* existed, std::string* how) {
   struct stat st;
   *existed = ::stat(path.c_str(), &st) == 0;
   if (!*existed) return false;
   absl::StatusOr<std::string> bytes = ReadRegularFile(path, "cached ELF", elf::kMaxBytes);
   absl::StatusOr<std::string> digest = ReadRegularFile(path + ".sha256", "cached ELF digest");
   if (!bytes.ok() || !digest.ok()) return false;
-  if (weights::Sha256Hex(*bytes) + "\n" != *digest) return false;
-  return elf::ReadElf(*bytes, path).ok();
+  // "<sha256 of the ELF>\n<how it was made>\n"
+  const size_t newline = digest->find('\n');
+  if (newline == std::string::npos || digest->substr(0, newline) != weights::Sha256Hex(*bytes)) return false;
+  if (!elf::ReadElf(*bytes, path).ok()) return false;
+  *how = digest->substr(newline + 1);
+  while (!how->empty() && how->back() == '\n') how->pop_back();
+  return !how->empty();
 }
 
 std::string StoredOption(const std::map<std::string, std::string>& types) {
@@ -143,6 +148,34 @@ bool IsGguf(const std::string& path) {
   if (!opened.ok() || opened->is_directory) return false;
   absl::StatusOr<std::string> head = ReadHead(*opened, path, 4);
   return head.ok() && *head == "GGUF";
+}
+
+std::string StandardHow(const Stage& stage) {
+  if (stage.pass.empty()) return "the baseline";
+  return absl::StrCat(stage.pass, stage.options.empty() ? "" : " ", absl::StrJoin(stage.options, " "), " over ",
+                      stage.src);
+}
+
+size_t StageIndex(const std::vector<Stage>& chain, const std::string& name) {
+  for (size_t i = 0; i < chain.size(); ++i) {
+    if (chain[i].name == name) return i;
+  }
+  return 0;
+}
+
+// `stage`'s pass over the ELF `bytes` (named `src` in messages), as elf_opt runs it:
+// read back, the pass through ApplyPass, validated, written.
+absl::StatusOr<std::string> ApplyToBytes(const std::string& bytes, const std::string& src, const Stage& stage,
+                                         const std::vector<std::string>& args,
+                                         const registry::TargetConstraints& target) {
+  DK_ASSIGN_OR_RETURN(elf::Program program, elf::ReadElf(bytes, src));
+  DK_ASSIGN_OR_RETURN(const opt::Pass* pass, opt::FindPass(stage.pass));
+  DK_ASSIGN_OR_RETURN(const opt::PassOptions pass_options, opt::ParseOptions(*pass, args));
+  DK_RETURN_IF_ERROR(opt::ApplyPass(*pass, program, target, pass_options,
+                                    stage.allow_noop ? opt::NoopPolicy::kAllow : opt::NoopPolicy::kFail)
+                         .status());
+  DK_RETURN_IF_ERROR(elf::ValidateProgram(program));
+  return elf::WriteElf(program);
 }
 
 }  // namespace
@@ -213,7 +246,8 @@ absl::StatusOr<ModelElfs> BuildModelElfs(const std::string& model_path, const Mo
   std::string key_text = absl::StrCat("decodekit ELF cache 1\n", CodeIdentity().size(), ":", CodeIdentity(),
                                       "\n", shape_bytes.size(), ":", shape_bytes, "\n");
 
-  std::string bytes;  // the previous stage's ELF
+  std::string bytes;                     // the previous stage's ELF
+  std::vector<std::string> stage_bytes;  // every stage's, in order
   for (size_t i = 0; i <= last; ++i) {
     const Stage& stage = chain[i];
     std::vector<std::string> args = stage.options;
@@ -225,32 +259,46 @@ absl::StatusOr<ModelElfs> BuildModelElfs(const std::string& model_path, const Mo
     built.key = weights::Sha256Hex(key_text);
     built.elf_path = absl::StrCat(dir, "/", out.shape.name(), "-", stage.name, "-", built.key.substr(0, 16), ".elf");
     bool existed = false;
-    if (ReadCached(built.elf_path, &existed)) {
+    if (ReadCached(built.elf_path, &existed, &built.how)) {
       built.from_cache = true;
       DK_ASSIGN_OR_RETURN(bytes, ReadRegularFile(built.elf_path, "cached ELF", elf::kMaxBytes));
     } else {
       built.rebuilt_corrupt = existed;
-      elf::Program program;
       if (stage.pass.empty()) {
-        DK_ASSIGN_OR_RETURN(program, graph::BuildBaseline(out.shape));
+        DK_ASSIGN_OR_RETURN(const elf::Program program, graph::BuildBaseline(out.shape));
+        DK_ASSIGN_OR_RETURN(bytes, elf::WriteElf(program));
       } else {
-        // As elf_opt does: the stage before, read back from its bytes.
-        DK_ASSIGN_OR_RETURN(program, elf::ReadElf(bytes, chain[i - 1].name));
-        DK_ASSIGN_OR_RETURN(const opt::Pass* pass, opt::FindPass(stage.pass));
-        DK_ASSIGN_OR_RETURN(const opt::PassOptions pass_options, opt::ParseOptions(*pass, args));
-        absl::StatusOr<elf::LineageEntry> entry =
-            opt::ApplyPass(*pass, program, *target, pass_options,
-                           stage.allow_noop ? opt::NoopPolicy::kAllow : opt::NoopPolicy::kFail);
-        if (!entry.ok()) {
-          return absl::Status(entry.status().code(), absl::StrCat(stage.name, " (", stage.pass, " over ",
-                                                                  stage.src, "): ", entry.status().message()));
+        absl::StatusOr<std::string> next = ApplyToBytes(bytes, chain[i - 1].name, stage, args, *target);
+        const absl::Status standard_error = next.status();
+        if (!next.ok() && stage.stored_from_gguf && i >= 3) {
+          // The file's blocks in the unfused program, then the fusions that fit them.
+          const size_t opt_index = StageIndex(chain, "decode_opt");
+          const Stage fuse = chain[StageIndex(chain, "decode_fused")];
+          Stage quantize = stage;
+          quantize.src = "decode_opt";
+          absl::StatusOr<std::string> unfused =
+              ApplyToBytes(stage_bytes[opt_index], "decode_opt", quantize, args, *target);
+          if (unfused.ok()) {
+            Stage fuse_after = fuse;
+            fuse_after.allow_noop = true;
+            next = ApplyToBytes(*unfused, stage.name, fuse_after, fuse.options, *target);
+            built.how = absl::StrCat(stage.pass, " ", absl::StrJoin(stage.options, " "),
+                                     " over decode_opt, then fuse_kernels; over decode_q8 it failed: ",
+                                     standard_error.message());
+          }
         }
-        DK_RETURN_IF_ERROR(elf::ValidateProgram(program));
+        if (!next.ok()) {
+          return absl::Status(standard_error.code(), absl::StrCat(stage.name, " (", stage.pass, " over ",
+                                                                  stage.src, "): ", standard_error.message()));
+        }
+        bytes = *std::move(next);
       }
-      DK_ASSIGN_OR_RETURN(bytes, elf::WriteElf(program));
-      DK_RETURN_IF_ERROR(WriteAtomically(built.elf_path + ".sha256", weights::Sha256Hex(bytes) + "\n"));
+      if (built.how.empty()) built.how = StandardHow(stage);
+      DK_RETURN_IF_ERROR(
+          WriteAtomically(built.elf_path + ".sha256", absl::StrCat(weights::Sha256Hex(bytes), "\n", built.how, "\n")));
       DK_RETURN_IF_ERROR(WriteAtomically(built.elf_path, bytes));
     }
+    stage_bytes.push_back(bytes);
     out.stages.push_back(std::move(built));
   }
   out.best = static_cast<int>(out.stages.size()) - 1;
@@ -273,15 +321,8 @@ absl::StatusOr<int> FindStage(const ModelElfs& elfs, const std::string& name) {
 
 std::string Describe(const std::string& model_path, const ModelElfs& elfs, int stage) {
   const BuiltStage& s = elfs.stages[stage];
-  const std::vector<Stage> chain = StandardChain(elfs.gguf);
-  std::string how = "the baseline";
-  for (const Stage& c : chain) {
-    if (c.name == s.name && !c.pass.empty()) {
-      how = absl::StrCat(c.pass, c.options.empty() ? "" : " ", absl::StrJoin(c.options, " "), " over ", c.src);
-    }
-  }
   return absl::StrCat("model ", model_path, " (", elfs.shape.name(), ", ", elfs.shape.n_layers(), " layers, ",
-                      elfs.shape.max_context(), " positions): stage ", s.name, " (", how, "), ELF ", s.elf_path,
+                      elfs.shape.max_context(), " positions): stage ", s.name, " (", s.how, "), ELF ", s.elf_path,
                       s.from_cache ? " (cached)" : s.rebuilt_corrupt ? " (rebuilt: the cached entry was corrupt)"
                                                                       : " (built)");
 }

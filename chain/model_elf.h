@@ -38,6 +38,13 @@ struct Stage {
 // The standard chain: decode, decode_aligned, decode_bo, decode_opt, decode_fused,
 // decode_x12, decode_q8, then for a GGUF decode_gguf (the file's own blocks), and
 // decode_spec (speculative decoding over the last of those).
+//
+// One exception, for a GGUF whose blocks the fused launches cannot read (llama.cpp's
+// Q4_K_M keeps attn_v and ffn_down in Q6_K in some layers, q and k in Q4_K, and a
+// fused q/k/v launch reads one format): when quantize_weights(gguf) over decode_q8
+// fails, BuildModelElfs makes decode_gguf as quantize_weights(gguf) over decode_opt,
+// then fuse_kernels (which leaves mixed-format launches unfused), and says so. The
+// rules' chain (decodekit_model) fails the build on such a file, naming the launch.
 std::vector<Stage> StandardChain(bool gguf);
 
 // The stage a model file runs by default: the best its weights allow. decode_gguf
@@ -62,6 +69,8 @@ struct BuiltStage {
   std::string key;       // the cache key: sha256 of every input of this ELF
   bool from_cache = false;
   bool rebuilt_corrupt = false;  // a cache entry was there but failed its checks
+  // How it was made, for Describe ("quantize_weights scheme=gguf over decode_q8").
+  std::string how;
 };
 
 struct ModelElfs {

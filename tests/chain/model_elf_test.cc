@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/cpp/runfiles/runfiles.h"
+#include "weights/test_util.h"
 
 namespace dk::chain {
 namespace {
@@ -124,6 +125,63 @@ TEST_F(ModelElfTest, TheCacheServesWholeEntriesAndRebuildsACorruptOne) {
   ASSERT_TRUE(fourth.ok()) << fourth.status();
   EXPECT_TRUE(fourth->stages[2].rebuilt_corrupt);
   EXPECT_TRUE(Slurp(path) == good);
+}
+
+// A GGUF whose q / k and v are stored in different block formats (as llama.cpp's
+// Q4_K_M keeps attn_v in Q6_K in some layers): the fused q/k/v launch of decode_q8
+// cannot take the file's blocks, so decode_gguf is made from decode_opt, then fused,
+// and the stage says so. Only the header is read to build the ELFs.
+TEST_F(ModelElfTest, MixedBlockFormatsAreQuantizedBeforeTheFusions) {
+  constexpr uint32_t kF32 = 0, kQ4_0 = 2, kQ8_0 = 8;
+  constexpr uint64_t kHidden = 64, kFfn = 128, kVocab = 64;
+  const auto zeros = [](uint64_t elements, uint32_t type) {
+    const uint64_t bytes = type == kF32 ? elements * 4 : type == kQ8_0 ? elements / 32 * 34 : elements / 32 * 18;
+    return std::string(bytes, '\0');
+  };
+  weights::testing::GgufWriter w;
+  w.KvString("general.architecture", "llama")
+      .KvU32("llama.block_count", 1)
+      .KvU32("llama.context_length", 256)
+      .KvU32("llama.embedding_length", kHidden)
+      .KvU32("llama.feed_forward_length", kFfn)
+      .KvU32("llama.attention.head_count", 2)
+      .KvU32("llama.attention.head_count_kv", 2)
+      .KvF32("llama.rope.freq_base", 10000.0f)
+      .KvF32("llama.attention.layer_norm_rms_epsilon", 1e-5f)
+      .KvU32("llama.vocab_size", kVocab);
+  const auto tensor = [&](const std::string& name, uint64_t cols, uint64_t rows, uint32_t type) {
+    w.Tensor(name, rows == 1 ? std::vector<uint64_t>{cols} : std::vector<uint64_t>{cols, rows}, type,
+             zeros(cols * rows, type));
+  };
+  tensor("token_embd.weight", kHidden, kVocab, kQ8_0);
+  tensor("output_norm.weight", kHidden, 1, kF32);
+  tensor("blk.0.attn_norm.weight", kHidden, 1, kF32);
+  tensor("blk.0.attn_q.weight", kHidden, kHidden, kQ4_0);
+  tensor("blk.0.attn_k.weight", kHidden, kHidden, kQ4_0);
+  tensor("blk.0.attn_v.weight", kHidden, kHidden, kQ8_0);  // another format than q and k
+  tensor("blk.0.attn_output.weight", kHidden, kHidden, kQ4_0);
+  tensor("blk.0.ffn_norm.weight", kHidden, 1, kF32);
+  tensor("blk.0.ffn_gate.weight", kHidden, kFfn, kQ4_0);
+  tensor("blk.0.ffn_up.weight", kHidden, kFfn, kQ4_0);
+  tensor("blk.0.ffn_down.weight", kFfn, kHidden, kQ8_0);
+  const std::string path = Cache("mixed.gguf");
+  weights::testing::WriteFile(path, w.Bytes());
+  auto built = BuildModelElfs(path, {.name = "mixed", .max_context = 0, .cache_dir = Cache("mixed"), .up_to = ""});
+  ASSERT_TRUE(built.ok()) << built.status();
+  auto gguf = FindStage(*built, "decode_gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  EXPECT_EQ(*gguf, built->best);
+  const std::string& how = built->stages[*gguf].how;
+  EXPECT_THAT(how, HasSubstr("over decode_opt, then fuse_kernels"));
+  EXPECT_THAT(how, HasSubstr("over decode_q8 it failed"));
+  EXPECT_THAT(Describe(path, *built, *gguf), HasSubstr(how));
+  // From the cache: the same account of how it was made.
+  auto again = BuildModelElfs(path, {.name = "mixed", .max_context = 0, .cache_dir = Cache("mixed"), .up_to = ""});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->stages[*gguf].from_cache);
+  EXPECT_EQ(again->stages[*gguf].how, how);
+  // decode_spec runs over it.
+  EXPECT_EQ(built->stages.back().name, "decode_spec");
 }
 
 TEST_F(ModelElfTest, BadRequestsAreClearErrors) {
