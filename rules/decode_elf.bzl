@@ -63,7 +63,7 @@ def _model_shape_impl(ctx):
         mnemonic = "ModelShape",
         progress_message = "Reading the model shape of %s" % ctx.file.model.short_path,
     )
-    return [DefaultInfo(files = depset([out]))]
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
 
 model_shape = rule(
     implementation = _model_shape_impl,
