@@ -106,9 +106,11 @@ def decode(ctx, batch):
     L.llama_synchronize(ctx)
 
 
-def prefill(ctx, ids, n_batch):
-    """Feeds `ids` at positions 0.. in batches of n_batch (logits for the last one only)."""
-    batch = L.llama_batch_init(n_batch, 0, 1)
+def prefill(ctx, ids, n_batch, batch=None):
+    """Feeds `ids` at positions 0.. in batches of n_batch (logits for the last one only),
+    through `batch` (a llama_batch of n_batch tokens; None: a new one)."""
+    if batch is None:
+        batch = L.llama_batch_init(n_batch, 0, 1)
     for start in range(0, len(ids), n_batch):
         chunk = ids[start:start + n_batch]
         batch.n_tokens = len(chunk)
@@ -176,19 +178,7 @@ def cmd_pp(a):
 
     def run_prompt():
         L.llama_memory_clear(mem, True)
-        for start in range(0, len(ids), n_batch):
-            chunk = ids[start:start + n_batch]
-            batch.n_tokens = len(chunk)
-            for i, t in enumerate(chunk):
-                batch.token[i] = t
-                batch.pos[i] = start + i
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = 0
-                batch.logits[i] = 1 if start + i == len(ids) - 1 else 0
-            rc = L.llama_decode(ctx, batch)
-            if rc != 0:
-                raise SystemExit(f"llama_decode returned {rc}")
-        L.llama_synchronize(ctx)
+        prefill(ctx, ids, n_batch, batch)
 
     run_prompt()
     ms = []
