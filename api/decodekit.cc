@@ -150,11 +150,7 @@ absl::Status Engine::Impl::Open() {
     DK_ASSIGN_OR_RETURN(const int stage, dk::chain::FindStage(elfs, options.stage));
     built = dk::chain::Describe(options.model, elfs, stage);
     options.elf = elfs.stages[stage].elf_path;
-    if (options.weights.empty()) {
-      std::error_code ec;
-      const bool config_alone = !elfs.gguf && !std::filesystem::is_directory(options.model, ec);
-      options.weights = config_alone ? "synthetic" : options.model;
-    }
+    if (options.weights.empty()) options.weights = elfs.holds_weights ? options.model : "synthetic";
   }
   DK_ASSIGN_OR_RETURN(tokenizer_path, TokenizerPath(options));
   DK_ASSIGN_OR_RETURN(program, dk::elf::ReadElfFile(options.elf));

@@ -143,11 +143,17 @@ std::string StoredOption(const std::map<std::string, std::string>& types) {
   return absl::StrCat("stored=", absl::StrJoin(entries, ","));
 }
 
-bool IsGguf(const std::string& path) {
+// Whether `path` is a GGUF file (by its magic) and whether it holds weights (a GGUF or
+// a checkpoint directory; not a config.json alone). ShapeFromModelFile has opened it.
+void Classify(const std::string& path, ModelElfs& out) {
   absl::StatusOr<OpenedPath> opened = OpenUserPath(path, "model", PathKinds::kFileOrDirectory);
-  if (!opened.ok() || opened->is_directory) return false;
+  if (!opened.ok()) return;
+  if (opened->is_directory) {
+    out.holds_weights = true;
+    return;
+  }
   absl::StatusOr<std::string> head = ReadHead(*opened, path, 4);
-  return head.ok() && *head == "GGUF";
+  out.gguf = out.holds_weights = head.ok() && *head == "GGUF";
 }
 
 std::string StandardHow(const Stage& stage) {
@@ -212,7 +218,7 @@ absl::StatusOr<ModelElfs> BuildModelElfs(const std::string& model_path, const Mo
   ModelElfs out;
   DK_ASSIGN_OR_RETURN(out.shape, weights::ShapeFromModelFile(
                                      model_path, {.name = options.name, .max_context = options.max_context}));
-  out.gguf = IsGguf(model_path);
+  Classify(model_path, out);
   const std::vector<Stage> chain = StandardChain(out.gguf);
   size_t last = chain.size() - 1;
   if (!options.up_to.empty()) {

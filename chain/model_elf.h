@@ -76,6 +76,9 @@ struct BuiltStage {
 struct ModelElfs {
   elf::ModelShape shape;
   bool gguf = false;
+  // False for a config.json alone: the file holds no weights (run synthetic ones of
+  // its shape) and no tokenizer.
+  bool holds_weights = false;
   std::vector<BuiltStage> stages;  // in chain order, up to options.up_to
   int best = 0;                    // index of BestStage() in `stages` (or the last built)
 };

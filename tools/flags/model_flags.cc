@@ -6,7 +6,6 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "util/read_file.h"
 #include "util/status.h"
 #include "util/user_path.h"
 
@@ -49,8 +48,7 @@ absl::StatusOr<std::optional<ModelChoice>> ModelFromFlags(const char* tool, cons
   if (!stage.ok()) return absl::InvalidArgumentError(absl::StrCat("--stage: ", stage.status().message()));
   c.stage = *stage;
   c.elf = c.elfs.stages[c.stage].elf_path;
-  absl::StatusOr<OpenedPath> opened = OpenUserPath(c.model, "model", PathKinds::kFileOrDirectory);
-  const bool config_alone = !c.elfs.gguf && opened.ok() && !opened->is_directory;
+  const bool config_alone = !c.elfs.holds_weights;
   const bool weights_given = !weights_flag.empty() && weights_flag != "synthetic";
   c.weights = weights_given ? UserPath(weights_flag) : config_alone ? "synthetic" : c.model;
   c.tokenizer = !tokenizer_flag.empty() ? UserPath(tokenizer_flag) : config_alone ? "" : c.model;

@@ -167,6 +167,31 @@ absl::Status Load(const Sources& src, Inputs& in) {
   return absl::OkStatus();
 }
 
+// Prints one stage's reports and its one line per check, by name ("gate: PASS",
+// "numeric: ...", "same tokens as PARENT: ..."; tests/mutations reads them); returns
+// whether the stage holds. `report_only`: the stage changes numerics (quantize_weights),
+// its top-5 gate decides; `numeric_report_only`: an earlier stage did, its numeric check
+// is reported, its gate and its parent's tokens decide.
+bool ReportStage(const dk::verify::StageGate& stage, bool report_only, bool numeric_report_only,
+                 const std::string& parent_label) {
+  numeric_report_only = numeric_report_only || report_only;
+  std::printf("%s\n", dk::verify::FormatGateReport(stage.gate).c_str());
+  if (stage.numeric) std::printf("%s\n", dk::verify::FormatNumericReport(*stage.numeric).c_str());
+  if (stage.exact) std::printf("%s\n", dk::verify::FormatExactReport(*stage.exact).c_str());
+  const char* reported = report_only ? " (reported, not gated: this stage changes numerics)" : "";
+  const char* numeric_reported =
+      report_only ? reported
+                  : numeric_report_only ? " (reported, not gated: an earlier stage of the chain changes numerics)" : "";
+  std::printf("gate: %s\n", stage.gate_passed() ? "PASS" : "FAIL");
+  std::printf("numeric: %s%s\n", !stage.numeric ? "SKIPPED" : dk::verify::NumericSummary(*stage.numeric).c_str(),
+              stage.numeric ? numeric_reported : "");
+  if (stage.exact) {
+    std::printf("same tokens as %s: %s%s\n", parent_label.c_str(), stage.exact->same ? "PASS" : "FAIL", reported);
+  }
+  return report_only ? stage.gate_passed()
+                     : stage.gate_passed() && (numeric_report_only || stage.numeric_passed()) && stage.same_as_parent();
+}
+
 // --model: every stage of the chain (or --stage's), each against the goldens and its
 // parent's tokens; *passed says whether every stage holds.
 absl::Status VerifyChain(const Sources& src, const Inputs& in, bool* passed) {
@@ -198,26 +223,11 @@ absl::Status VerifyChain(const Sources& src, const Inputs& in, bool* passed) {
     const bool report_only = chain[i].pass == "quantize_weights";
     // After it, a stage's logits are that stage's: its numeric check is reported, the
     // gate and its parent's tokens decide (verify_chain's --numeric_report_only).
-    const bool numeric_report_only = report_only || after_numerics_change;
+    const bool numeric_report_only = after_numerics_change;
     after_numerics_change = after_numerics_change || report_only;
-    const bool ok = report_only ? stage.gate_passed()
-                                : stage.gate_passed() && (numeric_report_only || stage.numeric_passed()) &&
-                                      stage.same_as_parent();
     if (!one || static_cast<int>(i) == m.stage) {
-      std::printf("\n== stage %s (%s)\n%s\n", built.name.c_str(), built.elf_path.c_str(),
-                  dk::verify::FormatGateReport(stage.gate).c_str());
-      if (stage.numeric) std::printf("%s\n", dk::verify::FormatNumericReport(*stage.numeric).c_str());
-      if (stage.exact) std::printf("%s\n", dk::verify::FormatExactReport(*stage.exact).c_str());
-      const char* reported = report_only ? " (reported, not gated: this stage changes numerics)" : "";
-      const char* numeric_reported =
-          report_only ? reported
-                      : numeric_report_only ? " (reported, not gated: an earlier stage of the chain changes numerics)"
-                                            : "";
-      std::printf("gate: %s\n", stage.gate_passed() ? "PASS" : "FAIL");
-      std::printf("numeric: %s%s\n",
-                  !stage.numeric ? "SKIPPED" : dk::verify::NumericSummary(*stage.numeric).c_str(),
-                  stage.numeric ? numeric_reported : "");
-      if (stage.exact) std::printf("same tokens as %s: %s%s\n", parent->name.c_str(), stage.exact->same ? "PASS" : "FAIL", reported);
+      std::printf("\n== stage %s (%s)\n", built.name.c_str(), built.elf_path.c_str());
+      const bool ok = ReportStage(stage, report_only, numeric_report_only, parent ? parent->name : "");
       summary.push_back(absl::StrCat("stage ", built.name, ": ", ok ? "PASS" : "FAIL"));
       *passed = *passed && ok;
     }
@@ -249,29 +259,14 @@ absl::Status Verify(const Inputs& in, bool* passed) {
   }
   DK_ASSIGN_OR_RETURN(const dk::verify::StageGate stage,
                       dk::verify::RunStageGate(in.setup, in.program, elf, elf, parent ? &*parent : nullptr));
-  std::printf("%s\n", dk::verify::FormatGateReport(stage.gate).c_str());
   // A stage that changes numerics (--parent_report_only, e.g. quantize_weights): the
   // top-5 gate decides; the numeric check (a bf16-rounding tolerance) and the parent's
-  // tokens are reported, not gated.
-  const bool report_only = absl::GetFlag(FLAGS_parent_report_only);
-  // A stage after one that changes numerics (--numeric_report_only): its logits are its
-  // quantized ancestor's, which the bf16 tolerance does not describe (that ancestor's
-  // own test reports the same figure, not gated); its tokens must still be its parent's.
-  const bool numeric_report_only = report_only || absl::GetFlag(FLAGS_numeric_report_only);
-  const char* reported = report_only ? " (reported, not gated: this stage changes numerics)" : "";
-  const char* numeric_reported =
-      report_only ? reported
-                  : numeric_report_only ? " (reported, not gated: an earlier stage of the chain changes numerics)" : "";
-  if (stage.numeric) std::printf("%s\n", dk::verify::FormatNumericReport(*stage.numeric).c_str());
-  if (stage.exact) std::printf("%s\n", dk::verify::FormatExactReport(*stage.exact).c_str());
-  // One line per check, by name (tests/mutations reads them).
-  std::printf("gate: %s\n", stage.gate_passed() ? "PASS" : "FAIL");
-  std::printf("numeric: %s%s\n", !stage.numeric ? "SKIPPED" : dk::verify::NumericSummary(*stage.numeric).c_str(),
-              stage.numeric ? numeric_reported : "");
-  if (stage.exact) std::printf("same tokens as parent: %s%s\n", stage.exact->same ? "PASS" : "FAIL", reported);
-  *passed = report_only ? stage.gate_passed()
-                        : stage.gate_passed() && (numeric_report_only || stage.numeric_passed()) &&
-                              stage.same_as_parent();
+  // tokens are reported, not gated. A stage after one that changes numerics
+  // (--numeric_report_only): its logits are its quantized ancestor's, which the bf16
+  // tolerance does not describe (that ancestor's own test reports the same figure, not
+  // gated); its tokens must still be its parent's.
+  *passed = ReportStage(stage, absl::GetFlag(FLAGS_parent_report_only), absl::GetFlag(FLAGS_numeric_report_only),
+                        "parent");
   std::printf("verify: %s\n", *passed ? "PASS" : "FAIL");
   return absl::OkStatus();
 }
