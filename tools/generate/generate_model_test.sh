@@ -4,9 +4,9 @@
 # (decode_gguf), builds the chain's ELFs once and takes them from the cache after; a
 # corrupt cache entry is rebuilt, never used; bad requests exit 2 naming what, an
 # unusable cache directory exits 1 naming it.
-#   generate_model_test.sh GENERATE MODEL.gguf TOKENIZER.json
+#   generate_model_test.sh GENERATE MODEL.gguf TOKENIZER.json TINY_CONFIG.json
 set -uo pipefail
-generate="$1" gguf="$2" tok="$3"
+generate="$1" gguf="$2" tok="$3" tiny_config="$4"
 source tools/testing/cli_expect.sh
 tool="$generate"
 cache="$TEST_TMPDIR/cache"
@@ -50,14 +50,7 @@ expect_exit "an architecture the graph does not have" 2 'model_type "mamba" is n
   --model "$TEST_TMPDIR/mamba" --cache_dir "$cache"
 
 # A config.json alone: synthetic weights of its shape, a tokenizer named.
-mkdir -p "$TEST_TMPDIR/Tiny-Llama"
-cat >"$TEST_TMPDIR/Tiny-Llama/config.json" <<'JSON'
-{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,
- "intermediate_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
- "num_hidden_layers": 2, "vocab_size": 768, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
- "max_position_embeddings": 4096, "tie_word_embeddings": true}
-JSON
-"$generate" --model "$TEST_TMPDIR/Tiny-Llama/config.json" --tokenizer "$tok" --cache_dir "$cache" \
+"$generate" --model "$tiny_config" --tokenizer "$tok" --cache_dir "$cache" \
   --prompt "a b" --max_new_tokens 4 --max_context 256 >/dev/null 2>"$TEST_TMPDIR/err5" ||
   fail "config.json alone failed: $(cat "$TEST_TMPDIR/err5")"
 grep -qF "(tiny_llama, 2 layers, 256 positions): stage decode_x12" "$TEST_TMPDIR/err5" ||

@@ -2,20 +2,13 @@
 # profile --model FILE: the standard chain built for a model file alone (here an HF
 # config.json: synthetic weights of its shape), every stage timed, the record written
 # to --out_dir; --model with --manifest is a usage error.
-#   profile_model_test.sh PROFILE TOKENIZER.json
+#   profile_model_test.sh PROFILE TOKENIZER.json TINY_CONFIG.json
 set -uo pipefail
-profile="$1" tok="$2"
+profile="$1" tok="$2" tiny_config="$3"
 source tools/testing/cli_expect.sh
 tool="$profile"
-mkdir -p "$TEST_TMPDIR/Tiny-Llama"
-cat >"$TEST_TMPDIR/Tiny-Llama/config.json" <<'JSON'
-{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,
- "intermediate_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
- "num_hidden_layers": 2, "vocab_size": 768, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
- "max_position_embeddings": 4096, "tie_word_embeddings": true}
-JSON
 out="$TEST_TMPDIR/out"
-"$profile" --model "$TEST_TMPDIR/Tiny-Llama/config.json" --tokenizer "$tok" --cache_dir "$TEST_TMPDIR/cache" \
+"$profile" --model "$tiny_config" --tokenizer "$tok" --cache_dir "$TEST_TMPDIR/cache" \
   --max_context 256 --out_dir "$out" --new_tokens 2 --warmup 0 --rounds 1 --prefill_prompts= \
   --screenshot=false --bandwidth_mib 16 >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr"
 rc=$?
@@ -28,8 +21,8 @@ for stage in decode decode_aligned decode_bo decode_opt decode_fused decode_x12 
   grep -qF ":$stage " "$out/phase5_decode.md" || fail "stage $stage not in the record"
 done
 grep -qF "decode_gguf" "$out/phase5_decode.md" && fail "a config.json has no decode_gguf stage"
-grep -qF -- "--model $TEST_TMPDIR/Tiny-Llama/config.json" "$out/phase5_decode.md" ||
+grep -qF -- "--model $tiny_config" "$out/phase5_decode.md" ||
   fail "the record does not give the command"
 expect_exit "--model and --manifest" 2 "give --model or --manifest, not both" \
-  --model "$TEST_TMPDIR/Tiny-Llama/config.json" --manifest "$TEST_TMPDIR/m.json" --tokenizer "$tok"
+  --model "$tiny_config" --manifest "$TEST_TMPDIR/m.json" --tokenizer "$tok"
 finish

@@ -2,20 +2,13 @@
 # verify --model FILE: every stage of the chain a model file alone builds, against HF
 # goldens matched by the weights digest, or (no --goldens) against the chain's own
 # baseline, saying so. A broken model fails; another model's goldens are refused.
-#   verify_model_test.sh VERIFY MODEL.gguf GOLDENS.json TOKENIZER.json
+#   verify_model_test.sh VERIFY MODEL.gguf GOLDENS.json TOKENIZER.json TINY_CONFIG.json
 set -uo pipefail
-verify="$1" gguf="$2" goldens="$3" tok="$4"
+verify="$1" gguf="$2" goldens="$3" tok="$4" tiny_config="$5"
 source tools/testing/cli_expect.sh
 tool="$verify"
 cache=(--cache_dir "$TEST_TMPDIR/cache")
-mkdir -p "$TEST_TMPDIR/Tiny-Llama"
-cat >"$TEST_TMPDIR/Tiny-Llama/config.json" <<'JSON'
-{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,
- "intermediate_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
- "num_hidden_layers": 2, "vocab_size": 768, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
- "max_position_embeddings": 4096, "tie_word_embeddings": true}
-JSON
-tiny=(--model "$TEST_TMPDIR/Tiny-Llama/config.json" --tokenizer "$tok" --max_context 256 "${cache[@]}")
+tiny=(--model "$tiny_config" --tokenizer "$tok" --max_context 256 "${cache[@]}")
 
 # No goldens: every stage against the baseline, and the report says the reference is not HF.
 out="$("$verify" "${tiny[@]}" 2>&1)" || fail "tiny model without goldens failed: $out"
