@@ -24,7 +24,8 @@
 
 namespace dk::elf {
 
-inline constexpr uint32_t kSchemaVersion = 1;
+// 2: ModelShape's family, ffn_activation and layer_types, and HostStep's kind, as enums.
+inline constexpr uint32_t kSchemaVersion = 2;
 inline constexpr char kProgramSection[] = ".dk.program";
 inline constexpr char kEntriesSection[] = ".dk.entries";
 
@@ -50,6 +51,25 @@ inline constexpr int kMaxNgram = 8;
 // multiple of n_kv_heads, head_dim even, rms_eps and rope_theta positive, a known
 // rope scaling. Errors name the field, e.g. "model \"m\": vocab 2147483647 exceeds ...".
 absl::Status ValidateModelShape(const ModelShape& model);
+
+// ModelShape's enums by their lower-case value names, as config.json, GGUF metadata
+// and messages spell them ("llama", "gemma3", "gelu_tanh", "sliding_attention"); a
+// value the enum does not define is named "<enum>(<number>)". The parsers take those
+// names (config.json's "gemma3_text" is mapped by its reader) and return nullopt for
+// any other.
+std::string FamilyName(ModelShape::Family family);
+std::string ActivationName(ModelShape::FfnActivation activation);
+std::string AttentionTypeName(ModelShape::AttentionType type);
+std::optional<ModelShape::Family> ParseFamily(absl::string_view name);
+std::optional<ModelShape::FfnActivation> ParseActivation(absl::string_view name);
+std::optional<ModelShape::AttentionType> ParseAttentionType(absl::string_view name);
+// A host step kind's lower-case name: its registry kernel's id ("kv_write").
+std::string HostStepName(HostStep::Kind kind);
+
+// Whether `layer` attends to a sliding window (layer_types; no entries: every layer full).
+inline bool SlidingLayer(const ModelShape& m, int layer) {
+  return layer >= 0 && layer < m.layer_types_size() && m.layer_types(layer) == ModelShape::SLIDING_ATTENTION;
+}
 
 // Parses a model config (a dk.elf.ModelShape text proto, e.g. config.textproto) and
 // validates it (ValidateModelShape). A syntax error names `file`, line and column;

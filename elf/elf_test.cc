@@ -115,13 +115,14 @@ TEST(Elf, SchemaVersionMismatch) {
   Program p = ToyProgram();
   const std::string payload = Serialized(p);
   std::string bytes = *WriteElf(p);
-  p.set_schema_version(2);  // same varint length, so the section size is unchanged
-  const std::string v2 = Serialized(p);
-  ASSERT_EQ(v2.size(), payload.size());
+  p.set_schema_version(kSchemaVersion + 1);  // same varint length, so the section size is unchanged
+  const std::string next = Serialized(p);
+  ASSERT_EQ(next.size(), payload.size());
   const size_t at = bytes.find(payload);
   ASSERT_NE(at, std::string::npos);
-  bytes.replace(at, payload.size(), v2);
-  ExpectError(ReadElf(bytes), "schema version 2 is not the supported version 1");
+  bytes.replace(at, payload.size(), next);
+  ExpectError(ReadElf(bytes), absl::StrCat("schema version ", kSchemaVersion + 1, " is not the supported version ",
+                                           kSchemaVersion));
   EXPECT_FALSE(WriteElf(p).ok());
 }
 

@@ -1,9 +1,11 @@
 // ValidateModelShape and ParseModelShapeText: a model's sizes and features.
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "elf/internal.h"
@@ -86,18 +88,17 @@ absl::Status CheckNormAndRope(const ModelShape& m) {
 
 // The family, and the features its HF model fixes.
 absl::Status CheckFamily(const ModelShape& m) {
-  if (m.family() != "" && m.family() != "llama" && m.family() != "qwen2" && m.family() != "qwen3" &&
-      m.family() != "gemma3") {
-    return BadModel(m, "unsupported family \"", m.family(), "\" (supported: llama, qwen2, qwen3, gemma3)");
+  if (!ModelShape::Family_IsValid(m.family())) {
+    return BadModel(m, "unsupported family ", FamilyName(m.family()), " (supported: llama, qwen2, qwen3, gemma3)");
   }
   // Each family's HF model fixes which features it has (config.json does not say).
-  const bool qwen2 = m.family() == "qwen2";
+  const bool qwen2 = m.family() == ModelShape::QWEN2;
   if (m.attention_bias() != qwen2) {
     return BadModel(m, qwen2 ? "family qwen2 has q/k/v biases: set attention_bias: true"
                              : "attention_bias needs family qwen2 (an HF Llama with attention_bias "
                                "also biases o_proj, which is not supported)");
   }
-  const bool qwen3 = m.family() == "qwen3", gemma3 = m.family() == "gemma3";
+  const bool qwen3 = m.family() == ModelShape::QWEN3, gemma3 = m.family() == ModelShape::GEMMA3;
   if (m.qk_norm() != (qwen3 || gemma3)) {
     return BadModel(m, m.qk_norm() ? "qk_norm needs family qwen3 or gemma3"
                                    : "families qwen3 and gemma3 norm q and k per head: set qk_norm: true");
@@ -109,18 +110,19 @@ absl::Status CheckFamily(const ModelShape& m) {
 // scale, sliding layers) are independent fields: config.json reading sets them all for
 // gemma3_text, and the verify mutations switch single ones off in a candidate.
 absl::Status CheckGemmaFeatures(const ModelShape& m) {
-  if (!m.ffn_activation().empty() && m.ffn_activation() != "silu" && m.ffn_activation() != "gelu_tanh") {
-    return BadModel(m, "unsupported ffn_activation \"", m.ffn_activation(), "\" (silu, gelu_tanh)");
+  if (!ModelShape::FfnActivation_IsValid(m.ffn_activation())) {
+    return BadModel(m, "unsupported ffn_activation ", ActivationName(m.ffn_activation()), " (silu, gelu_tanh)");
   }
   bool sliding = false;
   if (m.layer_types_size() != 0 && m.layer_types_size() != m.n_layers()) {
     return BadModel(m, "layer_types has ", m.layer_types_size(), " entries for ", m.n_layers(), " layers");
   }
-  for (const std::string& t : m.layer_types()) {
-    if (t != "full_attention" && t != "sliding_attention") {
-      return BadModel(m, "layer type \"", t, "\" is neither full_attention nor sliding_attention");
+  for (int l = 0; l < m.layer_types_size(); ++l) {
+    if (!ModelShape::AttentionType_IsValid(m.layer_types(l))) {
+      return BadModel(m, "layer ", l, "'s type ", AttentionTypeName(m.layer_types(l)),
+                      " is neither full_attention nor sliding_attention");
     }
-    sliding |= t == "sliding_attention";
+    sliding |= SlidingLayer(m, l);
   }
   if (sliding && !(m.sliding_window() > 0 && m.rope_local_theta() > 0)) {
     return BadModel(m, "sliding_attention layers need sliding_window > 0 and rope_local_theta > 0");
@@ -132,6 +134,42 @@ absl::Status CheckGemmaFeatures(const ModelShape& m) {
 }
 
 }  // namespace
+
+namespace {
+
+// An enum value's lower-case name, or "<what>(<number>)" for a number the enum lacks.
+template <typename Enum>
+std::string LowerName(const std::string& name, const char* what, Enum value) {
+  return name.empty() ? absl::StrCat(what, "(", static_cast<int>(value), ")") : absl::AsciiStrToLower(name);
+}
+
+// The value whose lower-case name is `name` (never a number, never upper case).
+template <typename Enum, typename Parse>
+std::optional<Enum> ParseLower(absl::string_view name, Parse parse) {
+  Enum value;
+  if (name != absl::AsciiStrToLower(name) || !parse(absl::AsciiStrToUpper(name), &value)) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string FamilyName(ModelShape::Family f) { return LowerName(ModelShape::Family_Name(f), "family", f); }
+std::string ActivationName(ModelShape::FfnActivation a) {
+  return LowerName(ModelShape::FfnActivation_Name(a), "ffn_activation", a);
+}
+std::string AttentionTypeName(ModelShape::AttentionType t) {
+  return LowerName(ModelShape::AttentionType_Name(t), "attention_type", t);
+}
+std::string HostStepName(HostStep::Kind k) { return LowerName(HostStep::Kind_Name(k), "host_step", k); }
+std::optional<ModelShape::Family> ParseFamily(absl::string_view name) {
+  return ParseLower<ModelShape::Family>(name, [](const std::string& n, ModelShape::Family* v) { return ModelShape::Family_Parse(n, v); });
+}
+std::optional<ModelShape::FfnActivation> ParseActivation(absl::string_view name) {
+  return ParseLower<ModelShape::FfnActivation>(name, [](const std::string& n, ModelShape::FfnActivation* v) { return ModelShape::FfnActivation_Parse(n, v); });
+}
+std::optional<ModelShape::AttentionType> ParseAttentionType(absl::string_view name) {
+  return ParseLower<ModelShape::AttentionType>(name, [](const std::string& n, ModelShape::AttentionType* v) { return ModelShape::AttentionType_Parse(n, v); });
+}
 
 absl::Status ValidateModelShape(const ModelShape& m) {
   DK_RETURN_IF_ERROR(CheckSizes(m));

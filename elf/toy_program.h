@@ -16,7 +16,7 @@ namespace dk::elf {
 inline Program ToyProgram() {
   Program p;
   const bool ok = google::protobuf::TextFormat::ParseFromString(R"pb(
-    schema_version: 1
+    schema_version: 2
     model { name: "toy" n_layers: 1 hidden: 64 n_heads: 2 n_kv_heads: 1 head_dim: 32
             ffn: 128 vocab: 100 rms_eps: 1e-5 rope_theta: 10000 max_context: 16 }
     weights_digest: "sha256:00"
@@ -38,7 +38,7 @@ inline Program ToyProgram() {
       launches { kernel_symbol: "dk_rmsnorm_bf16"
                  bindings { param: "x" bo: "x" } bindings { param: "w" bo: "norm.w" }
                  bindings { param: "y" bo: "xn" } params { key: "n" value: 64 } } } }
-    steps { host { kind: "attention" layer: 0 bindings { param: "q" value: "hn" } } }
+    steps { host { kind: ATTENTION layer: 0 bindings { param: "q" value: "hn" } } }
     steps { group { name: "lm_head" entry_symbol: "lm_head" layer: -1
       launches { kernel_symbol: "dk_gemv_bf16_packed"
                  bindings { param: "w" bo: "head.w" } bindings { param: "x" bo: "xn" }

@@ -449,8 +449,10 @@ absl::Status CheckTopK(const HostStep& h, const std::string& where, const ModelS
 // A host step: a kind, a layer, bindings to host values, parameters (top-k's k
 // within the vocab).
 absl::Status CheckHostStep(const HostStep& h, int i, const ModelShape& m, const HostValues& host) {
-  const std::string where = absl::StrCat("host step ", i, " (", h.kind(), ")");
-  if (h.kind().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no kind"));
+  const std::string where = absl::StrCat("host step ", i, " (", HostStepName(h.kind()), ")");
+  if (h.kind() == HostStep::KIND_UNSPECIFIED || !HostStep::Kind_IsValid(h.kind())) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " has no known kind"));
+  }
   DK_RETURN_IF_ERROR(CheckLayer(h.layer(), m, where));
   for (const Binding& b : h.bindings()) {
     if (host.values.count(b.value()) == 0) {
@@ -459,7 +461,7 @@ absl::Status CheckHostStep(const HostStep& h, int i, const ModelShape& m, const 
     }
   }
   DK_RETURN_IF_ERROR(CheckParams(h.params(), where));
-  if (h.kind() == "topk") return CheckTopK(h, where, m, host);
+  if (h.kind() == HostStep::TOPK) return CheckTopK(h, where, m, host);
   return absl::OkStatus();
 }
 

@@ -130,7 +130,7 @@ TEST(Elf, ParametersAreRangeChecked) {
   ExpectInvalid(p, "integer parameter \"rows\" is missing or not positive");
   p = ToyProgram();
   HostStep* topk = p.add_steps()->mutable_host();
-  topk->set_kind("topk");
+  topk->set_kind(HostStep::TOPK);
   topk->set_layer(-1);
   (*topk->mutable_params())["k"] = -1;
   ExpectInvalid(p, "host step 3 (topk): parameter \"k\" = -1 is outside");

@@ -29,9 +29,6 @@ std::string GemvSymbol(int64_t cols) {
   return v.ok() ? (*v)->symbol() : "dk_gemv_bf16_rowmajor";
 }
 
-bool Sliding(const elf::ModelShape& m, int layer) {
-  return layer >= 0 && layer < m.layer_types_size() && m.layer_types(layer) == "sliding_attention";
-}
 
 // The kernels of the graph. Each op is one launch in a group of its own, named
 // `prefix` + op, at `layer`; values and weight tensors are named in full.
@@ -73,7 +70,7 @@ class Ops {
   }
   // RoPE with the sliding layers' table ("rope_local.*") when this layer is one.
   void Rope(const char* op, const std::string& x, int64_t heads, const std::string& y) {
-    const std::string table = Sliding(m_, layer_) ? "rope_local." : "rope.";
+    const std::string table = elf::SlidingLayer(m_, layer_) ? "rope_local." : "rope.";
     b_.Launch(prefix_ + op, layer_, "dk_rope_halfsplit_bf16",
               {{"x", x}, {"cos", table + "cos"}, {"sin", table + "sin"}}, {}, {{"y", y}},
               {{"heads", heads}, {"head_dim", m_.head_dim()}});
@@ -84,7 +81,7 @@ class Ops {
   }
   // The FFN's activation times up: SiLU, or Gemma's GELU-tanh.
   void ActMul(const char* op, const std::string& gate, const std::string& up, const std::string& y) {
-    b_.Launch(prefix_ + op, layer_, m_.ffn_activation() == "gelu_tanh" ? "dk_gelu_tanh_mul_bf16" : "dk_silu_mul_bf16",
+    b_.Launch(prefix_ + op, layer_, m_.ffn_activation() == elf::ModelShape::GELU_TANH ? "dk_gelu_tanh_mul_bf16" : "dk_silu_mul_bf16",
               {{"gate", gate}, {"up", up}}, {}, {{"y", y}}, {{"n", d_.ffn}});
   }
 
@@ -102,13 +99,13 @@ std::string Embedding(ProgramBuilder& b, const elf::ModelShape& m) {
   b.Value("h0", {d.hidden});
   b.Value("rope.cos", {d.half});
   b.Value("rope.sin", {d.half});
-  b.Host("embedding", -1, {{"out", "h0"}});
-  b.Host("rope_lookup", -1, {{"cos", "rope.cos"}, {"sin", "rope.sin"}});
+  b.Host(elf::HostStep::EMBEDDING, -1, {{"out", "h0"}});
+  b.Host(elf::HostStep::ROPE_LOOKUP, -1, {{"cos", "rope.cos"}, {"sin", "rope.sin"}});
   for (int i = 0; i < m.n_layers(); ++i) {
-    if (!Sliding(m, i)) continue;
+    if (!elf::SlidingLayer(m, i)) continue;
     b.Value("rope_local.cos", {d.half});
     b.Value("rope_local.sin", {d.half});
-    b.Host("rope_lookup", -1, {{"cos", "rope_local.cos"}, {"sin", "rope_local.sin"}}, {{"local", 1}});
+    b.Host(elf::HostStep::ROPE_LOOKUP, -1, {{"cos", "rope_local.cos"}, {"sin", "rope_local.sin"}}, {{"local", 1}});
     break;
   }
   return "h0";
@@ -143,8 +140,8 @@ std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, con
   }
   op.Rope("rope_q", q, m.n_heads(), L + "q_rot");
   op.Rope("rope_k", k, m.n_kv_heads(), L + "k_rot");
-  b.Host("kv_write", i, {{"k", L + "k_rot"}, {"v", L + "v"}});
-  b.Host("attention", i, {{"q", L + "q_rot"}, {"out", L + "attn"}});
+  b.Host(elf::HostStep::KV_WRITE, i, {{"k", L + "k_rot"}, {"v", L + "v"}});
+  b.Host(elf::HostStep::ATTENTION, i, {{"q", L + "q_rot"}, {"out", L + "attn"}});
   op.Gemv("o_proj", L + "attn", W + "self_attn.o_proj.weight", d.hidden, d.q, L + "o");
   // Gemma 3's sandwich: the attention output normed before its residual add.
   std::string o = L + "o";
@@ -161,7 +158,7 @@ std::string DecoderLayer(ProgramBuilder& b, const elf::ModelShape& m, int i, con
           L + "xn2");
   op.Gemv("gate_proj", L + "xn2", W + "mlp.gate_proj.weight", d.ffn, d.hidden, L + "gate");
   op.Gemv("up_proj", L + "xn2", W + "mlp.up_proj.weight", d.ffn, d.hidden, L + "up");
-  op.ActMul(m.ffn_activation() == "gelu_tanh" ? "gelu_mul" : "silu_mul", L + "gate", L + "up", L + "act");
+  op.ActMul(m.ffn_activation() == elf::ModelShape::GELU_TANH ? "gelu_mul" : "silu_mul", L + "gate", L + "up", L + "act");
   op.Gemv("down_proj", L + "act", W + "mlp.down_proj.weight", d.hidden, d.ffn, L + "down");
   std::string down = L + "down";
   if (m.sandwich_norms()) {
@@ -187,7 +184,7 @@ void LmHead(ProgramBuilder& b, const elf::ModelShape& m, const std::string& h) {
   constexpr int64_t kTopK = 5;  // the verify gate's top-5
   b.Value("topk.ids", {kTopK}, elf::I32);
   b.Value("topk.logits", {kTopK}, elf::F32);
-  b.Host("topk", -1, {{"logits", "logits"}, {"ids", "topk.ids"}, {"values", "topk.logits"}}, {{"k", kTopK}});
+  b.Host(elf::HostStep::TOPK, -1, {{"logits", "logits"}, {"ids", "topk.ids"}, {"values", "topk.logits"}}, {{"k", kTopK}});
 }
 
 }  // namespace

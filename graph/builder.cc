@@ -42,7 +42,7 @@ void ProgramBuilder::Launch(const std::string& group, int layer, const std::stri
   for (const auto& [k, v] : params) (*l.mutable_params())[k] = v;
 }
 
-void ProgramBuilder::Host(const std::string& kind, int layer, const Bindings& bindings,
+void ProgramBuilder::Host(elf::HostStep::Kind kind, int layer, const Bindings& bindings,
                           const Params& params) {
   auto* h = p_.add_steps()->mutable_host();
   h->set_kind(kind);

@@ -44,8 +44,8 @@ class ProgramBuilder {
   void Launch(const std::string& group, int layer, const std::string& symbol, const Bindings& inputs,
               const std::vector<Weight>& weights, const Bindings& outputs, const Params& params);
 
-  // Host step `kind` ("embedding", "kv_write", ...).
-  void Host(const std::string& kind, int layer, const Bindings& bindings, const Params& params = {});
+  // Host step `kind`.
+  void Host(elf::HostStep::Kind kind, int layer, const Bindings& bindings, const Params& params = {});
 
   // The program with its lineage record ("baseline" on cpu); InternalError if it
   // does not pass elf::ValidateProgram (a bug in the graph, not in the input).

@@ -118,7 +118,7 @@ absl::Status Decoder::PlanRows() {
   size_t tail = program_.steps_size();
   for (; tail > 0; --tail) {
     const elf::Step& st = program_.steps(static_cast<int>(tail) - 1);
-    if (st.has_group() ? st.group().layer() >= 0 : st.host().kind() != "topk") break;
+    if (st.has_group() ? st.group().layer() >= 0 : st.host().kind() != elf::HostStep::TOPK) break;
   }
   tail_begin_ = tail;
   // A draft check runs max_draft + 1 rows through every step, the tail included.
@@ -318,13 +318,13 @@ absl::Status Decoder::PlanHostStep(const elf::HostStep& step, int index, StepPla
         {b.param(), HostOps::Value{values_[vi].data(), &program_.values(vi), row_bytes, value_rows_[vi]}});
     // The token leaves through the top-k step's values (the host checks their types
     // and sizes when it binds the step).
-    if (step.kind() == "topk" && b.param() == "ids") topk_ids_value_ = vi;
-    if (step.kind() == "topk" && b.param() == "values") topk_values_value_ = vi;
+    if (step.kind() == elf::HostStep::TOPK && b.param() == "ids") topk_ids_value_ = vi;
+    if (step.kind() == elf::HostStep::TOPK && b.param() == "values") topk_values_value_ = vi;
   }
   absl::StatusOr<int> handle = host_->BindHostStep(step, values);
   if (!handle.ok()) {
     return absl::Status(handle.status().code(), absl::StrCat("ELF '", elf_name_, "', step ", index, " (host step '",
-                                                             step.kind(), "'): ", handle.status().message()));
+                                                             elf::HostStepName(step.kind()), "'): ", handle.status().message()));
   }
   plan->host_handle = *handle;
   return absl::OkStatus();

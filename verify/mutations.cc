@@ -1,3 +1,4 @@
+#include "elf/elf.h"
 #include "verify/mutations.h"
 
 #include <algorithm>
@@ -86,7 +87,7 @@ class MutatedHostOps final : public runtime::HostOps {
       cos_.resize(row + 1, std::vector<float>(half));
       sin_.resize(row + 1, std::vector<float>(half));
     }
-    if (step.kind() == "kv_write" && step.layer() == hooks_.k_no_rope_layer) {
+    if (step.kind() == elf::HostStep::KV_WRITE && step.layer() == hooks_.k_no_rope_layer) {
       // k_rot[i] = k[i] c - k[i+h] s, k_rot[i+h] = k[i+h] c + k[i] s: rotate back.
       bf16* k = static_cast<bf16*>(get("k"));
       if (k == nullptr) return absl::InvalidArgumentError("mutation: kv_write without k");
@@ -101,11 +102,11 @@ class MutatedHostOps final : public runtime::HostOps {
       }
     }
     const uint32_t one[1] = {token};
-    if (step.kind() == "attention" && hooks_.attention_off_by_one && position > 0) {
+    if (step.kind() == elf::HostStep::ATTENTION && hooks_.attention_off_by_one && position > 0) {
       return inner_->RunHostStep(handle, one, position - 1, row);
     }
     DK_RETURN_IF_ERROR(inner_->RunHostStep(handle, one, position, row));
-    if (step.kind() == "rope_lookup") {
+    if (step.kind() == elf::HostStep::ROPE_LOOKUP) {
       bf16* c = static_cast<bf16*>(get("cos"));
       bf16* s = static_cast<bf16*>(get("sin"));
       if (c == nullptr || s == nullptr) return absl::InvalidArgumentError("mutation: rope_lookup bindings");
@@ -321,7 +322,7 @@ absl::Status ApplyMutation(const std::string& name, elf::Program* program, weigh
       shape->set_embedding_scale(false);
     } else if (name == "no_sliding_window") {
       if (shape->sliding_window() == 0) return absl::InvalidArgumentError("no_sliding_window: the model has none");
-      for (std::string& t : *shape->mutable_layer_types()) t = "full_attention";
+      for (int l = 0; l < shape->layer_types_size(); ++l) shape->set_layer_types(l, elf::ModelShape::FULL_ATTENTION);
     } else {
       if (!(shape->rope_local_theta() > 0)) return absl::InvalidArgumentError("no_local_rope: the model has none");
       shape->set_rope_local_theta(shape->rope_theta());

@@ -226,7 +226,7 @@ absl::Status ReadRopeFreqs(const GgufFile& f, const std::string& path, elf::Mode
 // is hidden / heads. Without a window (0 or absent) every layer is global.
 absl::Status ReadGemma3(const GgufFile& f, elf::ModelShape& s) {
   s.set_qk_norm(true);
-  s.set_ffn_activation("gelu_tanh");
+  s.set_ffn_activation(elf::ModelShape::GELU_TANH);
   s.set_norm_plus_one(true);
   s.set_sandwich_norms(true);
   s.set_embedding_scale(true);
@@ -246,7 +246,7 @@ absl::Status ReadGemma3(const GgufFile& f, elf::ModelShape& s) {
   s.set_sliding_window(window);
   constexpr int kPattern = 6;
   for (int i = 0; i < s.n_layers(); ++i) {
-    s.add_layer_types((i + 1) % kPattern == 0 ? "full_attention" : "sliding_attention");
+    s.add_layer_types((i + 1) % kPattern == 0 ? elf::ModelShape::FULL_ATTENTION : elf::ModelShape::SLIDING_ATTENTION);
   }
   return absl::OkStatus();
 }
@@ -292,7 +292,9 @@ constexpr NameRule kSandwichNorms[] = {{"post_attention_norm", "post_attention_l
 
 absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::string& path) {
   DK_ASSIGN_OR_RETURN(std::string arch, f.GetString("general.architecture"));
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma3") {
+  // The architecture names are the families' names; the string stays the metadata keys' prefix.
+  const std::optional<elf::ModelShape::Family> family = elf::ParseFamily(arch);
+  if (!family) {
     return absl::UnimplementedError(absl::StrCat(path, ": GGUF general.architecture \"", Printable(arch),
                                                  "\" is not supported (llama, qwen2, qwen3, gemma3)"));
   }
@@ -300,19 +302,19 @@ absl::StatusOr<elf::ModelShape> ShapeFromGguf(const GgufFile& f, const std::stri
   elf::ModelShape s;
   DK_ASSIGN_OR_RETURN(std::string name, ShapeName(f, path));
   s.set_name(name);
-  if (arch != "llama") s.set_family(arch);
+  s.set_family(*family);
   DK_RETURN_IF_ERROR(ReadSizes(f, arch, path, s));
   // The defaults are each family's HF config defaults; the converters write both keys.
-  DK_ASSIGN_OR_RETURN(double theta, GgufNumber(f, arch + ".rope.freq_base", arch == "gemma3" ? 1e6 : 1e4));
+  DK_ASSIGN_OR_RETURN(double theta, GgufNumber(f, arch + ".rope.freq_base", *family == elf::ModelShape::GEMMA3 ? 1e6 : 1e4));
   DK_ASSIGN_OR_RETURN(double eps,
-                      GgufNumber(f, arch + ".attention.layer_norm_rms_epsilon", arch == "llama" ? 1e-5 : 1e-6));
+                      GgufNumber(f, arch + ".attention.layer_norm_rms_epsilon", *family == elf::ModelShape::LLAMA ? 1e-5 : 1e-6));
   s.set_rms_eps(static_cast<float>(eps));
   s.set_rope_theta(static_cast<float>(theta));
   DK_RETURN_IF_ERROR(ReadRopeFreqs(f, path, s));
   s.set_tied_embeddings(f.FindTensor("output.weight") == nullptr);
-  s.set_attention_bias(arch == "qwen2");  // Qwen2: q/k/v biases (attn_q.bias, ...), o without
-  s.set_qk_norm(arch == "qwen3");         // Qwen3: attn_q_norm / attn_k_norm per head
-  if (arch == "gemma3") DK_RETURN_IF_ERROR(ReadGemma3(f, s));
+  s.set_attention_bias(*family == elf::ModelShape::QWEN2);  // Qwen2: q/k/v biases (attn_q.bias, ...), o without
+  s.set_qk_norm(*family == elf::ModelShape::QWEN3);        // Qwen3: attn_q_norm / attn_k_norm per head
+  if (*family == elf::ModelShape::GEMMA3) DK_RETURN_IF_ERROR(ReadGemma3(f, s));
   // What the sizes imply together (heads dividing, the KV cache's size, ...).
   if (absl::Status st = elf::ValidateModelShape(s); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": metadata: ", st.message()));
@@ -347,7 +349,7 @@ std::string GgufNameToHf(const elf::ModelShape& shape, absl::string_view name) {
 }
 
 int64_t GgufQkPermutedHeads(const elf::ModelShape& shape, absl::string_view hf_name) {
-  if (!shape.family().empty() && shape.family() != "llama") return 0;
+  if (shape.family() != elf::ModelShape::LLAMA) return 0;
   if (absl::EndsWith(hf_name, "q_proj.weight")) return shape.n_heads();
   if (absl::EndsWith(hf_name, "k_proj.weight")) return shape.n_kv_heads();
   return 0;

@@ -37,7 +37,7 @@ constexpr uint32_t kF32 = 0;
 // Tiny models of each family, as the loader must read them back.
 elf::ModelShape TinyQwen2() {
   elf::ModelShape s = TinyShape();
-  s.set_family("qwen2");
+  s.set_family(elf::ModelShape::QWEN2);
   s.set_attention_bias(true);
   s.set_rms_eps(1e-6f);
   s.set_rope_theta(1e6f);
@@ -46,7 +46,7 @@ elf::ModelShape TinyQwen2() {
 
 elf::ModelShape TinyQwen3() {
   elf::ModelShape s = TinyShape(/*tied=*/false);
-  s.set_family("qwen3");
+  s.set_family(elf::ModelShape::QWEN3);
   s.set_qk_norm(true);
   s.set_head_dim(16);  // not hidden / heads (8): only attention.key_length says it
   s.set_rms_eps(1e-6f);
@@ -56,12 +56,12 @@ elf::ModelShape TinyQwen3() {
 
 elf::ModelShape TinyGemma3(int32_t window = 8) {
   elf::ModelShape s = TinyShape();
-  s.set_family("gemma3");
+  s.set_family(elf::ModelShape::GEMMA3);
   s.set_n_layers(7);  // layer 5 global, 6 sliding again
   s.set_n_kv_heads(1);
   s.set_head_dim(16);
   s.set_qk_norm(true);
-  s.set_ffn_activation("gelu_tanh");
+  s.set_ffn_activation(elf::ModelShape::GELU_TANH);
   s.set_norm_plus_one(true);
   s.set_sandwich_norms(true);
   s.set_embedding_scale(true);
@@ -71,7 +71,7 @@ elf::ModelShape TinyGemma3(int32_t window = 8) {
   s.set_query_pre_attn_scalar(16);
   if (window > 0) {
     s.set_sliding_window(window);
-    for (int i = 0; i < 7; ++i) s.add_layer_types(i == 5 ? "full_attention" : "sliding_attention");
+    for (int i = 0; i < 7; ++i) s.add_layer_types(i == 5 ? elf::ModelShape::FULL_ATTENTION : elf::ModelShape::SLIDING_ATTENTION);
   }
   return s;
 }

@@ -143,16 +143,19 @@ absl::Status ParseRopeScaling(const json& rs, const std::string& file,
 
 // The model family a config.json names, after refusing the features of that family
 // the graph does not have (each refusal names the key).
-absl::StatusOr<std::string> HfFamily(const json& cfg, const std::string& file) {
-  std::string family = "llama";
-  if (const auto model_type = cfg.find("model_type"); model_type != cfg.end() && model_type->is_string()) {
-    family = model_type->get<std::string>();
-  }
-  if (family == "gemma3_text") family = "gemma3";  // Gemma3ForCausalLM's text config
-  if (family != "llama" && family != "qwen2" && family != "qwen3" && family != "gemma3") {
+absl::StatusOr<elf::ModelShape::Family> HfFamily(const json& cfg, const std::string& file) {
+  std::string model_type = "llama";
+  if (const auto it = cfg.find("model_type"); it != cfg.end() && it->is_string()) model_type = it->get<std::string>();
+  // Gemma3ForCausalLM's text config is gemma3_text; "gemma3" alone is the multimodal one.
+  const std::optional<elf::ModelShape::Family> parsed =
+      model_type == "gemma3_text" ? elf::ModelShape::GEMMA3
+      : model_type == "gemma3"    ? std::nullopt
+                                  : elf::ParseFamily(model_type);
+  if (!parsed) {
     return absl::UnimplementedError(absl::StrCat(
-        file, ": model_type \"", family, "\" is not supported (llama, qwen2, qwen3, gemma3_text)"));
+        file, ": model_type \"", model_type, "\" is not supported (llama, qwen2, qwen3, gemma3_text)"));
   }
+  const elf::ModelShape::Family family = *parsed;
   // Features a family may switch on in its config.json that the graph does not have.
   for (const char* key : {"attention_bias", "mlp_bias", "use_sliding_window"}) {
     const auto it = cfg.find(key);
@@ -161,12 +164,13 @@ absl::StatusOr<std::string> HfFamily(const json& cfg, const std::string& file) {
     }
   }
   // Gemma 3 names it hidden_activation; its FFN is GELU-tanh, every other family's SiLU.
-  const char* want_act = family == "gemma3" ? "gelu_pytorch_tanh" : "silu";
+  const char* want_act = family == elf::ModelShape::GEMMA3 ? "gelu_pytorch_tanh" : "silu";
   for (const char* key : {"hidden_act", "hidden_activation"}) {
     const auto act = cfg.find(key);
     if (act != cfg.end() && act->is_string() && act->get<std::string>() != want_act) {
       return absl::UnimplementedError(absl::StrCat(file, ": ", key, " \"", act->get<std::string>(),
-                                                   "\" is not supported for ", family, " (", want_act, ")"));
+                                                   "\" is not supported for ", elf::FamilyName(family), " (", want_act,
+                                                   ")"));
     }
   }
   for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"}) {
@@ -230,7 +234,7 @@ absl::Status ParseHfRope(const json& cfg, const std::string& file, elf::ModelSha
   const auto scaling = cfg.find("rope_scaling");
   if (scaling != cfg.end()) DK_RETURN_IF_ERROR(ParseRopeScaling(*scaling, file, s));
   s.set_rope_theta(static_cast<float>(theta));
-  if (s.family() == "gemma3") s.set_rope_local_theta(static_cast<float>(local_theta));
+  if (s.family() == elf::ModelShape::GEMMA3) s.set_rope_local_theta(static_cast<float>(local_theta));
   return absl::OkStatus();
 }
 
@@ -240,7 +244,12 @@ absl::Status ParseGemma3Layers(const json& cfg, const std::string& file, elf::Mo
   if (const auto lt = cfg.find("layer_types"); lt != cfg.end() && lt->is_array()) {
     for (const auto& t : *lt) {
       if (!t.is_string()) return absl::InvalidArgumentError(absl::StrCat(file, ": layer_types holds a non-string"));
-      s.add_layer_types(t.get<std::string>());
+      const std::optional<elf::ModelShape::AttentionType> type = elf::ParseAttentionType(t.get<std::string>());
+      if (!type) {
+        return absl::UnimplementedError(absl::StrCat(file, ": layer type \"", t.get<std::string>(),
+                                                     "\" is not supported (full_attention, sliding_attention)"));
+      }
+      s.add_layer_types(*type);
     }
   } else {
     int64_t pattern = 6;
@@ -248,7 +257,7 @@ absl::Status ParseGemma3Layers(const json& cfg, const std::string& file, elf::Mo
       DK_ASSIGN_OR_RETURN(pattern, JsonIntInRange(cfg, key, file, pattern, 1, elf::kMaxLayers));
     }
     for (int i = 0; i < s.n_layers(); ++i) {
-      s.add_layer_types((i + 1) % pattern == 0 ? "full_attention" : "sliding_attention");
+      s.add_layer_types((i + 1) % pattern == 0 ? elf::ModelShape::FULL_ATTENTION : elf::ModelShape::SLIDING_ATTENTION);
     }
   }
   DK_ASSIGN_OR_RETURN(int32_t window, JsonPositiveInt(cfg, "sliding_window", file, 4096, elf::kMaxDimension));
@@ -265,15 +274,15 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
                          /*allow_exceptions=*/false);
   if (cfg.is_discarded()) return absl::InvalidArgumentError(file + ": not valid JSON");
   if (!cfg.is_object()) return absl::InvalidArgumentError(file + ": not a JSON object");
-  DK_ASSIGN_OR_RETURN(const std::string family, HfFamily(cfg, file));
-  const bool gemma3 = family == "gemma3";
+  DK_ASSIGN_OR_RETURN(const elf::ModelShape::Family family, HfFamily(cfg, file));
+  const bool gemma3 = family == elf::ModelShape::GEMMA3;
   elf::ModelShape s;
   s.set_name(name);
-  if (family != "llama") s.set_family(family);
-  s.set_attention_bias(family == "qwen2");           // Qwen2Attention: q/k/v with bias, o without
-  s.set_qk_norm(family == "qwen3" || gemma3);        // q_norm, k_norm per head
+  s.set_family(family);
+  s.set_attention_bias(family == elf::ModelShape::QWEN2);           // Qwen2Attention: q/k/v with bias, o without
+  s.set_qk_norm(family == elf::ModelShape::QWEN3 || gemma3);        // q_norm, k_norm per head
   if (gemma3) {
-    s.set_ffn_activation("gelu_tanh");
+    s.set_ffn_activation(elf::ModelShape::GELU_TANH);
     s.set_norm_plus_one(true);
     s.set_sandwich_norms(true);
     s.set_embedding_scale(true);
@@ -304,7 +313,8 @@ absl::StatusOr<elf::ModelShape> ShapeFromHfConfig(absl::string_view json_text,
 
 std::string HfConfigJson(const elf::ModelShape& s) {
   const bool llama3_vocab = s.vocab() == 128256;
-  const bool qwen2 = s.family() == "qwen2", qwen3 = s.family() == "qwen3", gemma3 = s.family() == "gemma3";
+  const bool qwen2 = s.family() == elf::ModelShape::QWEN2, qwen3 = s.family() == elf::ModelShape::QWEN3,
+             gemma3 = s.family() == elf::ModelShape::GEMMA3;
   json cfg = {
       {"architectures",
        {qwen2 ? "Qwen2ForCausalLM" : qwen3 ? "Qwen3ForCausalLM" : gemma3 ? "Gemma3ForCausalLM" : "LlamaForCausalLM"}},
@@ -357,7 +367,9 @@ std::string HfConfigJson(const elf::ModelShape& s) {
     cfg["sliding_window"] = s.sliding_window();
     cfg["rope_local_base_freq"] = ShortestDouble(s.rope_local_theta());
     cfg["layer_types"] = json::array();
-    for (const std::string& t : s.layer_types()) cfg["layer_types"].push_back(t);
+    for (int t : s.layer_types()) {
+      cfg["layer_types"].push_back(elf::AttentionTypeName(static_cast<elf::ModelShape::AttentionType>(t)));
+    }
     cfg["final_logit_softcapping"] = nullptr;
     cfg["attn_logit_softcapping"] = nullptr;
     cfg["use_bidirectional_attention"] = false;

@@ -287,7 +287,7 @@ constexpr char kQwen3Config[] = R"({
 TEST(HfCheckpointTest, Qwen3ConfigHasQkNormAndItsOwnHeadDim) {
   auto s = ShapeFromHfConfig(kQwen3Config, "qwen3", "config.json");
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->family(), "qwen3");
+  EXPECT_EQ(s->family(), elf::ModelShape::QWEN3);
   EXPECT_TRUE(s->qk_norm());
   EXPECT_FALSE(s->attention_bias());
   EXPECT_EQ(s->head_dim(), 128);  // not hidden / heads = 64
@@ -323,20 +323,20 @@ constexpr char kGemma3Config[] = R"({
 TEST(HfCheckpointTest, Gemma3ConfigHasAllItsFeaturesAndRoundTrips) {
   auto s = ShapeFromHfConfig(kGemma3Config, "gemma", "config.json");
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->family(), "gemma3");
+  EXPECT_EQ(s->family(), elf::ModelShape::GEMMA3);
   EXPECT_TRUE(s->qk_norm());
   EXPECT_TRUE(s->norm_plus_one());
   EXPECT_TRUE(s->sandwich_norms());
   EXPECT_TRUE(s->embedding_scale());
   EXPECT_TRUE(s->tied_embeddings());
-  EXPECT_EQ(s->ffn_activation(), "gelu_tanh");
+  EXPECT_EQ(s->ffn_activation(), elf::ModelShape::GELU_TANH);
   EXPECT_EQ(s->sliding_window(), 512);
   EXPECT_EQ(s->rope_local_theta(), 1e4f);
   EXPECT_EQ(s->rope_theta(), 1e6f);
   EXPECT_EQ(s->query_pre_attn_scalar(), 256.0f);
   ASSERT_EQ(s->layer_types_size(), 18);
   for (int i = 0; i < 18; ++i) {
-    EXPECT_EQ(s->layer_types(i), (i + 1) % 6 == 0 ? "full_attention" : "sliding_attention") << i;
+    EXPECT_EQ(s->layer_types(i), (i + 1) % 6 == 0 ? elf::ModelShape::FULL_ATTENTION : elf::ModelShape::SLIDING_ATTENTION) << i;
   }
   int norms = 0;
   for (const auto& [name, dims] : ExpectedTensors(*s)) norms += absl::EndsWith(name, "feedforward_layernorm.weight");
@@ -365,7 +365,7 @@ TEST(HfCheckpointTest, Gemma3ConfigHasAllItsFeaturesAndRoundTrips) {
 TEST(HfCheckpointTest, Qwen2ConfigHasQkvBiasAndRoundTrips) {
   auto s = ShapeFromHfConfig(kQwen25Config, "qwen", "config.json");
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->family(), "qwen2");
+  EXPECT_EQ(s->family(), elf::ModelShape::QWEN2);
   EXPECT_TRUE(s->attention_bias());
   EXPECT_EQ(s->head_dim(), 64);
   EXPECT_EQ(s->n_kv_heads(), 2);

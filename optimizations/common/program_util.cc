@@ -1,3 +1,4 @@
+#include "elf/elf.h"
 #include "optimizations/common/program_util.h"
 
 #include "absl/strings/str_cat.h"
@@ -12,9 +13,10 @@ absl::StatusOr<Dataflow> ComputeDataflow(const elf::Program& p) {
   for (int s = 0; s < p.steps_size(); ++s) {
     const elf::Step& step = p.steps(s);
     if (step.has_host()) {
-      auto kernel = registry::FindKernel(step.host().kind());
+      auto kernel = registry::FindKernel(elf::HostStepName(step.host().kind()));
       if (!kernel.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("unknown host step kind '", step.host().kind(), "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("host step kind '", elf::HostStepName(step.host().kind()), "' has no registry kernel"));
       }
       std::set<std::string> outs((*kernel)->outputs().begin(), (*kernel)->outputs().end());
       for (const auto& b : step.host().bindings()) {

@@ -73,7 +73,7 @@ TEST(MergeMultiLaunch, TwoGroupsPerLayerPlusTheLmHead) {
   EXPECT_EQ(RunsPerToken(*p), 3);
   // Host steps stay where they were: kv_write and attention between the groups.
   std::vector<std::string> kinds;
-  for (const auto& s : p->steps()) kinds.push_back(s.has_group() ? "group" : s.host().kind());
+  for (const auto& s : p->steps()) kinds.push_back(s.has_group() ? "group" : elf::HostStepName(s.host().kind()));
   EXPECT_EQ(kinds, (std::vector<std::string>{"embedding", "rope_lookup", "group", "kv_write",
                                              "attention", "group", "group", "topk"}));
   for (const auto& s : p->steps()) {

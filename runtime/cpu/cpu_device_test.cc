@@ -24,7 +24,7 @@ namespace {
 elf::Program TwoAdds(const char* y_category) {
   elf::Program p;
   const std::string text = std::string(R"pb(
-    schema_version: 1
+    schema_version: 2
     model { name: "toy" rms_eps: 1e-5 }
     bos { name: "a" shape: 8 dtype: BF16 category: WRITE size_bytes: 16 }
     bos { name: "b" shape: 8 dtype: BF16 category: STATIC size_bytes: 16 }
@@ -198,7 +198,7 @@ TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
 TEST(CpuDevice, KernelTimesPerSymbolWhenAsked) {
   elf::Program gemv;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    schema_version: 1
+    schema_version: 2
     model { name: "toy" rms_eps: 1e-5 }
     bos { name: "w" shape: [8, 32] dtype: BF16 category: STATIC size_bytes: 512 weight_tensor: "w" }
     bos { name: "x" shape: 32 dtype: BF16 category: WRITE size_bytes: 64 }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "elf/elf.h"
 #include "kernels/attention/attention.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
@@ -61,13 +62,13 @@ class CpuHostOps final : public HostOps {
         }
       }
       return absl::InvalidArgumentError(
-          absl::StrCat("host step '", step.kind(), "' (layer ", step.layer(), ") has no '", param, "' binding"));
+          absl::StrCat("host step '", elf::HostStepName(step.kind()), "' (layer ", step.layer(), ") has no '", param, "' binding"));
     };
-    const std::string& kind = step.kind();
-    if (kind == "embedding") {
+    const elf::HostStep::Kind kind = step.kind();
+    if (kind == elf::HostStep::EMBEDDING) {
       b.kind = Kind::kEmbedding;
       DK_RETURN_IF_ERROR(need("out", &b.out));
-    } else if (kind == "rope_lookup") {
+    } else if (kind == elf::HostStep::ROPE_LOOKUP) {
       b.kind = Kind::kRopeLookup;
       DK_RETURN_IF_ERROR(need("cos", &b.in));
       DK_RETURN_IF_ERROR(need("sin", &b.in2));
@@ -77,11 +78,11 @@ class CpuHostOps final : public HostOps {
       if (b.local && !rope_local_) {
         return absl::InvalidArgumentError("rope_lookup local: the model has no rope_local_theta");
       }
-    } else if (kind == "kv_write" || kind == "attention") {
+    } else if (kind == elf::HostStep::KV_WRITE || kind == elf::HostStep::ATTENTION) {
       if (step.layer() < 0 || step.layer() >= m_.n_layers()) {
-        return absl::InvalidArgumentError(absl::StrCat("host step '", kind, "' has invalid layer ", step.layer()));
+        return absl::InvalidArgumentError(absl::StrCat("host step '", elf::HostStepName(kind), "' has invalid layer ", step.layer()));
       }
-      if (kind == "kv_write") {
+      if (kind == elf::HostStep::KV_WRITE) {
         b.kind = Kind::kKvWrite;
         DK_RETURN_IF_ERROR(need("k", &b.in));
         DK_RETURN_IF_ERROR(need("v", &b.in2));
@@ -89,9 +90,9 @@ class CpuHostOps final : public HostOps {
         b.kind = Kind::kAttention;
         DK_RETURN_IF_ERROR(need("q", &b.in));
         DK_RETURN_IF_ERROR(need("out", &b.out));
-        b.sliding = step.layer() < m_.layer_types_size() && m_.layer_types(step.layer()) == "sliding_attention";
+        b.sliding = elf::SlidingLayer(m_, step.layer());
       }
-    } else if (kind == "topk") {
+    } else if (kind == elf::HostStep::TOPK) {
       b.kind = Kind::kTopK;
       DK_RETURN_IF_ERROR(need("logits", &b.in));
       auto it = step.params().find("k");

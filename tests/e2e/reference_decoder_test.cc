@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "elf/elf.h"
 #include "graph/baseline.h"
 #include "gtest/gtest.h"
 #include "optimizations/testing/tiny.h"
@@ -37,14 +38,14 @@ elf::ModelShape Llama3Rope() {
 
 elf::ModelShape Qwen2() {
   elf::ModelShape m = Llama();
-  m.set_family("qwen2");
+  m.set_family(elf::ModelShape::QWEN2);
   m.set_attention_bias(true);
   return m;
 }
 
 elf::ModelShape Qwen3() {
   elf::ModelShape m = Llama();
-  m.set_family("qwen3");
+  m.set_family(elf::ModelShape::QWEN3);
   m.set_qk_norm(true);
   m.set_tied_embeddings(false);
   return m;
@@ -53,15 +54,15 @@ elf::ModelShape Qwen3() {
 // Gemma 3: layer 0 sliding (window 4 of the 12 positions run), layer 1 full.
 elf::ModelShape Gemma3() {
   elf::ModelShape m = Llama();
-  m.set_family("gemma3");
+  m.set_family(elf::ModelShape::GEMMA3);
   m.set_qk_norm(true);
-  m.set_ffn_activation("gelu_tanh");
+  m.set_ffn_activation(elf::ModelShape::GELU_TANH);
   m.set_norm_plus_one(true);
   m.set_sandwich_norms(true);
   m.set_embedding_scale(true);
   m.set_query_pre_attn_scalar(256);
-  m.add_layer_types("sliding_attention");
-  m.add_layer_types("full_attention");
+  m.add_layer_types(elf::ModelShape::SLIDING_ATTENTION);
+  m.add_layer_types(elf::ModelShape::FULL_ATTENTION);
   m.set_sliding_window(4);
   m.set_rope_theta(1000000);
   m.set_rope_local_theta(10);
@@ -138,7 +139,7 @@ void Check(const elf::ModelShape& m, const std::vector<Ablation>& ablations) {
   ASSERT_EQ(run.tokens.size(), 12u);
   const double full = WorstExcess(run, m, *w, /*check_choice=*/true);
   std::printf("%s: worst difference %.4f of the tolerance\n",
-              m.family().empty() ? "llama" : m.family().c_str(), full);
+              elf::FamilyName(m.family()).c_str(), full);
   EXPECT_LT(full, 1.0) << "the reference and the runtime differ";
   for (const Ablation& a : ablations) {
     elf::ModelShape without = m;
@@ -167,7 +168,7 @@ TEST(ReferenceDecoder, Qwen3QkNormAndUntiedHead) {
 TEST(ReferenceDecoder, Gemma3) {
   Check(Gemma3(),
         {{"q/k norms", [](auto& m) { m.set_qk_norm(false); }},
-         {"GELU-tanh", [](auto& m) { m.set_ffn_activation("silu"); }},
+         {"GELU-tanh", [](auto& m) { m.set_ffn_activation(elf::ModelShape::SILU); }},
          {"(1 + w) norms", [](auto& m) { m.set_norm_plus_one(false); }},
          {"sandwich norms", [](auto& m) { m.set_sandwich_norms(false); }},
          {"the embedding scale", [](auto& m) { m.set_embedding_scale(false); }},

@@ -538,7 +538,7 @@ absl::StatusOr<profile::ContextPoint> MeasureContext(Profile& p, dk::runtime::De
     DK_RETURN_IF_ERROR(st);
     for (size_t k = 0; k < decoder.timings().size(); ++k) {
       const auto& step = steps[static_cast<int>(k)];
-      if (step.has_host() && step.host().kind() == "attention") attention_ns += decoder.timings()[k].run_ns;
+      if (step.has_host() && step.host().kind() == dk::elf::HostStep::ATTENTION) attention_ns += decoder.timings()[k].run_ns;
     }
   }
   const int64_t weight_bytes = p.record.stages[stage].weight_bytes_per_token;

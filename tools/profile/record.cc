@@ -1,3 +1,4 @@
+#include "elf/elf.h"
 #include "tools/profile/record.h"
 
 #include <algorithm>
@@ -106,7 +107,7 @@ StepMap MapSteps(const elf::Program& program) {
     if (step.has_host()) {
       c.host = true;
       c.per_layer = step.host().layer() >= 0;
-      c.key = step.host().kind();
+      c.key = elf::HostStepName(step.host().kind());
     } else {
       const elf::LaunchGroup& g = step.group();
       c.per_layer = g.layer() >= 0;

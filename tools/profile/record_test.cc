@@ -48,20 +48,20 @@ elf::Program TwoLayerProgram() {
     b->set_param("x");
     b->set_bo("x");
   };
-  auto host = [&](const std::string& kind, int layer) {
+  auto host = [&](elf::HostStep::Kind kind, int layer) {
     auto* h = p.add_steps()->mutable_host();
     h->set_kind(kind);
     h->set_layer(layer);
   };
-  host("embedding", -1);
+  host(elf::HostStep::EMBEDDING, -1);
   for (int l = 0; l < 2; ++l) {
     group("L" + std::to_string(l) + ".rms_gemv_rope", l, "L" + std::to_string(l) + ".w");
-    host("attention", l);
+    host(elf::HostStep::ATTENTION, l);
     group("L" + std::to_string(l) + ".o_gemv_ffn", l, "L" + std::to_string(l) + ".w");
   }
   group("lm_head.part0", -1, "head.w");
   group("lm_head.part1", -1, "head.w");
-  host("topk", -1);
+  host(elf::HostStep::TOPK, -1);
   return p;
 }
 

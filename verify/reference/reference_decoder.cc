@@ -45,7 +45,7 @@ double ReferenceDecoder::R(double x) { return RoundToBf16(static_cast<float>(x))
 const weights::Tensor& ReferenceDecoder::T(const std::string& name) const { return *w_.Find(name); }
 double ReferenceDecoder::At(const std::string& name, int64_t i) const { return Bf16ToF32(T(name).data[i]); }
 bool ReferenceDecoder::Sliding(int l) const {
-  return l < m_.layer_types_size() && m_.layer_types(l) == "sliding_attention";
+  return l < m_.layer_types_size() && m_.layer_types(l) == elf::ModelShape::SLIDING_ATTENTION;
 }
 
 // Layer l's attention of the normed hidden state `xn`, through o_proj.
@@ -89,7 +89,7 @@ std::vector<double> ReferenceDecoder::Attention(int l, const std::vector<double>
 
 // FFN activation: SiLU, or Gemma's GELU with the tanh approximation.
 double ReferenceDecoder::Act(double g) const {
-  if (m_.ffn_activation() != "gelu_tanh") return g / (1 + std::exp(-g));
+  if (m_.ffn_activation() != elf::ModelShape::GELU_TANH) return g / (1 + std::exp(-g));
   return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
 }
 
