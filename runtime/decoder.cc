@@ -417,7 +417,7 @@ absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_
           rows.count == 1 ? absl::StrCat("position ", position_ + rows.first, ", input token ", tokens[rows.first])
                           : absl::StrCat("positions ", position_, "..", position_ + m - 1);
       return absl::Status(st.code(), absl::StrCat("ELF '", elf_name_, "', step ", s, " (host step '",
-                                                  plan.host->kind(), "'), ", where, ": ", st.message()));
+                                                  elf::HostStepName(plan.host->kind()), "'), ", where, ": ", st.message()));
     }
   }
   static_mirrors_written_ = true;

@@ -105,7 +105,7 @@ class CpuHostOps final : public HostOps {
                                                        vals, ") must hold k = ", b.k));
       }
     } else {
-      return absl::UnimplementedError(absl::StrCat("the cpu host has no host step '", kind, "'"));
+      return absl::UnimplementedError(absl::StrCat("the cpu host has no host step '", elf::HostStepName(kind), "'"));
     }
     bound_.push_back(b);
     return static_cast<int>(bound_.size()) - 1;
