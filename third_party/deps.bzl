@@ -47,6 +47,7 @@ _DEBIAN_LIBRARIES = {
     "com_google_protobuf": "protobuf.BUILD",
     "highway": "hwy.BUILD",
     "nlohmann_json": "nlohmann_json.BUILD",
+    "cpp_httplib": "httplib.BUILD",
     "re2": "re2.BUILD",
     "icu": "icu.BUILD",
     "openssl": "openssl.BUILD",
