@@ -213,6 +213,7 @@ std::variant<Request, ApiError> ParseRequest(std::string_view body, Endpoint end
   }
   ParseStop(f, &r.stop);
   f.Bool("stream", &r.stream);
+  f.Bool("ignore_eos", &r.ignore_eos);
   if (const json* options = f.Get("stream_options")) {
     if (!options->is_object()) {
       f.Fail(WrongType("stream_options", "an object", *options));

@@ -6,7 +6,8 @@
 // What is taken (everything else in a body is ignored, as llama-server does):
 //   both endpoints: model, max_tokens (chat: max_completion_tokens too), temperature,
 //     top_p, seed, stop (a string or up to 4), stream, stream_options.include_usage, and
-//     the extensions llama-server also takes: top_k, min_p, repetition_penalty;
+//     the extensions llama-server also takes: top_k, min_p, repetition_penalty,
+//     ignore_eos;
 //   /v1/completions: prompt (a string, or a list of one string);
 //   /v1/chat/completions: messages (role system / developer / user / assistant;
 //     content a string or a list of {"type": "text"} parts).
@@ -52,6 +53,7 @@ struct Request {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;                 // stream_options.include_usage
+  bool ignore_eos = false;                    // llama-server's: generate past end-of-generation tokens
 };
 
 // The body of a POST to `endpoint`, checked: malformed JSON, a known field of the

@@ -29,7 +29,7 @@ TEST(ParseRequest, MapsTheSamplingFields) {
   const Request r = Parse(R"({"model": "m", "prompt": "Hi", "max_tokens": 7, "temperature": 0.5, "top_p": 0.9,
                               "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "seed": 42,
                               "stop": ["\n", "END"], "stream": true, "stream_options": {"include_usage": true},
-                              "user": "ignored", "n": 1, "frequency_penalty": 0})");
+                              "user": "ignored", "n": 1, "frequency_penalty": 0, "ignore_eos": true})");
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.prompt, "Hi");
   ASSERT_TRUE(r.max_tokens.has_value());
@@ -44,6 +44,7 @@ TEST(ParseRequest, MapsTheSamplingFields) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n", "END"}));
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.ignore_eos);
 }
 
 TEST(ParseRequest, DefaultsAreOpenAIs) {
@@ -102,6 +103,7 @@ TEST(ParseRequest, RefusesBadBodiesNamingTheParameter) {
            {R"({"prompt": "a", "stop": 5})", kC, "stop", "a string or a list of strings"},
            {R"({"prompt": "a", "stop": ["a", "b", "c", "d", "e"]})", kC, "stop", "at most 4"},
            {R"({"prompt": "a", "stream": "yes"})", kC, "stream", "must be a boolean"},
+           {R"({"prompt": "a", "ignore_eos": 1})", kC, "ignore_eos", "must be a boolean"},
            {R"({"prompt": "a", "stream_options": {"include_usage": 1}})", kC, "stream_options.include_usage",
             "must be a boolean"},
            {R"({"prompt": "a", "model": 3})", kC, "model", "must be a string, not number"},

@@ -96,6 +96,7 @@ ApiError ServerError(int status, std::string message, std::string type = "server
 // waits on it and writes the reply.
 struct Job {
   Request request;
+  std::string id;  // the response's, in the replies and the log
   std::atomic<bool> cancelled{false};  // the client left: generation stops at the next piece
 
   std::mutex mu;
@@ -221,6 +222,7 @@ class EngineWorker {
     options.sampling = r.sampling;
     if (!r.seed_given) options.sampling.seed = rng_();
     options.stop_strings = r.stop;
+    options.stop_at_end_of_generation = !r.ignore_eos;
     if (absl::Status s = decodekit::ValidateGenerateOptions(options); !s.ok()) {
       return job.Finish(BadRequest(s.message()));
     }
@@ -238,6 +240,12 @@ class EngineWorker {
       engine.Reset();
       return job.Finish(ServerError(500, absl::StrCat("generation failed: ", result.status().message())));
     }
+    // One line a request: what it cost, and why it stopped ("client gone": the stream's
+    // reader left, the generation ended at the next piece).
+    std::fprintf(stderr, "[serve] %s: %d prompt tokens (%d reused), %zu new tokens in %.0f + %.0f ms, stopped: %s\n",
+                 job.id.c_str(), n, result->reused_tokens, result->tokens.size(), result->prompt_ms, result->decode_ms,
+                 result->stop == decodekit::StopReason::kCallback ? "client gone"
+                                                                   : dk::serve::FinishReason(result->stop));
     {
       std::lock_guard<std::mutex> lock(job.mu);
       job.text = std::move(result->text);
@@ -324,8 +332,9 @@ class Server {
                                "' (GET /v1/models)");
       return Reply(res, e);
     }
-    const std::string id = absl::StrFormat("%s-%d-%d", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", started_,
-                                           next_id_.fetch_add(1));
+    job->id = absl::StrFormat("%s-%d-%d", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", started_,
+                              next_id_.fetch_add(1));
+    const std::string& id = job->id;
     if (auto e = worker_.Submit(job)) return Reply(res, *e);
     if (auto e = job->WaitPrepared()) return Reply(res, *e);
     if (!job->request.stream) {

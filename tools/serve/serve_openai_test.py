@@ -185,6 +185,31 @@ def main():
         with urllib.request.urlopen(base + "/health", timeout=10) as h:
             check(json.loads(h.read()) == {"status": "ok"}, "health")
 
+        # A full queue: while a long stream runs, 8 requests at once against --max_queue 4;
+        # those past the queue get 429, the rest their answer. Then the stream's client
+        # leaves: its generation stops there, not at max_tokens.
+        long = client.completions.create(model=MODEL, prompt=story, max_tokens=400, temperature=0, stream=True,
+                                          extra_body={"ignore_eos": True})
+        first = next(iter(long))
+        check(first.choices[0].text != "", "the long stream's first chunk")
+        statuses = []
+
+        def short():
+            status, _ = raw_post(base + "/v1/completions", json.dumps({"prompt": "Hi", "max_tokens": 1}))
+            statuses.append(status)
+
+        threads = [threading.Thread(target=short) for _ in range(8)]
+        for t in threads:
+            t.start()
+        time.sleep(1)  # all 8 arrive while the stream runs
+        long.close()  # the client leaves mid-stream
+        for t in threads:
+            t.join(120)
+        check(sorted(statuses) == [200] * 4 + [429] * 4, f"8 requests against a queue of 4: {sorted(statuses)}")
+        log = open(os.path.join(TMP, "serve.stderr")).read()
+        gone = re.findall(r"(\d+) new tokens in [\d.]+ \+ [\d.]+ ms, stopped: client gone", log)
+        check(len(gone) == 1 and int(gone[0]) < 400, f"the abandoned stream's log line: {gone}")
+
         # SIGTERM mid-stream: the stream finishes whole, then the server exits 0.
         stream = client.completions.create(model=MODEL, prompt=story, max_tokens=120, temperature=0, stream=True)
         got = []
