@@ -212,9 +212,10 @@ TEST(BatchTest, EightSlotsTenSequences) {
   ExpectBatchedEqualsAlone("decodekit/models/smollm2_135m/decode_gguf.elf", 8, Sequences(10, kVocab));
 }
 
-// Gemma 3's GGUF: other block formats (Q5_0, Q4_K, Q6_K, Q8_0), QK-norm, sliding layers.
-TEST(BatchTest, EightSequencesGemma3) {
-  ExpectBatchedEqualsAlone("decodekit/models/gemma3_270m/decode_gguf.elf", 8, Sequences(8, kGemmaVocab));
+// Gemma 3's GGUF: other block formats (Q5_0, Q4_K, Q6_K, Q8_0), QK-norm, sliding layers
+// (three sequences: its 262144-entry vocabulary makes each step's tail the costly part).
+TEST(BatchTest, ThreeSequencesGemma3) {
+  ExpectBatchedEqualsAlone("decodekit/models/gemma3_270m/decode_gguf.elf", 3, Sequences(3, kGemmaVocab));
 }
 
 TEST(BatchTest, RefusesBadRows) {
