@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 
 SERVE, GENERATE, ELF, GGUF, MARKER = sys.argv[1:6]
+sys.dont_write_bytecode = True  # nothing written into the external repository's folder
 sys.path.insert(0, os.path.dirname(os.path.abspath(MARKER)))
 import openai  # noqa: E402  (from the pinned wheels, not the system)
 
