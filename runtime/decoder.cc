@@ -121,8 +121,16 @@ absl::Status Decoder::PlanRows() {
     if (st.has_group() ? st.group().layer() >= 0 : st.host().kind() != elf::HostStep::TOPK) break;
   }
   tail_begin_ = tail;
-  // A draft check runs max_draft + 1 rows through every step, the tail included.
+  // A draft check runs max_draft + 1 rows through every step, the tail included; so
+  // does a batched run, batch_rows of them.
   check_rows_ = program_.has_speculative() ? program_.speculative().max_draft() + 1 : 1;
+  if (options_.sequences < 1 || options_.batch_rows < 1 || options_.batch_rows > context_) {
+    return absl::InvalidArgumentError(absl::StrCat("batched decode: sequences (", options_.sequences,
+                                                   ") must be >= 1 and batch rows (", options_.batch_rows,
+                                                   ") in [1, ", context_, "]"));
+  }
+  batch_rows_ = options_.batch_rows;
+  tail_rows_ = std::max(check_rows_, batch_rows_);
   // Which activations each part uses: 1 before the tail, 2 in the tail (weights: none).
   std::vector<int> bo_part(program_.bos_size(), 0), value_part(program_.values_size(), 0);
   std::map<std::string, int> bo_index, value_index;
@@ -163,8 +171,8 @@ absl::Status Decoder::PlanRows() {
   // The program's target may run chunks of whole row tiles only (npu2's GEMMs).
   DK_ASSIGN_OR_RETURN(const int64_t rows, elf::PrefillRowsFor(program_, options_.prefill_rows, prefill_rows_));
   prefill_rows_ = static_cast<int>(rows);
-  const int prefix_rows = std::max(prefill_rows_, check_rows_);
-  auto rows_of = [&](int part) { return (part & 1) ? prefix_rows : (part & 2) ? check_rows_ : 1; };
+  const int prefix_rows = std::max(prefill_rows_, tail_rows_);
+  auto rows_of = [&](int part) { return (part & 1) ? prefix_rows : (part & 2) ? tail_rows_ : 1; };
   bo_rows_.resize(program_.bos_size());
   value_rows_.resize(program_.values_size());
   for (int i = 0; i < program_.bos_size(); ++i) bo_rows_[i] = rows_of(bo_part[i]);
@@ -391,7 +399,7 @@ absl::Status Decoder::Feed(absl::Span<const uint32_t> tokens) {
 
 absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_rows) {
   const int m = static_cast<int>(tokens.size());
-  const int most = tail_all_rows ? check_rows_ : std::max(prefill_rows_, check_rows_);
+  const int most = tail_all_rows ? check_rows_ : std::max(prefill_rows_, tail_rows_);
   if (m > most) return absl::InvalidArgumentError(absl::StrCat(m, " tokens in one run, the decoder holds ", most));
   last_row_ = m - 1;
   last_score_ = 0;
@@ -423,6 +431,50 @@ absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_
   static_mirrors_written_ = true;
   position_ += m;
   return ReadTopK();
+}
+
+absl::Status Decoder::StepBatch(absl::Span<const BatchRow> rows) {
+  const int m = static_cast<int>(rows.size());
+  if (m == 0 || m > batch_rows_) {
+    return absl::InvalidArgumentError(absl::StrCat(m, " rows in one batched run: the decoder takes 1 to ", batch_rows_,
+                                                   " (Options::batch_rows)"));
+  }
+  for (const BatchRow& r : rows) {
+    if (r.sequence < 0 || r.sequence >= options_.sequences) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", r.sequence, ": the decoder holds ",
+                                                     options_.sequences, " (Options::sequences)"));
+    }
+    if (r.position < 0 || r.position >= context_) {
+      return absl::OutOfRangeError(absl::StrCat("position ", r.position, " of sequence ", r.sequence,
+                                                " does not fit the context of ", context_, " positions"));
+    }
+  }
+  last_score_ = 0;
+  const RowRange all{0, m};
+  for (size_t s = 0; s < plan_.size(); ++s) {
+    const StepPlan& plan = plan_[s];
+    StepTiming& t = timings_[s];
+    t = StepTiming{};
+    if (plan.host == nullptr) {
+      DK_RETURN_IF_ERROR(RunGroup(s, all));
+      continue;
+    }
+    const int64_t t0 = NowNs();
+    absl::Status st = host_->RunHostStepBatch(plan.host_handle, rows);
+    t.run_ns = NowNs() - t0;
+    if (!st.ok()) {
+      return absl::Status(st.code(), absl::StrCat("ELF '", elf_name_, "', step ", s, " (host step '", plan.host->kind(),
+                                                  "'), a batched run of ", m, " rows: ", st.message()));
+    }
+  }
+  static_mirrors_written_ = true;
+  last_row_ = m - 1;
+  return ReadTopK();
+}
+
+const float* Decoder::row_logits(int row) const {
+  const int vi = logits_value_;
+  return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(row, value_rows_[vi]) * value_bytes_[vi]);
 }
 
 absl::Status Decoder::WriteInputs(size_t s, RowRange rows, StepTiming* t) {

@@ -76,6 +76,11 @@ class Decoder {
     // The positions the host's KV cache holds (0: the model's max_context), for
     // Feed's up-front check of a prompt's length.
     int max_context = 0;
+    // Batched decode (StepBatch): the sequences (KV caches) the host holds, and the
+    // most token rows one StepBatch takes; the tail's buffers (LM head, top-k) hold
+    // that many rows. 1 and 1: no batched runs, no extra memory.
+    int sequences = 1;
+    int batch_rows = 1;
   };
   static absl::StatusOr<std::unique_ptr<Decoder>> Create(const elf::Program& program,
                                                          const std::string& elf_name,
@@ -97,6 +102,20 @@ class Decoder {
   // (*top1)[i] is the greedy choice after tokens[0..i], what Advance-ing them one by
   // one would have chosen. last() is then the last row's.
   absl::Status Score(absl::Span<const uint32_t> tokens, std::vector<uint32_t>* top1);
+  // Batched decode (docs/architecture.md s.4, "Sequences batched"): one run of every
+  // step over rows.size() (at most batch_rows()) token rows, row i being token
+  // rows[i].token of sequence rows[i].sequence (< Options::sequences) at position
+  // rows[i].position, with that sequence's own KV cache; the tail runs on every row.
+  // Each row's top-k (ReadRow) and logits (row_logits) are then what Advance-ing that
+  // token on that sequence alone gives, bit for bit. Rows of one sequence at
+  // consecutive positions may share a run (a piece of its prompt). Sequence 0's KV
+  // cache is the one Advance / Feed use; position() is not moved. last() becomes the
+  // last row's.
+  absl::Status StepBatch(absl::Span<const BatchRow> rows);
+  int batch_rows() const { return batch_rows_; }
+  int sequences() const { return options_.sequences; }
+  // The f32 logits of row `row` of the last StepBatch or Score.
+  const float* row_logits(int row) const;
   // Keeps only the first `keep` (>= 1) tokens of the last Score: position() moves
   // back past the rest (their KV entries are overwritten before anything reads
   // them) and last() / logits() become row keep - 1's.
@@ -185,7 +204,9 @@ class Decoder {
   size_t tail_begin_ = 0;          // steps [tail_begin_, end) run for a chunk's last token only
   std::vector<int> bo_rows_, value_rows_;  // token rows each BO / host value holds
   int last_row_ = 0;                       // the last token's row in the last run
-  int check_rows_ = 1;                     // rows the tail holds (Score)
+  int check_rows_ = 1;                     // rows a Score takes
+  int batch_rows_ = 1;                     // rows a StepBatch takes
+  int tail_rows_ = 1;                      // rows the tail holds: the larger of the two
   int prefill_rows_ = 1;                   // Options::prefill_rows resolved
   int64_t context_ = 0;                    // positions the KV cache holds
   int last_score_ = 0;                     // tokens of the last Score (0: none since)

@@ -67,6 +67,15 @@ struct RowRange {
 };
 inline size_t RowSlot(size_t row, int rows) { return rows > 1 ? row % static_cast<size_t>(rows) : 0; }
 
+// One token row of a batched run (Decoder::StepBatch; docs/architecture.md s.4,
+// "Sequences batched"): the row's token, the sequence whose KV cache its host steps read
+// and write, and its position in that sequence.
+struct BatchRow {
+  uint32_t token = 0;
+  int sequence = 0;
+  int position = 0;
+};
+
 // A program loaded on a device: launch groups resolved to kernels, BO bindings
 // checked. Thread-safety: immutable after Load.
 class LoadedElf {
@@ -145,6 +154,15 @@ class HostOps {
   // to positions [0, position + i], as decoding the tokens one by one would.
   virtual absl::Status RunHostStep(int handle, absl::Span<const uint32_t> tokens, int position,
                                    int first_row) = 0;
+  // Runs bound step `handle` for a batched run: row i (its values at token row i)
+  // is rows[i].token of sequence rows[i].sequence at rows[i].position, with that
+  // sequence's KV cache (sequence 0's is the one RunHostStep uses). Every row's KV
+  // entries are written before any attention step reads them, so rows of one sequence
+  // at consecutive positions attend as a prefill chunk does. A host without KV caches
+  // per sequence: Unimplemented.
+  virtual absl::Status RunHostStepBatch(int handle, absl::Span<const BatchRow> rows) {
+    return absl::UnimplementedError("this host runs one sequence (no batched decode)");
+  }
   // Forget the KV cache (a new sequence).
   virtual void Reset() = 0;
 };

@@ -19,7 +19,7 @@ Every label here is a Label(), resolved in decodekit's repository, so the build 
 and pins are found wherever decodekit lies.
 """
 
-load("//third_party/pypi_wheel:pypi_wheel.bzl", "pypi_wheel", "pypi_wheel_parts")
+load("//third_party/pypi_wheel:pypi_wheel.bzl", "pypi_site", "pypi_wheel", "pypi_wheel_parts")
 
 def _tree_repository_impl(rctx):
     # A folder of decodekit's tree (`folder`, relative to third_party/), linked entry by
@@ -47,6 +47,7 @@ _DEBIAN_LIBRARIES = {
     "com_google_protobuf": "protobuf.BUILD",
     "highway": "hwy.BUILD",
     "nlohmann_json": "nlohmann_json.BUILD",
+    "cpp_httplib": "httplib.BUILD",
     "re2": "re2.BUILD",
     "icu": "icu.BUILD",
     "openssl": "openssl.BUILD",
@@ -131,4 +132,28 @@ def decodekit_dependencies():
                 "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
                 "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
             ],
+        )
+
+    # --- the `openai` Python client, for //tools/serve:serve_openai_test ---
+    # The package and every dependency, pinned (here and in wheels.txt), unpacked into one
+    # folder the test puts on sys.path. Fetched only when that test is built.
+    if not _declared("openai_client"):
+        pypi_site(
+            name = "openai_client",
+            wheels = {
+                "openai==3.63.0": "51dbe5be02a11eb18b8ac35f2e89bdfbed42b40516f371648197bf7c4e721625",
+                "annotated-types==0.8.0": "f072f4d804ea359e4eaf198b1af7a8b0943881a87f31bb764f8bf219bb9419e0",
+                "anyio==4.16.0": "c66ae634e0b8228396b801741beb3294326d4b6102f7bba4041c0dfb58c29026",
+                "h11==0.16.0": "63cf8bbe7522de3bf65932fda1d9c2772064ffb3dae62d55932da54b31cb6c86",
+                "httpcore2==2.17.0": "72e3674317e5d6bdfc4ca5ea52e4b05302b0b185f95eecfb7dd9399230c51a6f",
+                "httpx2==2.17.0": "4345a932391496a082b65929f72260dbc9ce5cd2d21bcb28d00f0569935a6eb1",
+                "idna==3.21": "387ab0bbea1ee7a196ea5b24eb007bad0242cc3127fe96713939942bc9e720d7",
+                "jiter==0.19.0": "cc4a2b70ecd4f102583344c1f8cc5dc11618665b1889286bb3b4279c19b337dd",
+                "pydantic==2.14.4": "653a2ad9f6d8858529c77c72717d0ea991d6c6837fe683246b2f4b2bbfc3fadc",
+                "pydantic-core==2.50.5": "488319076ec92908b91fc6265ce761f1d78748f69f85518564fd16bf333e1b70",
+                "sniffio==1.3.1": "2f6da418d1f1e0fddd844478f41680e794e6051915791a034ff65e5f100525a2",
+                "truststore==0.10.5": "9aaaedaefaf06d8b206278cf8b5012bc897f485a874503501e12d776df78951c",
+                "typing-extensions==4.16.0": "481caa481374e813c1b176ada14e97f1f67a4539ce9cfeb3f350d78d6370c2e8",
+                "typing-inspection==0.4.5": "bc210535442b39e1bf2805e0c7a17dfd6a4ace760c84c7f7d16245d23a6b1c39",
+            },
         )

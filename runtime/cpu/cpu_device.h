@@ -135,6 +135,7 @@ class EmbeddingRows {
 struct CpuHostOptions {
   int max_context = 0;  // 0: the model's max_context
   ThreadPool* pool = nullptr;
+  int sequences = 1;    // KV caches held, one per sequence of a batched run (>= 1)
 };
 // InvalidArgument for a model whose RoPE table cannot be built; ResourceExhausted
 // when the KV cache does not fit in memory.

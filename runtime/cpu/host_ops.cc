@@ -25,7 +25,7 @@ namespace {
 class CpuHostOps final : public HostOps {
  public:
   CpuHostOps(const elf::ModelShape& m, const EmbeddingRows* embedding, int max_context, ThreadPool* pool,
-             kernels::RopeTable rope, std::optional<kernels::RopeTable> rope_local)
+             kernels::RopeTable rope, std::optional<kernels::RopeTable> rope_local, int sequences)
       : m_(m),
         embedding_(embedding),
         max_context_(max_context),
@@ -34,14 +34,20 @@ class CpuHostOps final : public HostOps {
         rope_local_(std::move(rope_local)),
         // Gemma: the embedding times bf16(sqrt(hidden)) (a bf16 buffer in HF).
         embedding_scale_(m.embedding_scale() ? RoundToBf16(std::sqrt(static_cast<float>(m.hidden()))) : 0.0f),
-        kv_stride_(size_t{static_cast<size_t>(m.n_kv_heads())} * max_context * m.head_dim()),
-        k_cache_(kv_stride_ * m.n_layers()),
-        v_cache_(kv_stride_ * m.n_layers()) {
-    k_cache_.Zero();
-    v_cache_.Zero();
+        kv_stride_(size_t{static_cast<size_t>(m.n_kv_heads())} * max_context * m.head_dim()) {
+    for (int i = 0; i < sequences; ++i) {
+      caches_.push_back({AlignedBuffer<bf16>(kv_stride_ * m.n_layers()), AlignedBuffer<bf16>(kv_stride_ * m.n_layers())});
+      caches_.back().k.Zero();
+      caches_.back().v.Zero();
+    }
   }
 
-  bool ok() const { return k_cache_.size() == kv_stride_ * m_.n_layers() && v_cache_.size() == k_cache_.size(); }
+  bool ok() const {
+    for (const Cache& c : caches_) {
+      if (c.k.size() != kv_stride_ * m_.n_layers() || c.v.size() != c.k.size()) return false;
+    }
+    return !caches_.empty();
+  }
 
   absl::StatusOr<int> BindHostStep(const elf::HostStep& step,
                                    const std::vector<std::pair<std::string, Value>>& values) override {
@@ -133,8 +139,41 @@ class CpuHostOps final : public HostOps {
       switch (b.kind) {
         case Kind::kEmbedding: s = Embed(r, tokens[i]); break;
         case Kind::kRopeLookup: s = RopeLookup(b, r, pos); break;
-        case Kind::kKvWrite: s = KvWrite(b, r, pos); break;
-        case Kind::kAttention: s = Attention(b, r, pos); break;
+        case Kind::kKvWrite: s = KvWrite(b, r, pos, caches_[0]); break;
+        case Kind::kAttention: s = Attention(b, r, pos, caches_[0]); break;
+        case Kind::kTopK: s = TopK(b, r); break;
+      }
+      DK_RETURN_IF_ERROR(s);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunHostStepBatch(int handle, absl::Span<const BatchRow> rows) override {
+    if (handle < 0 || handle >= static_cast<int>(bound_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("no bound host step ", handle));
+    }
+    for (const BatchRow& row : rows) {
+      if (row.sequence < 0 || row.sequence >= static_cast<int>(caches_.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("sequence ", row.sequence, ": the host holds KV caches for ",
+                                                       caches_.size(), " sequences"));
+      }
+      if (row.position < 0 || row.position >= max_context_) {
+        return absl::OutOfRangeError(absl::StrCat("position ", row.position, " of sequence ", row.sequence,
+                                                  " exceeds the KV cache of ", max_context_, " positions"));
+      }
+    }
+    const Bound& b = bound_[handle];
+    // Row by row, each as a one-token run of its sequence gives it (the same kernels:
+    // attention is DecodeAttention at the row's position over its sequence's cache).
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row r = b.AtRow(i);
+      const BatchRow& row = rows[i];
+      absl::Status s;
+      switch (b.kind) {
+        case Kind::kEmbedding: s = Embed(r, row.token); break;
+        case Kind::kRopeLookup: s = RopeLookup(b, r, row.position); break;
+        case Kind::kKvWrite: s = KvWrite(b, r, row.position, caches_[row.sequence]); break;
+        case Kind::kAttention: s = Attention(b, r, row.position, caches_[row.sequence]); break;
         case Kind::kTopK: s = TopK(b, r); break;
       }
       DK_RETURN_IF_ERROR(s);
@@ -143,8 +182,8 @@ class CpuHostOps final : public HostOps {
   }
 
   void Reset() override {
-    k_cache_.Zero();
-    v_cache_.Zero();
+    caches_[0].k.Zero();
+    caches_[0].v.Zero();
   }
 
  private:
@@ -193,10 +232,14 @@ class CpuHostOps final : public HostOps {
     std::memcpy(r.in2, table.sin(position), half * sizeof(bf16));
     return absl::OkStatus();
   }
-  absl::Status KvWrite(const Bound& b, const Row& r, int position) {
+  // One sequence's keys and values: [n_layers][n_kv_heads][max_context][head_dim] each.
+  struct Cache {
+    AlignedBuffer<bf16> k, v;
+  };
+  absl::Status KvWrite(const Bound& b, const Row& r, int position, Cache& cache) {
     const size_t hd = m_.head_dim();
-    bf16* kc = k_cache_.data() + b.step->layer() * kv_stride_;
-    bf16* vc = v_cache_.data() + b.step->layer() * kv_stride_;
+    bf16* kc = cache.k.data() + b.step->layer() * kv_stride_;
+    bf16* vc = cache.v.data() + b.step->layer() * kv_stride_;
     for (int h = 0; h < m_.n_kv_heads(); ++h) {
       const size_t at = (size_t{static_cast<size_t>(h)} * max_context_ + position) * hd;
       std::memcpy(kc + at, static_cast<const bf16*>(r.in) + h * hd, hd * sizeof(bf16));
@@ -217,15 +260,15 @@ class CpuHostOps final : public HostOps {
     const float scalar = m_.query_pre_attn_scalar() > 0 ? m_.query_pre_attn_scalar() : static_cast<float>(m_.head_dim());
     return 1.0f / std::sqrt(scalar);
   }
-  absl::Status Attention(const Bound& b, const Row& r, int position) {
+  absl::Status Attention(const Bound& b, const Row& r, int position, const Cache& cache) {
     const size_t hd = m_.head_dim();
     // A sliding layer attends to positions (position - window, position] only: the
     // caches from `first` on, read as a cache that starts there (the kv-head stride
     // stays max_context).
     const size_t first = b.sliding && position >= m_.sliding_window() ? position - m_.sliding_window() + 1 : 0;
     const size_t layer = b.step->layer() * kv_stride_;
-    return kernels::DecodeAttention(Dims(), static_cast<const bf16*>(r.in), k_cache_.data() + layer + first * hd,
-                                    v_cache_.data() + layer + first * hd, position - first,
+    return kernels::DecodeAttention(Dims(), static_cast<const bf16*>(r.in), cache.k.data() + layer + first * hd,
+                                    cache.v.data() + layer + first * hd, position - first,
                                     static_cast<bf16*>(r.out), pool_, Scale());
   }
   // Attention for `m` token rows from `first_row` (positions position..position + m - 1)
@@ -237,7 +280,7 @@ class CpuHostOps final : public HostOps {
     const size_t window = b.sliding ? static_cast<size_t>(m_.sliding_window()) : 0;
     const size_t layer = b.step->layer() * kv_stride_;
     return kernels::CausalAttention(Dims(), static_cast<const bf16*>(r.in), b.row_bytes[0] / sizeof(bf16), m,
-                                    position, window, k_cache_.data() + layer, v_cache_.data() + layer,
+                                    position, window, caches_[0].k.data() + layer, caches_[0].v.data() + layer,
                                     static_cast<bf16*>(r.out), b.row_bytes[2] / sizeof(bf16), pool_, Scale());
   }
   // Writes the k best ids (i32) and their logits to the step's values, best first;
@@ -269,7 +312,7 @@ class CpuHostOps final : public HostOps {
   std::optional<kernels::RopeTable> rope_local_;  // sliding layers' (Gemma 3)
   const float embedding_scale_;                   // 0: none
   const size_t kv_stride_;  // elements per layer: [n_kv_heads][max_context][head_dim]
-  AlignedBuffer<bf16> k_cache_, v_cache_;
+  std::vector<Cache> caches_;  // by sequence; RunHostStep's is caches_[0]
   std::vector<Bound> bound_;  // by handle
 };
 
@@ -374,10 +417,10 @@ absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& m
   }
   auto ops = std::make_unique<CpuHostOps>(model, embedding, max_context,
                                           options.pool ? options.pool : &SharedThreadPool(),
-                                          *std::move(table), std::move(local));
+                                          *std::move(table), std::move(local), std::max(options.sequences, 1));
   if (!ops->ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the KV cache for ", max_context,
-                                                     " positions"));
+                                                     " positions", options.sequences > 1 ? absl::StrCat(" x ", options.sequences, " sequences") : ""));
   }
   return std::unique_ptr<HostOps>(std::move(ops));
 }

@@ -139,6 +139,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
   CpuHostOptions host_options;
   host_options.max_context = options.max_context;
   host_options.pool = options.pool;
+  host_options.sequences = options.sequences;
   if (embed->data.size() == 0 && embed->stored.data != nullptr) {
     // Loaded as blocks only (GgufBlocksOnly): each row dequantized from the file's
     // blocks when the host embeds its token, as the full load would have (the same
@@ -166,6 +167,8 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
   decoder_options.validate = options.validate;
   decoder_options.prefill_rows = options.prefill_rows;
   decoder_options.max_context = options.max_context;
+  decoder_options.sequences = options.sequences;
+  decoder_options.batch_rows = options.batch_rows;
   // With tied embeddings in bf16 BOs the host reads the embedding's rows from the LM
   // head's BOs (decided before placing, so that the table's rows can go part by part).
   const bool embedding_from_bos = releasable != nullptr && program.model().tied_embeddings() &&

@@ -75,6 +75,10 @@ struct SessionOptions {
   int prefill_rows = 0;
   ThreadPool* pool = nullptr;  // kernels' threads (nullptr: SharedThreadPool())
   CpuDeviceOptions cpu;        // how the device runs its launch groups
+  // Batched decode (Decoder::StepBatch): KV caches for this many sequences, and the
+  // most token rows one batched run takes (Decoder::Options::sequences, batch_rows).
+  int sequences = 1;
+  int batch_rows = 1;
   HostOpsWrapper wrap_host;    // test only, see above
 };
 
