@@ -2,12 +2,12 @@
 // that runs it. tools/elf_opt and the pass tests run passes only through this
 // table. Adding a pass: its folder (optimizations/<pass>/, whose BUILD is one
 // optimization_pass() call), one entry in passes.cc (and its dep in BUILD), one
-// rule in defs.bzl.
+// rule in rules/optimizations.bzl (exported by rules/defs.bzl).
 //
 // Options arrive as text, "key=value" (elf_opt's positional arguments, which
-// defs.bzl builds from the rule's attributes of the same names, passing only those
-// set); every option the run does not set has the table's default: the table is
-// where an option's default and allowed values are stated.
+// rules/optimizations.bzl builds from the rule's attributes of the same names,
+// passing only those set); every option the run does not set has the table's
+// default: the table is where an option's default and allowed values are stated.
 // Thread-safety: the table is immutable; the functions are stateless.
 #ifndef DK_OPTIMIZATIONS_PASSES_H_
 #define DK_OPTIMIZATIONS_PASSES_H_
