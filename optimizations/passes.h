@@ -33,12 +33,21 @@ enum class OptionKind {
   kString,      // one word: "q8_0"
 };
 
+// One option of a pass, declared once: the rule of the same name in
+// rules/optimizations.bzl has an attribute of this name, of the matching type
+// (attr.int, attr.string, attr.string_list), whose doc is this doc (plus "Unset: the
+// pass table's default." where the attribute's default leaves the option unset);
+// //tests/passes:options_match_rules_test holds them to it.
 struct OptionSpec {
   std::string name;
   OptionKind kind;
   std::string default_value;  // as text, like a value given on the command line
-  std::string doc;
+  std::string doc;            // sentences, as `elf_opt --help` and the rule's attribute show them
   std::vector<std::string> choices;  // kStringList, kString: the allowed items (empty: any)
+  // kInt: the allowed values, min..max (the doc states the range as "min..max");
+  // ParseOptions refuses a value outside it.
+  int64_t min = INT64_MIN;
+  int64_t max = INT64_MAX;
 };
 
 struct Pass;
