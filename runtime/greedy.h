@@ -56,8 +56,8 @@ struct GreedyOptions {
 };
 
 // Called with each new token in order (`step` is decoder.last(), its token the
-// chooser's choice; the decoder's timings() are those of the step that chose it). A non-OK status ends the run and
-// is returned by GenerateGreedy.
+// chooser's choice; the decoder's timings() are those of the step that chose it). A
+// non-OK status ends the run and is returned by GenerateGreedy.
 using OnToken = std::function<absl::Status(int index, const StepResult& step)>;
 
 struct GreedyRun {
@@ -73,10 +73,10 @@ struct GreedyRun {
   int checks = 0, drafted = 0, accepted = 0;
 };
 
-// FeedPrompt, then up to options.max_new_tokens tokens. With the argmax chooser a program with
-// Program.speculative drafts tokens by prompt lookup (runtime/draft.h) and checks
-// them with Decoder::Score, keeping those the model chooses: the same tokens, with
-// the same top-k, as one step per token.
+// FeedPrompt, then up to options.max_new_tokens tokens. With the argmax chooser, a
+// program with Program.speculative drafts tokens by prompt lookup (runtime/draft.h)
+// and checks them with Decoder::Score, keeping those the model chooses: the same
+// tokens, with the same top-k, as one step per token.
 absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
                                          const GreedyOptions& options, const OnToken& on_token);
 

@@ -8,23 +8,31 @@ It first runs the rules on planted text (self_test: planted stale pointers found
 well-formed and template ones not), then on every file.
 
 Files read: every file under ROOT named *.h, *.cc, *.md, *.bzl, BUILD or BUILD.bazel,
-outside bazel-* output links and hidden directories other than .ci. The whole text of
-each is read, comments and code alike: a label in a usage string misleads as much as
-one in a comment.
+outside bazel-* output links, hidden directories other than .ci, and repositories of
+their own inside ROOT (a directory with a WORKSPACE: examples/workspace,
+third_party/rules_cc), whose labels are theirs. The whole text of each is read,
+comments and code alike: a label in a usage string misleads as much as one in a
+comment.
 
 What counts as a pointer (and nothing else does):
   - A Bazel label of this workspace: `//` not preceded by a word character, `@`, `:`
     or `/` (so not `@repo//x`, not `https://x`), then a package path of lower-case
     letters, digits, `_`, `-`, `.`, `/` (possibly empty), then optionally `:` and a
     target name (letters, digits, `_ - . + / =`). It holds when the package's
-    directory has a BUILD file and the target is a file in that package, a
-    `name = "..."` or an `out`/`outs` entry of its BUILD file, or one of Bazel's
-    wildcards (`:all`, `:*`, `:all-targets`); `//pkg/...` holds when pkg is a directory.
+    directory has a BUILD file and the target is a file in that package, a target
+    its BUILD file makes (the file evaluated with its macros, starlark_eval.py: what
+    `bazel query //pkg:all` lists) or a file one declares (genrule outs, exports_files),
+    or one of Bazel's wildcards (`:all`, `:*`, `:all-targets`); `//pkg/...` holds when
+    pkg is a directory; visibility's `//visibility:public|private`, `//pkg:__pkg__`,
+    `//pkg:__subpackages__` and transitions' `//command_line_option:x` are Bazel's.
   - A repository path: a token of `[A-Za-z0-9_.+-]` and `/` that starts with one of
     ROOT's top-level directories followed by `/`, not preceded by a word character,
     `/`, `.`, `-`, `@` or `:` (so not `../x`, `/tmp/x`, `bazel-bin/x`, `a.b/x`). A
     trailing `.`/`,`/`:`/`;` is punctuation, not part of it. It holds when the file or
-    directory exists.
+    directory exists, or when a build makes it: `x.pb.h` / `x.pb.cc` beside an
+    `x.proto`; a declared output of its package, or a file named after one of its
+    targets plus an extension (the launcher a rule writes: tests/profile/profile.sh);
+    a path through a directory .gitignore names (tools/peer/.venv: a tool makes it).
   - A relative link of a Markdown file, `](target)` whose target has no scheme and does
     not start with `#`: it holds when the target (without its `#anchor`) exists
     relative to the Markdown file's directory.
@@ -33,7 +41,8 @@ What counts as a pointer (and nothing else does):
   `"//models/%s:%s" % ...`), and a label whose package ends in `/` (a prefix that code
   completes: `StrCat("//models/", name)`).
 
-The allow-list (ALLOWED) holds deliberate examples only, each with its reason.
+The allow-list (ALLOWED) holds deliberate examples only, each with its reason; an entry
+that no file needs any more fails the check too, so the list stays short.
 """
 import os
 import re
