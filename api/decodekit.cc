@@ -124,12 +124,10 @@ struct Engine::Impl {
   absl::Status StartSequence(const std::vector<uint32_t>& prompt, int* reused);
   absl::StatusOr<const dk::tokenizer::ChatTemplate*> ChatTemplate();
   absl::Status CheckIds(absl::Span<const int32_t> tokens) const;
-  // Generate's loops: greedy through the runtime's loop (speculative where the stage
-  // is), sampled one step at a time.
-  absl::Status Greedy(const GenerateOptions& o, const std::vector<uint32_t>& stops, internal::TextSink& sink,
-                      GenerateResult& result);
-  absl::Status Sampled(const GenerateOptions& o, const std::vector<uint32_t>& stops, internal::TextSink& sink,
-                       GenerateResult& result);
+  // Generate's tokens: the runtime's one generation loop (runtime/greedy.h), its
+  // chooser the argmax (speculative where the stage is) or a seeded sampler.
+  absl::Status Loop(const GenerateOptions& o, const std::vector<uint32_t>& stops, internal::TextSink& sink,
+                    GenerateResult& result);
   absl::StatusOr<GenerateResult> Generate(const GenerateOptions& o, const TextCallback& on_text,
                                           std::vector<uint32_t> extra_stops);
   // Complete's and Chat's: a new sequence from `prompt` (StartSequence), then Generate
@@ -231,15 +229,23 @@ absl::StatusOr<const dk::tokenizer::ChatTemplate*> Engine::Impl::ChatTemplate() 
   return &*chat;
 }
 
-absl::Status Engine::Impl::Greedy(const GenerateOptions& o, const std::vector<uint32_t>& stops,
-                                  internal::TextSink& sink, GenerateResult& result) {
-  dk::runtime::GreedyOptions greedy;
-  greedy.max_new_tokens = o.max_new_tokens;
-  greedy.stop_tokens = stops;
-  greedy.end_requested = [&sink] { return sink.ended(); };
+absl::Status Engine::Impl::Loop(const GenerateOptions& o, const std::vector<uint32_t>& stops,
+                                internal::TextSink& sink, GenerateResult& result) {
+  dk::runtime::GreedyOptions loop;
+  loop.max_new_tokens = o.max_new_tokens;
+  loop.stop_tokens = stops;
+  loop.end_requested = [&sink] { return sink.ended(); };
+  std::optional<dk::runtime::Sampler> sampler;
+  if (!IsGreedy(o.sampling)) {
+    DK_ASSIGN_OR_RETURN(sampler, dk::runtime::Sampler::Create(ToRuntime(o.sampling)));
+    const size_t vocab = static_cast<size_t>(program.model().vocab());
+    loop.choose = [&sampler, vocab](const dk::runtime::Decoder& d, absl::Span<const uint32_t> context) {
+      return sampler->Sample(absl::Span<const float>(d.logits(), vocab), context);
+    };
+  }
   DK_ASSIGN_OR_RETURN(
       const dk::runtime::GreedyRun run,
-      dk::runtime::ContinueGreedy(decoder(), &seq, greedy, [&](int, const dk::runtime::StepResult& step) {
+      dk::runtime::ContinueGreedy(decoder(), &seq, loop, [&](int, const dk::runtime::StepResult& step) {
         result.tokens.push_back(static_cast<int32_t>(step.token));
         return sink.Push(static_cast<int32_t>(step.token));
       }));
@@ -248,28 +254,6 @@ absl::Status Engine::Impl::Greedy(const GenerateOptions& o, const std::vector<ui
   result.drafted = run.drafted;
   result.accepted = run.accepted;
   if (run.stopped) result.stop = StopReason::kEndOfGeneration;
-  return absl::OkStatus();
-}
-
-absl::Status Engine::Impl::Sampled(const GenerateOptions& o, const std::vector<uint32_t>& stops,
-                                   internal::TextSink& sink, GenerateResult& result) {
-  DK_ASSIGN_OR_RETURN(dk::runtime::Sampler sampler, dk::runtime::Sampler::Create(ToRuntime(o.sampling)));
-  const size_t vocab = static_cast<size_t>(program.model().vocab());
-  for (int i = 0; i < o.max_new_tokens && !sink.ended(); ++i) {
-    if (i > 0) {
-      const auto t0 = Clock::now();
-      DK_RETURN_IF_ERROR(decoder().Advance(seq.back()));
-      result.decode_ms += MsSince(t0);
-    }
-    const uint32_t token = sampler.Sample(absl::Span<const float>(decoder().logits(), vocab), seq);
-    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-      result.stop = StopReason::kEndOfGeneration;
-      break;
-    }
-    seq.push_back(token);
-    result.tokens.push_back(static_cast<int32_t>(token));
-    DK_RETURN_IF_ERROR(sink.Push(static_cast<int32_t>(token)));
-  }
   return absl::OkStatus();
 }
 
@@ -291,11 +275,7 @@ absl::StatusOr<GenerateResult> Engine::Impl::Generate(const GenerateOptions& o, 
   }
   GenerateResult result;
   internal::TextSink sink(*tokenizer, o.stop_strings, on_text, &result.text);
-  if (IsGreedy(o.sampling)) {
-    DK_RETURN_IF_ERROR(Greedy(o, stops, sink, result));
-  } else {
-    DK_RETURN_IF_ERROR(Sampled(o, stops, sink, result));
-  }
+  DK_RETURN_IF_ERROR(Loop(o, stops, sink, result));
   sink.Finish();
   if (sink.stop_string_seen()) result.stop = StopReason::kStopString;
   else if (sink.callback_ended()) result.stop = StopReason::kCallback;

@@ -8,7 +8,7 @@
 //
 // The chain is StandardChain(): the same stages, passes and options as the
 // decodekit_model macro writes, so an ELF built here is byte-identical to the
-// one the rules build for the same shape (//chain:model_elf_test checks it
+// one the rules build for the same shape (//tests/chain:model_elf_test checks it
 // against the rules' smollm2_135m chain).
 // Thread-safety: BuildModelElfs may run on several threads and processes at once;
 // a cache entry is written to a temporary file and renamed into place.

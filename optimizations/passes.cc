@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "elf/elf.h"
 #include "optimizations/buffer_object_reuse/buffer_object_reuse.h"
 #include "optimizations/compress_weights/compress_weights.h"
 #include "optimizations/fuse_kernels/fuse_kernels.h"
@@ -37,7 +38,7 @@ Pass LayoutAlignmentEntry() {
       "the LM head split into vocab partitions",
       {{"lm_head_partition_rows", OptionKind::kInt,
         absl::StrCat(layout_alignment::Options{}.lm_head_partition_rows),
-        "rows per LM-head partition (0: do not split); the target's GEMV row limit caps it"}},
+        "Rows per LM-head partition (0: do not split); the target's GEMV row limit caps it."}},
       [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
         layout_alignment::Options options;
         options.lm_head_partition_rows = o.Int("lm_head_partition_rows");
@@ -63,7 +64,7 @@ Pass MergeMultiLaunchEntry() {
       merge_multi_launch::kName,
       "consecutive launches no host step separates become one launch group per layer "
       "(rms_gemv_rope, o_gemv_ffn) plus one for the LM head",
-      {{"groups", OptionKind::kStringList, "", "the merges to make (empty: all)",
+      {{"groups", OptionKind::kStringList, "", "The merges to make (rms_gemv_rope, o_gemv_ffn, lm_head); empty: all.",
         {"rms_gemv_rope", "o_gemv_ffn", "lm_head"}}},
       [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
         merge_multi_launch::Options options;
@@ -79,7 +80,8 @@ Pass FuseKernelsEntry() {
       fuse_kernels::kName,
       "inside each launch group a GEMV and its neighbours become one fused launch (RMSNorm + "
       "q/k/v, RMSNorm + gate/up + SiLU*mul, GEMV + residual add); bit-identical to the parent",
-      {{"fusions", OptionKind::kStringList, "", "the fusions to make (empty: all)", fuse_kernels::Fusions()}},
+      {{"fusions", OptionKind::kStringList, "",
+        "The fusions to make (rms_gemv, rms_gemv_silu_mul, gemv_add); empty: all.", fuse_kernels::Fusions()}},
       [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
         fuse_kernels::Options options;
         const std::vector<std::string>& fusions = o.StringList("fusions");
@@ -108,13 +110,16 @@ Pass QuantizeWeightsEntry() {
       "blocks as stored), launches on the quantized kernel; changes numerics (gated "
       "against the bf16 goldens)",
       {{"scheme", OptionKind::kString, quantize_weights::Options{}.scheme,
-        "the block format of the quantized weights, or gguf: each weight as the file stores it",
+        "The block format (q8_0, q4_0); or gguf: each weight in the block format the GGUF file "
+        "(the rule's weights, elf_opt's --weights) stores it in, one stored as floats staying bf16.",
         quantize_weights::Schemes()},
        {"keep", OptionKind::kStringList, quantize_weights::kKeepDefault,
-        "the GEMV weight classes that stay bf16 (empty: none; default: lm_head, or none for gguf)",
+        "The GEMV weight classes that stay bf16 (q_proj, k_proj, v_proj, o_proj, gate_proj, "
+        "up_proj, down_proj, lm_head); empty: none. default (the default): lm_head for q8_0 / "
+        "q4_0, nothing for gguf. The embedding table and the norm weights are never quantized.",
         KeepChoices()},
        {"stored", OptionKind::kStringList, "",
-        "scheme gguf: tensor=ggml type for every tensor of the file (elf_opt --weights fills it)", {}}},
+        "Scheme gguf: tensor=ggml type for every tensor of the file (elf_opt --weights fills it).", {}}},
       [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
         quantize_weights::Options options;
         options.scheme = o.String("scheme");
@@ -131,12 +136,15 @@ Pass SpeculativeDecodeEntry() {
       speculative_decode::kName,
       "greedy decode drafts tokens by prompt lookup (no second model) and checks them in one run of "
       "max_draft + 1 token rows; the tokens stay the parent's",
-      {{"draft", OptionKind::kString, speculative_decode::Options{}.draft, "how drafts are made",
+      {{"draft", OptionKind::kString, speculative_decode::Options{}.draft, "How drafts are made: prompt_lookup.",
         {speculative_decode::Options{}.draft}},
        {"max_draft", OptionKind::kInt, absl::StrCat(speculative_decode::Options{}.max_draft),
-        "drafted tokens per check, 1..15"},
+        absl::StrCat("Drafted tokens per check, 1..", elf::kMaxDraft, "."), {}, 1, elf::kMaxDraft},
        {"max_ngram", OptionKind::kInt, absl::StrCat(speculative_decode::Options{}.max_ngram),
-        "the longest n-gram prompt lookup matches, 1..8"}},
+        absl::StrCat("The longest n-gram looked up, ", elf::kMinDraftNgram, "..", elf::kMaxNgram,
+                     "; a match of n tokens drafts at most 2^(n - 2), so max_draft needs "
+                     "2^(max_ngram - 2) >= max_draft."),
+        {}, elf::kMinDraftNgram, elf::kMaxNgram}},
       [](elf::Program& p, const registry::TargetConstraints& target, const PassOptions& o) {
         speculative_decode::Options options;
         options.draft = o.String("draft");
@@ -212,6 +220,9 @@ absl::Status SetOption(const Pass& pass, const OptionSpec& spec, absl::string_vi
       int64_t v = 0;
       if (!absl::SimpleAtoi(text, &v)) {
         return absl::InvalidArgumentError(absl::StrCat(what, ": '", text, "' is not an integer"));
+      }
+      if (v < spec.min || v > spec.max) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": ", v, " is outside [", spec.min, ", ", spec.max, "]"));
       }
       ints[spec.name] = v;
       return absl::OkStatus();

@@ -2,12 +2,12 @@
 // that runs it. tools/elf_opt and the pass tests run passes only through this
 // table. Adding a pass: its folder (optimizations/<pass>/, whose BUILD is one
 // optimization_pass() call), one entry in passes.cc (and its dep in BUILD), one
-// rule in defs.bzl.
+// rule in rules/optimizations.bzl (exported by rules/defs.bzl).
 //
 // Options arrive as text, "key=value" (elf_opt's positional arguments, which
-// defs.bzl builds from the rule's attributes of the same names, passing only those
-// set); every option the run does not set has the table's default: the table is
-// where an option's default and allowed values are stated.
+// rules/optimizations.bzl builds from the rule's attributes of the same names,
+// passing only those set); every option the run does not set has the table's
+// default: the table is where an option's default and allowed values are stated.
 // Thread-safety: the table is immutable; the functions are stateless.
 #ifndef DK_OPTIMIZATIONS_PASSES_H_
 #define DK_OPTIMIZATIONS_PASSES_H_
@@ -33,12 +33,21 @@ enum class OptionKind {
   kString,      // one word: "q8_0"
 };
 
+// One option of a pass, declared once: the rule of the same name in
+// rules/optimizations.bzl has an attribute of this name, of the matching type
+// (attr.int, attr.string, attr.string_list), whose doc is this doc (plus "Unset: the
+// pass table's default." where the attribute's default leaves the option unset);
+// //tests/passes:options_match_rules_test holds them to it.
 struct OptionSpec {
   std::string name;
   OptionKind kind;
   std::string default_value;  // as text, like a value given on the command line
-  std::string doc;
+  std::string doc;            // sentences, as `elf_opt --help` and the rule's attribute show them
   std::vector<std::string> choices;  // kStringList, kString: the allowed items (empty: any)
+  // kInt: the allowed values, min..max (the doc states the range as "min..max");
+  // ParseOptions refuses a value outside it.
+  int64_t min = INT64_MIN;
+  int64_t max = INT64_MAX;
 };
 
 struct Pass;

@@ -132,6 +132,13 @@ TEST(Passes, BadOptionsAreNamed) {
   EXPECT_EQ(ErrorOf(ParseOptions(merge, {"groups=lm_head,everything"}).status()),
             "merge_multi_launch option groups: 'everything' is not one of rms_gemv_rope, "
             "o_gemv_ffn, lm_head");
+  // A range the table declares is checked here, before the pass runs.
+  const Pass& spec = **FindPass("speculative_decode");
+  EXPECT_EQ(ErrorOf(ParseOptions(spec, {"max_draft=16"}).status()),
+            "speculative_decode option max_draft: 16 is outside [1, 15]");
+  EXPECT_EQ(ErrorOf(ParseOptions(spec, {"max_ngram=1"}).status()),
+            "speculative_decode option max_ngram: 1 is outside [2, 8]");
+  EXPECT_TRUE(ParseOptions(spec, {"max_ngram=2", "max_draft=1"}).ok());
   EXPECT_EQ(ErrorOf(ParseOptions(layout, {"lm_head_partition_rows"}).status()),
             "layout_alignment: option 'lm_head_partition_rows' is not key=value");
   EXPECT_EQ(ErrorOf(ParseOptions(layout, {"lm_head_partition_rows=1", "lm_head_partition_rows=2"})

@@ -20,7 +20,8 @@ only its final stage:
     decode_profile(name = "profile", final = ":decode_opt", goldens = ..., tokenizer = ...)
 
 Besides src, target and allow_noop, a rule's attributes are its pass's options
-(named as in the pass table, optimizations/passes.cc), given to elf_opt as
+(named, typed and documented as in the pass table, optimizations/passes.cc, which
+//tests/passes:options_match_rules_test holds them to), given to elf_opt as
 `name=value` arguments by the one helper _option_args. The pass table owns every
 option's default and allowed values, and elf_opt's flags own the target's: an
 attribute left unset is not passed at all, so a default is stated once, where
@@ -132,7 +133,7 @@ merge_multi_launch = rule(
     doc = "Consecutive launches no host step separates become one launch group per " +
           "layer (rms_gemv_rope, o_gemv_ffn) plus one for the LM head.",
     attrs = dict(_COMMON_ATTRS, groups = attr.string_list(
-        doc = "The merges to make (rms_gemv_rope, o_gemv_ffn, lm_head); empty = all.",
+        doc = "The merges to make (rms_gemv_rope, o_gemv_ffn, lm_head); empty: all. Unset: the pass table's default.",
     )),
 )
 
@@ -146,7 +147,7 @@ fuse_kernels = rule(
           "gate/up + SiLU*mul (rms_gemv_silu_mul), GEMV + residual add (gemv_add). " +
           "Bit-identical to the parent stage.",
     attrs = dict(_COMMON_ATTRS, fusions = attr.string_list(
-        doc = "The fusions to make (rms_gemv, rms_gemv_silu_mul, gemv_add); empty = all.",
+        doc = "The fusions to make (rms_gemv, rms_gemv_silu_mul, gemv_add); empty: all. Unset: the pass table's default.",
     )),
 )
 
@@ -171,7 +172,8 @@ layout_alignment = rule(
     doc = "GEMV weights are packed once at load into the packed panel layout and the " +
           "launches switch to the packed kernel; the LM head is split into vocab partitions.",
     attrs = dict(_COMMON_ATTRS, lm_head_partition_rows = attr.int(
-        doc = "Rows per LM-head partition (0: do not split). Unset: the pass table's default.",
+        doc = "Rows per LM-head partition (0: do not split); the target's GEMV row limit caps it. " +
+              "Unset: the pass table's default.",
         default = _UNSET_INT,
     )),
 )
@@ -196,9 +198,9 @@ quantize_weights = rule(
     attrs = dict(
         _COMMON_ATTRS,
         scheme = attr.string(
-            doc = "The block format (q8_0, q4_0); or gguf, each weight as `weights` " +
-                  "stores it (Q8_0, Q4_0, Q4_1; one stored as floats stays bf16). Unset: " +
-                  "the pass table's default.",
+            doc = "The block format (q8_0, q4_0); or gguf: each weight in the block format " +
+                  "the GGUF file (the rule's weights, elf_opt's --weights) stores it in, one " +
+                  "stored as floats staying bf16. Unset: the pass table's default.",
         ),
         weights = attr.label(
             doc = "scheme gguf only: the GGUF whose tensor types the stage follows (only " +
@@ -206,10 +208,10 @@ quantize_weights = rule(
             allow_single_file = [".gguf"],
         ),
         keep = attr.string_list(
-            doc = "GEMV weight classes that stay bf16 (q_proj, k_proj, v_proj, o_proj, " +
-                  "gate_proj, up_proj, down_proj, lm_head); [] quantizes them all. " +
-                  "[\"default\"] (the default): lm_head for q8_0 / q4_0, nothing for gguf. " +
-                  "The embedding table and the norm weights are never quantized.",
+            doc = "The GEMV weight classes that stay bf16 (q_proj, k_proj, v_proj, o_proj, " +
+                  "gate_proj, up_proj, down_proj, lm_head); empty: none. default (the default): " +
+                  "lm_head for q8_0 / q4_0, nothing for gguf. The embedding table and the norm " +
+                  "weights are never quantized.",
             default = ["default"],
         ),
     ),

@@ -97,7 +97,7 @@ absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>
   }
   GreedyRun run;
   run.token_ms.reserve(options.max_new_tokens > 0 ? options.max_new_tokens : 0);
-  if (decoder.check_rows() > 1 && options.max_new_tokens > 0) {
+  if (decoder.check_rows() > 1 && !options.choose && options.max_new_tokens > 0) {
     // Token 0 is the prompt's choice; the rest come from draft checks.
     const StepResult& first = decoder.last();
     if (options.IsStop(first.token)) {
@@ -108,19 +108,26 @@ absl::StatusOr<GreedyRun> ContinueGreedy(Decoder& decoder, std::vector<uint32_t>
     if (!run.requested_end) DK_RETURN_IF_ERROR(SpeculativeSteps(decoder, *context, options, on_token, run));
     return run;
   }
+  // One step per token: feed the previous choice (the context's last token), choose.
+  StepResult chosen;  // decoder.last() with another chooser's token; reused, so no allocation per token
   for (int i = 0; i < options.max_new_tokens; ++i) {
     if (i > 0) {
-      const uint32_t previous = decoder.last().token;
       const auto t0 = Clock::now();
-      const absl::Status step = decoder.Advance(previous);
+      const absl::Status step = decoder.Advance(context->back());
       run.token_ms.push_back(MsSince(t0));
       DK_RETURN_IF_ERROR(step);
     }
-    if (options.IsStop(decoder.last().token)) {
+    const StepResult* step = &decoder.last();
+    if (options.choose) {
+      chosen = decoder.last();
+      chosen.token = options.choose(decoder, *context);
+      step = &chosen;
+    }
+    if (options.IsStop(step->token)) {
       run.stopped = true;
       break;
     }
-    DK_RETURN_IF_ERROR(Emit(decoder.last(), options, on_token, *context, run));
+    DK_RETURN_IF_ERROR(Emit(*step, options, on_token, *context, run));
     if (run.requested_end) break;
   }
   return run;

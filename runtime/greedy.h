@@ -1,7 +1,11 @@
-// The greedy decode loop, written once for every tool that generates (generate,
-// the verify gate's runner, the profile's timing runs): start a new sequence, feed
-// the prompt through the decode ELF in chunks of the decoder's prefill rows
-// (Decoder::Feed: one run per step for a whole chunk), then choose greedily.
+// The generation loop, written once for every tool that generates (the API and so
+// generate, the verify gate's runner, the profile's timing runs, the benchmarks):
+// start a new sequence, feed the prompt through the decode ELF in chunks of the
+// decoder's prefill rows (Decoder::Feed: one run per step for a whole chunk), then
+// choose each token with a token chooser. Greedy is the chooser that takes the step's
+// argmax (StepResult::token, the default); a sampler (runtime/sampling.h) is another,
+// as in llama2.c's one loop. Stop tokens, end requests and, for the argmax chooser on a
+// speculative program, the draft checks live here alone.
 //
 //   runtime::GreedyOptions options;
 //   options.max_new_tokens = 32;
@@ -31,8 +35,17 @@ namespace dk::runtime {
 // the choice after the prompt. InvalidArgument for an empty prompt.
 absl::Status FeedPrompt(Decoder& decoder, absl::Span<const uint32_t> prompt);
 
+// Chooses the token that follows the decoder's last step (decoder.last(),
+// decoder.logits()); `context` holds every token fed so far and the ones chosen
+// since, oldest first (a repetition penalty's history).
+using TokenChooser = std::function<uint32_t(const Decoder& decoder, absl::Span<const uint32_t> context)>;
+
 struct GreedyOptions {
   int max_new_tokens = 32;
+  // Empty: the argmax (StepResult::token, the device's top-1, ties to the smaller id),
+  // the only chooser speculative decoding keeps exact, so the only one that drafts:
+  // with another, a speculative program decodes one step per token.
+  TokenChooser choose;
   // A choice equal to one of these ends the run before it is emitted (the model's
   // end-of-generation ids).
   std::vector<uint32_t> stop_tokens;
@@ -42,9 +55,9 @@ struct GreedyOptions {
   bool IsStop(uint32_t token) const;
 };
 
-// Called with each new token in order (`step` is decoder.last(); the decoder's
-// timings() are those of the step that chose it). A non-OK status ends the run and
-// is returned by GenerateGreedy.
+// Called with each new token in order (`step` is decoder.last(), its token the
+// chooser's choice; the decoder's timings() are those of the step that chose it). A
+// non-OK status ends the run and is returned by GenerateGreedy.
 using OnToken = std::function<absl::Status(int index, const StepResult& step)>;
 
 struct GreedyRun {
@@ -60,10 +73,10 @@ struct GreedyRun {
   int checks = 0, drafted = 0, accepted = 0;
 };
 
-// FeedPrompt, then up to options.max_new_tokens greedy tokens. A program with
-// Program.speculative drafts tokens by prompt lookup (runtime/draft.h) and checks
-// them with Decoder::Score, keeping those the model chooses: the same tokens, with
-// the same top-k, as one step per token.
+// FeedPrompt, then up to options.max_new_tokens tokens. With the argmax chooser, a
+// program with Program.speculative drafts tokens by prompt lookup (runtime/draft.h)
+// and checks them with Decoder::Score, keeping those the model chooses: the same
+// tokens, with the same top-k, as one step per token.
 absl::StatusOr<GreedyRun> GenerateGreedy(Decoder& decoder, absl::Span<const uint32_t> prompt,
                                          const GreedyOptions& options, const OnToken& on_token);
 

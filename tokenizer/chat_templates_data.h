@@ -1,5 +1,5 @@
 // The known chat templates' texts, compiled in from tokenizer/testdata/chat_templates/*.jinja
-// by the //tokenizer:chat_templates_data genrule (chat.h says why they are matched exactly).
+// by the //tokenizer:chat_templates_data_cc genrule (chat.h says why they are matched exactly).
 #ifndef DK_TOKENIZER_CHAT_TEMPLATES_DATA_H_
 #define DK_TOKENIZER_CHAT_TEMPLATES_DATA_H_
 

@@ -36,7 +36,7 @@
 namespace dk::runtime {
 
 // How the CPU device runs launch groups; tools set it from their flags
-// (tools/common:device_flags) and print Describe() in their records.
+// (//tools/flags:runtime_flags) and print Describe() in their records.
 struct CpuDeviceOptions {
   // Iterations the waiting host (and the idle device thread) spin before blocking;
   // -1: 20000 when the pool leaves a hardware thread free, else 0 (a spinning thread

@@ -198,5 +198,76 @@ TEST(Greedy, GeneratesWhatStepByStepDecodingDoes) {
   EXPECT_FALSE(runtime::GenerateGreedy(decoder, {}, options, nullptr).ok());
 }
 
+// The same loop with another token chooser (a sampler's place): each token is the
+// chooser's, chosen from the step that fed the previous choice, and fed in turn; a
+// chooser taking the step's top-1 is the default (argmax) loop.
+TEST(Greedy, AChooserPicksEveryTokenAndItsChoicesAreFed) {
+  const elf::ModelShape m = Tiny();
+  auto program = graph::BuildBaseline(m);
+  ASSERT_TRUE(program.ok());
+  auto w = testing::ScaledWeights(m, 25.0f);
+  auto session = runtime::CpuSession::Open(*program, "tiny.elf", w);
+  ASSERT_TRUE(session.ok()) << session.status();
+  runtime::Decoder& decoder = (*session)->decoder();
+  const std::vector<uint32_t> prompt = {3, 17, 42};
+  const uint32_t vocab = static_cast<uint32_t>(m.vocab());
+  // Not the argmax: the step's second-best id, offset by how many tokens came before.
+  auto pick = [vocab](const runtime::StepResult& s, size_t context) {
+    return (s.top_ids.at(1) + static_cast<uint32_t>(context)) % vocab;
+  };
+  std::vector<uint32_t> want;
+  decoder.Reset();
+  absl::StatusOr<runtime::StepResult> step;
+  for (uint32_t id : prompt) step = decoder.Step(id);
+  ASSERT_TRUE(step.ok());
+  for (int i = 0; i < 6; ++i) {
+    want.push_back(pick(*step, prompt.size() + want.size()));
+    if (i + 1 < 6) step = decoder.Step(want.back());
+  }
+
+  runtime::GreedyOptions options;
+  options.max_new_tokens = 6;
+  std::vector<size_t> context_sizes;
+  options.choose = [&](const runtime::Decoder& d, absl::Span<const uint32_t> context) {
+    context_sizes.push_back(context.size());
+    return pick(d.last(), context.size());
+  };
+  std::vector<uint32_t> got;
+  auto run = runtime::GenerateGreedy(decoder, prompt, options, [&](int, const runtime::StepResult& s) {
+    got.push_back(s.token);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(context_sizes, (std::vector<size_t>{3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(decoder.position(), 3 + 5);
+  // A stop token is checked against the chooser's token.
+  options.stop_tokens = {want[3]};
+  got.clear();
+  run = runtime::GenerateGreedy(decoder, prompt, options, [&](int, const runtime::StepResult& s) {
+    got.push_back(s.token);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->stopped);
+  EXPECT_EQ(got, std::vector<uint32_t>(want.begin(), std::find(want.begin(), want.end(), want[3])));
+
+  // The argmax as a chooser is the default loop.
+  options.stop_tokens.clear();
+  options.choose = [](const runtime::Decoder& d, absl::Span<const uint32_t>) { return d.last().token; };
+  std::vector<uint32_t> chosen, plain;
+  ASSERT_TRUE(runtime::GenerateGreedy(decoder, prompt, options, [&](int, const runtime::StepResult& s) {
+                chosen.push_back(s.token);
+                return absl::OkStatus();
+              }).ok());
+  options.choose = nullptr;
+  ASSERT_TRUE(runtime::GenerateGreedy(decoder, prompt, options, [&](int, const runtime::StepResult& s) {
+                plain.push_back(s.token);
+                return absl::OkStatus();
+              }).ok());
+  EXPECT_EQ(chosen, plain);
+  EXPECT_NE(chosen, want);
+}
+
 }  // namespace
 }  // namespace dk

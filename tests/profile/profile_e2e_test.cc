@@ -30,7 +30,7 @@ class ProfileE2eTest : public ::testing::Test {
     dir_ = new std::string(absl::StrCat(std::getenv("TEST_TMPDIR"), "/profile_out"));
     const std::string cmd = absl::StrCat(
         "tests/profile/profile.sh --out_dir=", *dir_, " --json_out=", *dir_,
-        "/record.json --build_file=tests/profile/BUILD --bandwidth_mib=64 --noscreenshot > ", *dir_,
+        "/record.json --build_file=tests/profile/BUILD --bandwidth_mib=64 --nopng > ", *dir_,
         ".stdout 2> ", *dir_, ".stderr");
     status_ = std::system(cmd.c_str());
   }
@@ -179,7 +179,7 @@ TEST_F(ProfileE2eTest, BadFlagIsUsageError) {
 TEST_F(ProfileE2eTest, UserFlagOverridesLauncher) {
   const std::string err = absl::StrCat(std::getenv("TEST_TMPDIR"), "/override.stderr");
   const int status = std::system(absl::StrCat("tests/profile/profile.sh --weights=synthetic:7 --gate_prompts=0 "
-                                              "--new_tokens=1 --warmup=0 --bandwidth_mib=8 --noscreenshot "
+                                              "--new_tokens=1 --warmup=0 --bandwidth_mib=8 --nopng "
                                               "--out_dir=", std::getenv("TEST_TMPDIR"), "/override > /dev/null 2> ",
                                               err)
                                      .c_str());

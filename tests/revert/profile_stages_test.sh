@@ -6,7 +6,7 @@ set -euo pipefail
 expected="$1"
 out="$TEST_TMPDIR/profile_out"
 rc=0
-tests/revert/profile.sh --out_dir="$out" --json_out="$out/record.json" --bandwidth_mib=16 --noscreenshot \
+tests/revert/profile.sh --out_dir="$out" --json_out="$out/record.json" --bandwidth_mib=16 --nopng \
   > "$TEST_TMPDIR/profile.log" 2>&1 || rc=$?
 # 0: all passed; 4: the final stage is not faster than the baseline, which two tokens
 # of a tiny model cannot promise. Anything else (3: a stage reverted) is a failure.

@@ -54,19 +54,17 @@ absl::Status MakeDirs(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::Status Screenshot(const std::string& html, const std::string& png) {
-  if (std::system("command -v chromium >/dev/null 2>&1") != 0) {
-    return absl::NotFoundError("chromium is not installed (./bazelw installs it); no screenshot");
+absl::Status RenderPng(const std::string& svg, const std::string& png) {
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0) {
+    return absl::NotFoundError("rsvg-convert is not installed (Debian librsvg2-bin; ./bazelw installs it); no PNG");
   }
-  char tmpl[] = "/tmp/dk_profile_chromium.XXXXXX";
-  const char* profile_dir = mkdtemp(tmpl);
-  if (profile_dir == nullptr) return absl::InternalError("mkdtemp failed");
-  const std::string cmd = absl::StrCat(
-      "timeout 120 chromium --headless ", geteuid() == 0 ? "--no-sandbox " : "",
-      "--disable-gpu --disable-dev-shm-usage --no-first-run --hide-scrollbars --user-data-dir='",
-      profile_dir, "' --window-size=1200,1800 --screenshot='", png, "' 'file://", html,
-      "' >/dev/null 2>&1; rc=$?; rm -rf '", profile_dir, "'; exit $rc");
-  if (std::system(cmd.c_str()) != 0) return absl::InternalError(absl::StrCat("chromium failed on ", html));
+  const std::string cmd = absl::StrCat("timeout 120 rsvg-convert --format=png --output='", png, "' '", svg, "' 2>&1");
+  std::string messages;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return absl::InternalError("cannot run rsvg-convert");
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), p) != nullptr) messages += buf;
+  if (pclose(p) != 0) return absl::InternalError(absl::StrCat("rsvg-convert failed on ", svg, ": ", messages));
   return absl::OkStatus();
 }
 

@@ -1,5 +1,5 @@
 // What the profile tool does besides measuring: progress lines on stderr, reading and
-// writing files, the report's screenshot, the date. Thread-safety: one caller.
+// writing files, the charts' PNG, the date. Thread-safety: one caller.
 #ifndef DK_TOOLS_PROFILE_IO_H_
 #define DK_TOOLS_PROFILE_IO_H_
 
@@ -28,9 +28,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 absl::Status WriteFile(const std::string& path, const std::string& text);
 absl::Status MakeDirs(const std::string& dir);
 
-// Headless Chromium's screenshot of the report (no network: a local file); NotFound
-// when chromium is not installed.
-absl::Status Screenshot(const std::string& html, const std::string& png);
+// Renders an SVG file (render.h, ChartSvg) to a PNG file with librsvg's rsvg-convert
+// (Debian librsvg2-bin, which ./bazelw installs; no browser, nothing fetched). NotFound
+// when rsvg-convert is not installed; Internal, with its messages, when it fails.
+absl::Status RenderPng(const std::string& svg_path, const std::string& png_path);
 
 // Now, UTC, ISO 8601 ("2026-11-29T10:10:16Z").
 std::string UtcNow();

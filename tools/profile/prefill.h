@@ -1,6 +1,6 @@
 // The phase-4 record: prompt processing (the batched prefill, Decoder::Feed) of every
 // stage of a chain, measured by the profile after its phase-5 decode timing and gate,
-// written as docs/development_progress/phase4_prefill.md beside phase5_decode.md with
+// written as models/<m>/docs/development_progress/phase4_prefill.md beside phase5_decode.md with
 // the same gate columns. Each point: a new sequence fed N prompt tokens in chunks of
 // the runtime's --prefill_chunk, up to the first new token's top-k (time to first
 // token); tokens/s = N / that time, the median of `reps` runs after an untimed one.

@@ -4,7 +4,7 @@
 // over steady-state decode tokens, the per-step split, runs and BO bytes per token,
 // the ratio to the memory-bandwidth floor; then the verify gate (verify/stage_gate.h,
 // validation on). A stage that fails the gate is reported as reverted with the BUILD
-// edit that removes it. Writes <package>/docs/development_progress/phase5_decode.{md,html}
+// edit that removes it. Writes <package>/docs/development_progress/phase5_decode.{md,html,svg,png}
 // into the source tree (BUILD_WORKSPACE_DIRECTORY, which bazel run sets) or --out_dir.
 // The BUILD target passes the chain's --manifest, --weights, --tokenizer and --goldens
 // before the user's flags; a flag given again overrides (the last one counts).
@@ -68,7 +68,7 @@ ABSL_FLAG(std::string, weights, "synthetic",
 ABSL_FLAG(std::string, tokenizer, "",
           "a .gguf, tokenizer.json or checkpoint dir (the BUILD target passes its own)");
 ABSL_FLAG(std::string, out_dir, "",
-          "where to write phase5_decode.{md,html} (default: <workspace>/<package>/docs/"
+          "where to write phase5_decode.{md,html,svg,png} (default: <workspace>/<package>/docs/"
           "development_progress, from BUILD_WORKSPACE_DIRECTORY)");
 ABSL_FLAG(std::string, build_file, "",
           "the chain's BUILD file, for exact revert edits (default: <workspace>/<package>/BUILD)");
@@ -83,9 +83,10 @@ ABSL_FLAG(std::vector<std::string>, prefill_prompts, std::vector<std::string>({"
           "the phase-4 record: time every stage's prompt processing at these prompt lengths (those past "
           "the model's context are left out); empty: no phase-4 record");
 ABSL_FLAG(int, prefill_reps, 2, "timed prompts per stage and length (after one untimed)");
-ABSL_FLAG(bool, screenshot, true,
-          "also write phase5_decode.png, a screenshot of the HTML report by headless Chromium "
-          "(skipped, with a note, when chromium is not installed)");
+ABSL_FLAG(bool, png, true,
+          "also write the report's three charts as phase5_decode.svg and, drawn from it by librsvg's "
+          "rsvg-convert, phase5_decode.png (the PNG skipped, with a note, when rsvg-convert is not "
+          "installed)");
 
 namespace {
 
@@ -611,7 +612,7 @@ void MeasurePrefillAll(Profile& p) {
 }
 
 // The record: the table on stdout (stderr with --json), phase5_decode.{md,html}, the
-// JSON, the screenshot.
+// JSON, the charts (phase5_decode.{svg,png}).
 absl::Status WriteOutputs(Profile& p, Clock::time_point t_start) {
   profile::ProfileRecord& record = p.record;
   const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
@@ -645,10 +646,13 @@ absl::Status WriteOutputs(Profile& p, Clock::time_point t_start) {
   }
   if (absl::GetFlag(FLAGS_json)) std::printf("%s\n", json.c_str());
   std::fprintf(stderr, "[profile] wrote %s and %s (%.0f s of measuring)\n", md.c_str(), html.c_str(), Since(t_start));
-  if (absl::GetFlag(FLAGS_screenshot)) {
+  if (absl::GetFlag(FLAGS_png)) {
+    const std::string svg = absl::StrCat(out_dir, "/phase5_decode.svg");
     const std::string png = absl::StrCat(out_dir, "/phase5_decode.png");
-    const absl::Status st = profile::Screenshot(html, png);
-    std::fprintf(stderr, "[profile] %s\n", st.ok() ? absl::StrCat("wrote ", png).c_str() : std::string(st.message()).c_str());
+    DK_RETURN_IF_ERROR(profile::WriteFile(svg, profile::ChartSvg(record)));
+    const absl::Status st = profile::RenderPng(svg, png);
+    std::fprintf(stderr, "[profile] %s\n",
+                 st.ok() ? absl::StrCat("wrote ", svg, " and ", png).c_str() : std::string(st.message()).c_str());
   }
   return absl::OkStatus();
 }

@@ -10,7 +10,7 @@ tool="$profile"
 out="$TEST_TMPDIR/out"
 "$profile" --model "$tiny_config" --tokenizer "$tok" --cache_dir "$TEST_TMPDIR/cache" \
   --max_context 256 --out_dir "$out" --new_tokens 2 --warmup 0 --rounds 1 --prefill_prompts= \
-  --screenshot=false --bandwidth_mib 16 >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr"
+  --png=false --bandwidth_mib 16 >"$TEST_TMPDIR/stdout" 2>"$TEST_TMPDIR/stderr"
 rc=$?
 # 0, or 4 (the final stage not faster than the baseline: a timing on a tiny model).
 [[ $rc == 0 || $rc == 4 ]] || fail "profile --model exited $rc: $(tail -5 "$TEST_TMPDIR/stderr")"

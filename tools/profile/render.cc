@@ -360,7 +360,22 @@ const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 std::string F(double v) { return absl::StrFormat("%.1f", v); }
 
-std::string Waterfall(const ProfileRecord& r) {
+// One chart: its SVG element and its size in px (the viewBox equals the size, so one
+// SVG unit is one pixel wherever the chart is drawn).
+struct Chart {
+  std::string svg;
+  double w = 0, h = 0;
+};
+
+// The opening tag of a chart's <svg>; `at` places it inside another SVG (the chart
+// document, ChartSvg), empty inside the HTML report.
+std::string Open(const char* id, double w, double h, const std::string& at, const std::string& title) {
+  return absl::StrFormat("<svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\"%s width=\"%s\" height=\"%s\" "
+                         "viewBox=\"0 0 %s %s\" role=\"img\"><title>%s</title>\n",
+                         id, at, F(w), F(h), F(w), F(h), title);
+}
+
+Chart Waterfall(const ProfileRecord& r, const std::string& at = "") {
   const int n = static_cast<int>(r.stages.size()) + (r.best_stage >= 0 ? 1 : 0);
   const double w = std::max(560, 120 * n + 80), h = 340, left = 64, bottom = 70, top = 30;
   double max_ms = 0;
@@ -368,10 +383,7 @@ std::string Waterfall(const ProfileRecord& r) {
   if (max_ms <= 0) max_ms = 1;
   const double plot_h = h - bottom - top, slot = (w - left - 16) / n, bar = slot * 0.55;
   auto y = [&](double ms) { return top + plot_h * (1 - ms / (max_ms * 1.1)); };
-  std::string svg = absl::StrFormat(
-      "<svg id=\"waterfall\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" "
-      "viewBox=\"0 0 %s %s\" role=\"img\"><title>ms/token across stages (waterfall)</title>\n",
-      F(w), F(h), F(w), F(h));
+  std::string svg = Open("waterfall", w, h, at, "ms/token across stages (waterfall)");
   // Round tick steps (1, 2 or 5 x 10^k).
   double step = std::pow(10, std::floor(std::log10(max_ms * 1.1 / 4)));
   for (double m : {1.0, 2.0, 5.0, 10.0}) {
@@ -438,7 +450,7 @@ std::string Waterfall(const ProfileRecord& r) {
            absl::StrFormat("%.2f ms, %.2fx", f.median_ms, r.speedup), "bar final");
   }
   absl::StrAppend(&svg, "</svg>\n");
-  return svg;
+  return {svg, w, h};
 }
 
 struct Segment {
@@ -468,7 +480,7 @@ std::vector<Segment> Segments(const StageRecord& s) {
   return out;
 }
 
-std::string Breakdown(const ProfileRecord& r) {
+Chart Breakdown(const ProfileRecord& r, const std::string& at = "") {
   std::vector<std::pair<std::string, const StageRecord*>> bars;
   if (!r.stages.empty()) bars.push_back({"baseline :" + r.stages[0].name, &r.stages[0]});
   if (r.best_stage > 0) bars.push_back({"best :" + r.stages[r.best_stage].name, &r.stages[r.best_stage]});
@@ -489,10 +501,8 @@ std::string Breakdown(const ProfileRecord& r) {
   const double w = 820, left = 170, right = 110, bar_h = 34, gap = 22, top = 20;
   const int legend_rows = (static_cast<int>(legend.size()) + 3) / 4;
   const double h = top + bars.size() * (bar_h + gap) + 18 + legend_rows * 18 + 10;
-  std::string svg = absl::StrFormat(
-      "<svg id=\"breakdown\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\" "
-      "role=\"img\"><title>Where one token's time goes: baseline vs final stage (share of the steps' time)</title>\n",
-      F(w), F(h), F(w), F(h));
+  std::string svg =
+      Open("breakdown", w, h, at, "Where one token's time goes: baseline vs final stage (share of the steps' time)");
   for (size_t b = 0; b < bars.size(); ++b) {
     const StageRecord& s = *bars[b].second;
     const std::vector<Segment> segs = Segments(s);
@@ -525,10 +535,10 @@ std::string Breakdown(const ProfileRecord& r) {
         F(lx), F(lyy), color[legend[i]], F(lx + 16), F(lyy + 10), Esc(legend[i])));
   }
   absl::StrAppend(&svg, "</svg>\n");
-  return svg;
+  return {svg, w, h};
 }
 
-std::string Trend(const ProfileRecord& r) {
+Chart Trend(const ProfileRecord& r, const std::string& at = "") {
   const double w = 820, h = 320, left = 64, right = 170, top = 20, bottom = 40;
   size_t n = 1;
   double lo = 1e300, hi = 0;
@@ -547,10 +557,7 @@ std::string Trend(const ProfileRecord& r) {
   const double pw = w - left - right, ph = h - top - bottom;
   auto x = [&](size_t i) { return left + (n > 1 ? pw * i / (n - 1) : pw / 2); };
   auto y = [&](double v) { return top + ph * (1 - (std::log10(std::max(v, 1e-9)) - llo) / span); };
-  std::string svg = absl::StrFormat(
-      "<svg id=\"trend\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\" "
-      "role=\"img\"><title>ms of every decode token per stage (log scale; warm-up shaded)</title>\n",
-      F(w), F(h), F(w), F(h));
+  std::string svg = Open("trend", w, h, at, "ms of every decode token per stage (log scale; warm-up shaded)");
   const int warm = r.stages.empty() ? 0 : r.stages[0].warmup;
   if (warm > 0 && n > 1) {
     absl::StrAppend(&svg, absl::StrFormat("<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"#f3f3f3\"/>"
@@ -584,7 +591,7 @@ std::string Trend(const ProfileRecord& r) {
                                           s.status == "reverted" ? " (reverted)" : ""));
   }
   absl::StrAppend(&svg, "</svg>\n");
-  return svg;
+  return {svg, w, h};
 }
 
 std::string HtmlTable(const Rows& rows) {
@@ -618,10 +625,10 @@ std::string Html(const ProfileRecord& r, const std::string& command) {
                       Esc(r.prompt), r.prompt_tokens, r.warmup, r.new_tokens, RoundsNote(r), r.bandwidth_gbps, r.threads,
                       Esc(r.weights_source)));
   absl::StrAppend(&h, "<p class=\"final\">", absl::StrReplaceAll(Esc(FinalLine(r)), {{"\n", "<br>"}}), "</p>\n");
-  absl::StrAppend(&h, "<h2>ms/token across stages</h2>\n<div class=\"chart\">", Waterfall(r), "</div>\n");
-  absl::StrAppend(&h, "<h2>Where one token's time goes: baseline vs final</h2>\n<div class=\"chart\">", Breakdown(r),
+  absl::StrAppend(&h, "<h2>ms/token across stages</h2>\n<div class=\"chart\">", Waterfall(r).svg, "</div>\n");
+  absl::StrAppend(&h, "<h2>Where one token's time goes: baseline vs final</h2>\n<div class=\"chart\">", Breakdown(r).svg,
                   "</div>\n");
-  absl::StrAppend(&h, "<h2>Every decode token</h2>\n<div class=\"chart\">", Trend(r), "</div>\n");
+  absl::StrAppend(&h, "<h2>Every decode token</h2>\n<div class=\"chart\">", Trend(r).svg, "</div>\n");
   absl::StrAppend(&h, "<h2>Stages</h2>\n", HtmlTable(StageRows(r)));
   for (size_t i = 1; i < r.stages.size(); ++i) {
     const StageRecord& s = r.stages[i];
@@ -639,6 +646,39 @@ std::string Html(const ProfileRecord& r, const std::string& command) {
   }
   absl::StrAppend(&h, "</body></html>\n");
   return h;
+}
+
+std::string ChartSvg(const ProfileRecord& r) {
+  const double margin = 16, heading = 30, caption = 24;
+  const Chart parts[] = {Waterfall(r), Breakdown(r), Trend(r)};  // their sizes, for the layout
+  const char* captions[] = {"ms/token across stages", "Where one token's time goes: baseline vs final",
+                            "Every decode token"};
+  double w = 0, h = margin + heading;
+  for (const Chart& c : parts) {
+    w = std::max(w, c.w);
+    h += caption + c.h;
+  }
+  w += 2 * margin;
+  h += margin;
+  // A white page of its own (a PNG has no page behind it) in the HTML report's font.
+  std::string svg = absl::StrFormat(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" "
+      "height=\"%s\" viewBox=\"0 0 %s %s\" font-family=\"DejaVu Sans, sans-serif\" fill=\"#222\">\n"
+      "<rect x=\"0\" y=\"0\" width=\"%s\" height=\"%s\" fill=\"#fff\"/>\n"
+      "<text x=\"%s\" y=\"%s\" font-size=\"18\" font-weight=\"bold\">Phase 5 decode profile: %s</text>\n",
+      F(w), F(h), F(w), F(h), F(w), F(h), F(margin), F(margin + 18), Esc(r.model));
+  double y = margin + heading;
+  for (int i = 0; i < 3; ++i) {
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%s\" y=\"%s\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
+                                          F(margin), F(y + 16), Esc(captions[i])));
+    y += caption;
+    const std::string at = absl::StrFormat(" x=\"%s\" y=\"%s\"", F(margin), F(y));
+    const Chart c = i == 0 ? Waterfall(r, at) : i == 1 ? Breakdown(r, at) : Trend(r, at);
+    absl::StrAppend(&svg, c.svg);
+    y += c.h;
+  }
+  absl::StrAppend(&svg, "</svg>\n");
+  return svg;
 }
 
 }  // namespace dk::profile

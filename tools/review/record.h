@@ -1,4 +1,4 @@
-// The figures of a model's phase-5 record (docs/development_progress/
+// The figures of a model's phase-5 record (models/<m>/docs/development_progress/
 // phase5_decode.md, written by :profile) that a review puts side by side: per
 // stage of the "## All stages" table its status, ms/token, runs/token, x floor
 // and gate, and the "## Final" line.
