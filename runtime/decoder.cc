@@ -123,6 +123,7 @@ absl::Status Decoder::PlanRows() {
   tail_begin_ = tail;
   // A draft check runs max_draft + 1 rows through every step, the tail included.
   check_rows_ = program_.has_speculative() ? program_.speculative().max_draft() + 1 : 1;
+  check_rows_ = std::max(check_rows_, options_.score_rows);
   // Which activations each part uses: 1 before the tail, 2 in the tail (weights: none).
   std::vector<int> bo_part(program_.bos_size(), 0), value_part(program_.values_size(), 0);
   std::map<std::string, int> bo_index, value_index;
@@ -563,6 +564,12 @@ absl::Status Decoder::Truncate(int positions) {
 const float* Decoder::logits() const {
   const int vi = logits_value_;
   return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(last_row_, value_rows_[vi]) * value_bytes_[vi]);
+}
+
+const float* Decoder::row_logits(int row) const {
+  if (row < 0 || row >= last_score_) return nullptr;
+  const int vi = logits_value_;
+  return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(row, value_rows_[vi]) * value_bytes_[vi]);
 }
 
 const void* Decoder::value(const std::string& name, size_t* bytes) const {

@@ -165,6 +165,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
   Decoder::Options decoder_options;
   decoder_options.validate = options.validate;
   decoder_options.prefill_rows = options.prefill_rows;
+  decoder_options.score_rows = options.score_rows;
   decoder_options.max_context = options.max_context;
   // With tied embeddings in bf16 BOs the host reads the embedding's rows from the LM
   // head's BOs (decided before placing, so that the table's rows can go part by part).
