@@ -43,8 +43,10 @@
 #include "tools/profile/render.h"
 #include "tools/flags/model_flags.h"
 #include "tools/flags/runtime_flags.h"
+#include "tools/perplexity/run.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 #include "util/user_path.h"
@@ -86,6 +88,12 @@ ABSL_FLAG(int, prefill_reps, 2, "timed prompts per stage and length (after one u
 ABSL_FLAG(bool, screenshot, true,
           "also write phase5_decode.png, a screenshot of the HTML report by headless Chromium "
           "(skipped, with a note, when chromium is not installed)");
+
+ABSL_FLAG(std::string, kld_text, "",
+          "a UTF-8 text: every stage's KL divergence, top-1 agreement and perplexity against the baseline "
+          "over it (tools/perplexity; the rule passes @english_text//:text.txt); \"\": none");
+ABSL_FLAG(int, kld_window, 512, "tokens per window of the KLD run (llama-perplexity's -c), at most the context");
+ABSL_FLAG(int, kld_max_windows, 0, "windows of the KLD run (0: the whole text)");
 
 namespace {
 
@@ -610,6 +618,87 @@ void MeasurePrefillAll(Profile& p) {
   }
 }
 
+// Every stage against the baseline (stage 0, bf16) over --kld_text, in step: each
+// chunk of a window through the baseline once, then through every other stage
+// (tools/perplexity/run.h). A stage that cannot be opened keeps its error; the others
+// are still compared.
+absl::Status MeasureKld(Profile& p) {
+  profile::ProfileRecord& r = p.record;
+  const std::string path = UserPath(absl::GetFlag(FLAGS_kld_text));
+  if (absl::GetFlag(FLAGS_kld_text).empty()) return absl::OkStatus();
+  DK_ASSIGN_OR_RETURN(const std::string text, dk::ReadRegularFile(path, "--kld_text", uint64_t{1} << 30));
+  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, p.tokenizer->Encode(text));
+  dk::perplexity::WindowOptions wo;
+  wo.window = std::min<int>(absl::GetFlag(FLAGS_kld_window), p.model().max_context());
+  wo.max_windows = absl::GetFlag(FLAGS_kld_max_windows);
+  if (!ids.empty() && p.tokenizer->bos_id() && ids[0] == *p.tokenizer->bos_id()) wo.bos = p.tokenizer->bos_id();
+  DK_ASSIGN_OR_RETURN(const auto windows, dk::perplexity::MakeWindows(ids, wo));
+  r.kld_text = ShownPath(path);
+  r.kld_reference = r.stages[0].name;
+  r.kld_text_tokens = static_cast<int>(ids.size());
+  r.kld_window = wo.window;
+  r.kld_windows = static_cast<int>(windows.size());
+  r.kld_score_from = dk::perplexity::ScoreFrom(wo);
+  dk::runtime::SessionOptions options;
+  options.cpu = p.runtime.cpu;
+  options.prefill_rows = p.runtime.prefill_rows;
+  options.max_context = wo.window;
+  // Every row of a window at once, unless the logits of a run (BO and host value, f32)
+  // would pass 256 MiB per stage.
+  options.score_rows = static_cast<int>(
+      std::min<int64_t>(wo.window - 1, std::max<int64_t>(1, (int64_t{256} << 20) / (p.model().vocab() * 8))));
+  std::vector<std::unique_ptr<dk::runtime::CpuSession>> sessions(r.stages.size());
+  std::vector<dk::runtime::Decoder*> decoders;
+  std::vector<size_t> index;  // stage of each decoder
+  for (size_t i = 0; i < r.stages.size(); ++i) {
+    absl::StatusOr<std::unique_ptr<dk::runtime::CpuSession>> s =
+        dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options);
+    if (!s.ok()) {
+      r.stages[i].kld_error = std::string(s.status().message());
+      if (i == 0) return absl::OkStatus();
+      continue;
+    }
+    sessions[i] = *std::move(s);
+    if (i > 0) {
+      decoders.push_back(&sessions[i]->decoder());
+      index.push_back(i);
+    }
+  }
+  const std::string what = absl::StrFormat("KLD of %zu stages vs :%s over %d windows of %d tokens", decoders.size(),
+                                           r.kld_reference, r.kld_windows, r.kld_window);
+  const auto t = Clock::now();
+  absl::StatusOr<std::vector<dk::perplexity::Summary>> got = dk::perplexity::CompareStages(
+      decoders, sessions[0]->decoder(), windows, r.kld_score_from,
+      [&](int done, int total) { p.progress.Tick(what, done, total); });
+  p.progress.End();
+  if (!got.ok()) {
+    for (size_t i : index) r.stages[i].kld_error = std::string(got.status().message());
+    p.progress.Line(absl::StrCat(what, ": ERROR ", got.status().message()));
+    return absl::OkStatus();
+  }
+  for (size_t k = 0; k < index.size(); ++k) {
+    profile::StageRecord& s = r.stages[index[k]];
+    const dk::perplexity::Summary& m = (*got)[k];
+    s.kld_ran = true;
+    s.kld_mean = m.mean_kld;
+    s.kld_p99 = m.p99_kld;
+    s.kld_top1 = m.top1;
+    s.kld_ppl = m.ppl;
+    s.kld_ppl_ratio = m.ppl_ratio;
+    r.kld_positions = m.positions;
+    r.kld_reference_ppl = m.ref_ppl;
+    p.progress.Line(absl::StrCat(":", s.name, " vs :", r.kld_reference, ": ", m.Describe()));
+  }
+  // The baseline against itself: KLD 0, top-1 1, ratio 1 by definition.
+  profile::StageRecord& b = r.stages[0];
+  b.kld_ran = true;
+  b.kld_top1 = 1;
+  b.kld_ppl = r.kld_reference_ppl;
+  b.kld_ppl_ratio = 1;
+  p.progress.Line(absl::StrFormat("%s: %.1f s", what, Since(t)));
+  return absl::OkStatus();
+}
+
 // The record: the table on stdout (stderr with --json), phase5_decode.{md,html}, the
 // JSON, the screenshot.
 absl::Status WriteOutputs(Profile& p, Clock::time_point t_start) {
@@ -691,6 +780,7 @@ int main(int argc, char** argv) {
   ProfileStages(p);
   if (absl::Status s = MeasureContexts(p); !s.ok()) return Fail(s);
   MeasurePrefillAll(p);
+  if (absl::Status s = MeasureKld(p); !s.ok()) return Fail(s);
   if (absl::Status s = WriteOutputs(p, t_start); !s.ok()) return Fail(s);
   return ExitStatus(p.record);
 }
