@@ -46,6 +46,9 @@ ABSL_FLAG(int, max_windows, 0, "windows used (0: every whole window of the text)
 ABSL_FLAG(int, score_rows, 0,
           "tokens per run, the LM head on each (0: the window, fewer where the logits of a run would pass 256 MiB)");
 ABSL_FLAG(bool, json, false, "the figures as one JSON object on stdout");
+ABSL_FLAG(std::string, ids_out, "",
+          "also write the windows' token ids (JSON: window, score_from, windows) to this file, for the same run "
+          "through llama.cpp (tools/perplexity/llama_kld.py)");
 
 namespace {
 
@@ -98,6 +101,15 @@ absl::Status Run(Stage& stage, Stage& reference, const std::string& tokenizer_pa
         absl::StrCat("--window ", windows.window, " is longer than the model's context of ", context));
   }
   DK_ASSIGN_OR_RETURN(const auto chunks, dk::perplexity::MakeWindows(ids, windows));
+  if (const std::string out = absl::GetFlag(FLAGS_ids_out); !out.empty()) {
+    const nlohmann::json j = {{"window", windows.window}, {"score_from", dk::perplexity::ScoreFrom(windows)},
+                              {"windows", chunks}};
+    FILE* f = std::fopen(dk::UserPath(out).c_str(), "w");
+    if (f == nullptr) return absl::InvalidArgumentError(absl::StrCat("--ids_out: cannot write ", out));
+    const std::string text = j.dump();
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) return absl::DataLossError(absl::StrCat("--ids_out: writing ", out, " failed"));
+  }
   DK_RETURN_IF_ERROR(Open(stage, runtime, windows.window));
   DK_RETURN_IF_ERROR(Open(reference, runtime, windows.window));
   const int from = dk::perplexity::ScoreFrom(windows);
