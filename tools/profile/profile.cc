@@ -619,7 +619,7 @@ void MeasurePrefillAll(Profile& p) {
 }
 
 // Every stage against the baseline (stage 0, bf16) over --kld_text, in step: each
-// chunk of a window through the baseline once, then through every other stage
+// chunk of a window through the baseline once, then through every stage of a group
 // (tools/perplexity/run.h). A stage that cannot be opened keeps its error; the others
 // are still compared.
 absl::Status MeasureKld(Profile& p) {
@@ -647,48 +647,67 @@ absl::Status MeasureKld(Profile& p) {
   // would pass 256 MiB per stage.
   options.score_rows = static_cast<int>(
       std::min<int64_t>(wo.window - 1, std::max<int64_t>(1, (int64_t{256} << 20) / (p.model().vocab() * 8))));
-  std::vector<std::unique_ptr<dk::runtime::CpuSession>> sessions(r.stages.size());
-  std::vector<dk::runtime::Decoder*> decoders;
-  std::vector<size_t> index;  // stage of each decoder
-  for (size_t i = 0; i < r.stages.size(); ++i) {
-    absl::StatusOr<std::unique_ptr<dk::runtime::CpuSession>> s =
-        dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options);
-    if (!s.ok()) {
-      r.stages[i].kld_error = std::string(s.status().message());
-      if (i == 0) return absl::OkStatus();
-      continue;
-    }
-    sessions[i] = *std::move(s);
-    if (i > 0) {
-      decoders.push_back(&sessions[i]->decoder());
-      index.push_back(i);
-    }
-  }
-  const std::string what = absl::StrFormat("KLD of %zu stages vs :%s over %d windows of %d tokens", decoders.size(),
-                                           r.kld_reference, r.kld_windows, r.kld_window);
-  const auto t = Clock::now();
-  absl::StatusOr<std::vector<dk::perplexity::Summary>> got = dk::perplexity::CompareStages(
-      decoders, sessions[0]->decoder(), windows, r.kld_score_from,
-      [&](int done, int total) { p.progress.Tick(what, done, total); });
-  p.progress.End();
-  if (!got.ok()) {
-    for (size_t i : index) r.stages[i].kld_error = std::string(got.status().message());
-    p.progress.Line(absl::StrCat(what, ": ERROR ", got.status().message()));
+  absl::StatusOr<std::unique_ptr<dk::runtime::CpuSession>> baseline =
+      dk::runtime::CpuSession::Open(p.programs[0], p.elfs[0], p.weights, options);
+  if (!baseline.ok()) {
+    for (profile::StageRecord& s : r.stages) s.kld_error = std::string(baseline.status().message());
     return absl::OkStatus();
   }
-  for (size_t k = 0; k < index.size(); ++k) {
-    profile::StageRecord& s = r.stages[index[k]];
-    const dk::perplexity::Summary& m = (*got)[k];
-    s.kld_ran = true;
-    s.kld_mean = m.mean_kld;
-    s.kld_p99 = m.p99_kld;
-    s.kld_top1 = m.top1;
-    s.kld_ppl = m.ppl;
-    s.kld_ppl_ratio = m.ppl_ratio;
-    r.kld_positions = m.positions;
-    r.kld_reference_ppl = m.ref_ppl;
-    p.progress.Line(absl::StrCat(":", s.name, " vs :", r.kld_reference, ": ", m.Describe()));
+  // The stages run in groups that fit half the host's available memory (every session's
+  // BOs at once: a 1B model's chain would not fit whole), each group in step against the
+  // baseline, which runs once per group.
+  const int64_t budget = std::max<int64_t>(dk::runtime::MemAvailableBytes() / 2, int64_t{1} << 30);
+  const auto t = Clock::now();
+  size_t next = 1;
+  while (next < r.stages.size()) {
+    std::vector<std::unique_ptr<dk::runtime::CpuSession>> sessions;
+    std::vector<dk::runtime::Decoder*> decoders;
+    std::vector<size_t> index;  // stage of each decoder
+    int64_t used = 0;
+    for (; next < r.stages.size(); ++next) {
+      const int64_t need =
+          dk::runtime::EstimateSessionMemory(p.programs[next], dk::runtime::GgufBlocksOnly(p.programs[next]),
+                                             wo.window)
+              .total();
+      if (!sessions.empty() && used + need > budget) break;
+      absl::StatusOr<std::unique_ptr<dk::runtime::CpuSession>> s =
+          dk::runtime::CpuSession::Open(p.programs[next], p.elfs[next], p.weights, options);
+      if (!s.ok()) {
+        r.stages[next].kld_error = std::string(s.status().message());
+        continue;
+      }
+      used += need;
+      sessions.push_back(*std::move(s));
+      decoders.push_back(&sessions.back()->decoder());
+      index.push_back(next);
+    }
+    if (decoders.empty()) continue;
+    const std::string what = absl::StrFormat("KLD of stages %zu..%zu vs :%s over %d windows of %d tokens", index[0],
+                                             index.back(), r.kld_reference, r.kld_windows, r.kld_window);
+    absl::StatusOr<std::vector<dk::perplexity::Summary>> got = dk::perplexity::CompareStages(
+        decoders, (*baseline)->decoder(), windows, r.kld_score_from,
+        [&](int done, int total) { p.progress.Tick(what, done, total); });
+    p.progress.End();
+    if (!got.ok()) {
+      for (size_t i : index) r.stages[i].kld_error = std::string(got.status().message());
+      p.progress.Line(absl::StrCat(what, ": ERROR ", got.status().message()));
+      continue;
+    }
+    for (size_t k = 0; k < index.size(); ++k) {
+      profile::StageRecord& s = r.stages[index[k]];
+      const dk::perplexity::Summary& m = (*got)[k];
+      s.kld_ran = true;
+      s.kld_mean = m.mean_kld;
+      s.kld_p99 = m.p99_kld;
+      s.kld_top1 = m.top1;
+      s.kld_ppl = m.ppl;
+      s.kld_ppl_ratio = m.ppl_ratio;
+      r.kld_positions = m.positions;
+      r.kld_reference_ppl = m.ref_ppl;
+      p.progress.Line(absl::StrCat(":", s.name, " vs :", r.kld_reference, ": ", m.Describe()));
+    }
   }
+  const std::string what = absl::StrFormat("KLD of %zu stages vs :%s", r.stages.size() - 1, r.kld_reference);
   // The baseline against itself: KLD 0, top-1 1, ratio 1 by definition.
   profile::StageRecord& b = r.stages[0];
   b.kld_ran = true;
