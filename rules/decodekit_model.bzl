@@ -223,6 +223,7 @@ def decodekit_model(
             goldens = goldens,
             tokenizer = tokenizer,
             weights = weights,
+            kld_text = Label("@english_text//:text.txt"),
             visibility = visibility,
         )
         attrs.update(profile)

@@ -101,6 +101,9 @@ def _decode_profile_impl(ctx):
     ]
     if ctx.file.weights:
         files.append(ctx.file.weights)
+    if ctx.file.kld_text:
+        args.append(shell_runfile_flag("kld_text", ctx.file.kld_text))
+        files.append(ctx.file.kld_text)
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
     ctx.actions.write(
         output = script,
@@ -152,6 +155,12 @@ decode_profile = rule(
         "new_tokens": attr.int(default = 32, doc = "Measured decode tokens per stage."),
         "warmup": attr.int(default = 4, doc = "Decode tokens run before measuring."),
         "gate_prompts": attr.int(default = 2, doc = "Verify-gate prompts per stage (0: no gate)."),
+        "kld_text": attr.label(
+            allow_single_file = True,
+            doc = "A text: every stage's KL divergence, top-1 agreement and perplexity against the " +
+                  "baseline over it (tools/perplexity; decodekit_model passes @english_text//:text.txt). " +
+                  "None: not measured.",
+        ),
         "_profile": attr.label(default = Label("//tools/profile"), executable = True, cfg = "target"),
     },
 )

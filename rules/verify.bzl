@@ -56,6 +56,24 @@ def _verify_test_impl(ctx):
         if ctx.attr.parent:
             fail("verify_test %s: greedy = False has no parent comparison (drop parent)" % ctx.label)
         args.append(shell_quote("--nogreedy"))
+    if ctx.attr.kld_scheme:
+        # The KLD gate: against the bf16 ancestor, the last stage before the chain's first
+        # that changes numerics.
+        first = [i for i, s in enumerate(info.stages) if s.changes_numerics]
+        if not first or first[0] == 0:
+            fail("verify_test %s: kld_scheme is for a stage at or after one that changes numerics (%s has none)" % (
+                ctx.label,
+                ctx.attr.elf.label,
+            ))
+        if not ctx.file.tokenizer:
+            fail("verify_test %s: kld_scheme needs `tokenizer` (it encodes kld_text)" % ctx.label)
+        ancestor = info.stages[first[0] - 1]
+        args += [
+            shell_flag("kld_reference_elf", ancestor.elf.short_path),
+            shell_runfile_flag("kld_text", ctx.file.kld_text),
+            shell_flag("kld_scheme", ctx.attr.kld_scheme),
+        ]
+        files += [ancestor.elf, ctx.file.kld_text]
     if ctx.attr.mutation:
         args.append(shell_flag("test_mutation", ctx.attr.mutation))
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
@@ -76,7 +94,7 @@ for check in %s; do
     echo "MUTATION CAUGHT FOR THE WRONG REASON: $mutation: '$check' did not fail"; exit 1
   fi
 done
-echo "mutation $mutation caught by: $(grep -oE '^(gate|numeric|same tokens as parent): FAIL' <<<"$out" | sed 's/: FAIL//' | paste -sd, -)"
+echo "mutation $mutation caught by: $(grep -oE '^(gate|numeric|same tokens as parent|kld): FAIL' <<<"$out" | sed 's/: FAIL//' | paste -sd, -)"
 """ % (shell_exec(tool, args).replace("exec ", "", 1), shell_quote(ctx.attr.mutation), checks)
     else:
         body = shell_exec(tool, args) + "\n"
@@ -121,7 +139,14 @@ verify_test = rule(
             doc = "Test only (tests/mutations): verify --test_mutation; the test then passes " +
                   "only when verify fails, with every check in caught_by failing.",
         ),
-        "caught_by": attr.string_list(doc = "With mutation: checks that must fail (gate, numeric)."),
+        "caught_by": attr.string_list(doc = "With mutation: checks that must fail (gate, numeric, kld)."),
+        "kld_scheme": attr.string(
+            doc = "The KLD gate (verify/kld_bounds.h): the weight scheme of the chain's quantize_weights " +
+                  "stage (q8_0, q4_0, gguf); `elf`'s mean KL divergence from its bf16 ancestor (the stage " +
+                  "before the chain's first that changes numerics) over kld_text must stay within that " +
+                  "scheme's bound. Needs `tokenizer`. Empty: no KLD gate.",
+        ),
+        "kld_text": attr.label(allow_single_file = True, default = Label("@english_text//:text.txt")),
         "_verify": attr.label(default = Label("//tools/verify"), executable = True, cfg = "target"),
     },
 )
@@ -175,9 +200,16 @@ def _chain(final):
         name = parent
     fail("verify_chain(final = %r): the chain is longer than 1000 stages" % final)
 
+def _kld_scheme(stage):
+    """quantize_weights' scheme for a stage of that rule (":decode_q8"), else ""."""
+    rule = native.existing_rule(stage.lstrip(":"))
+    if rule == None or rule.get("kind") != "quantize_weights":
+        return ""
+    return rule.get("scheme") or "q8_0"
+
 def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_prompts = 0,
                  long_goldens = None, long_stages = None, long_size = "large", slow_tags = [],
-                 only = None, full_stages = None, **kwargs):
+                 only = None, full_stages = None, kld = False, **kwargs):
     """Verify tests for every stage of a decode chain, written once as `src` links.
 
     The stages are found by walking `src` back from `final` to the baseline (a rule
@@ -211,6 +243,11 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
       only: the stage names (":decode_x12") that get `<name>_<S>` and `<name>_full_<S>`
         tests; None (the default): every stage. A stage left out is still built as
         the parent of the next one; use it to keep a costly suite to a few stages.
+      kld: a stage of quantize_weights (which changes numerics) also passes the KLD gate in
+        `<name>_<S>` (verify/kld_bounds.h: its mean KL divergence from its bf16 ancestor over
+        a 256-token slice of @english_text; it needs `tokenizer`). On for the trained
+        models; synthetic weights' near-uniform logits score ~30x under the bound whatever
+        the stage does, at ~a minute per 0.5B model (docs/perplexity.md).
       full_stages: the stage names that get `<name>_full_<S>` (None: those of `only`).
         The baseline-speed stages (decode, decode_aligned, decode_bo) cost minutes on
         8 prompts and are checked on 2 by `<name>_<S>`; their full suite is left out
@@ -242,6 +279,7 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
                 prompts = prompts,
                 weights = weights,
                 tokenizer = tokenizer,
+                kld_scheme = _kld_scheme(stage) if kld and suite == name and tokenizer else "",
                 **(kwargs if suite == name else slow_kwargs)
             )
             tests.append(":" + test)

@@ -124,6 +124,7 @@ absl::Status Decoder::PlanRows() {
   // A draft check runs max_draft + 1 rows through every step, the tail included; so
   // does a batched run, batch_rows of them.
   check_rows_ = program_.has_speculative() ? program_.speculative().max_draft() + 1 : 1;
+  check_rows_ = std::max(check_rows_, options_.score_rows);
   if (options_.sequences < 1 || options_.batch_rows < 1 || options_.batch_rows > context_) {
     return absl::InvalidArgumentError(absl::StrCat("batched decode: sequences (", options_.sequences,
                                                    ") must be >= 1 and batch rows (", options_.batch_rows,
@@ -615,6 +616,12 @@ absl::Status Decoder::Truncate(int positions) {
 const float* Decoder::logits() const {
   const int vi = logits_value_;
   return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(last_row_, value_rows_[vi]) * value_bytes_[vi]);
+}
+
+const float* Decoder::row_logits(int row) const {
+  if (row < 0 || row >= last_score_) return nullptr;
+  const int vi = logits_value_;
+  return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(row, value_rows_[vi]) * value_bytes_[vi]);
 }
 
 const void* Decoder::value(const std::string& name, size_t* bytes) const {

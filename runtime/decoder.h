@@ -81,6 +81,11 @@ class Decoder {
     // that many rows. 1 and 1: no batched runs, no extra memory.
     int sequences = 1;
     int batch_rows = 1;
+    // The most tokens one Score takes (rows the LM head and top-k hold), beyond the
+    // program's own draft check (Program.speculative: max_draft + 1). 0: the
+    // program's. A perplexity run (tools/perplexity) scores every position of a
+    // window this way: logits at each row, the LM head run as one multi-row GEMM.
+    int score_rows = 0;
   };
   static absl::StatusOr<std::unique_ptr<Decoder>> Create(const elf::Program& program,
                                                          const std::string& elf_name,
@@ -121,7 +126,7 @@ class Decoder {
   // them) and last() / logits() become row keep - 1's.
   absl::Status Rewind(int keep);
   // The most tokens one Score takes: the program's max_draft + 1 (1 without
-  // Program.speculative).
+  // Program.speculative), or Options::score_rows where that is more.
   int check_rows() const { return check_rows_; }
   // The prompt chunk in force (Options::prefill_rows resolved).
   int prefill_rows() const { return prefill_rows_; }
@@ -146,6 +151,9 @@ class Decoder {
   const std::vector<StepTiming>& timings() const { return timings_; }
   // The f32 logits of the last Step (program value "logits").
   const float* logits() const;
+  // The f32 logits of row `row` (< the tokens kept) of the last Score; nullptr for
+  // another row.
+  const float* row_logits(int row) const;
   // The bytes of host value `name` (program value, as of the last token fed: its
   // row) and their size in *bytes; nullptr for a name that is not a host value of the program
   // (e.g. an activation an optimized ELF keeps in an INTERMEDIATE BO).

@@ -157,3 +157,51 @@ def decodekit_dependencies():
                 "typing-inspection==0.4.5": "bc210535442b39e1bf2805e0c7a17dfd6a4ace760c84c7f7d16245d23a6b1c39",
             },
         )
+
+    # --- Real English text for the KL divergence / perplexity runs ---
+    _english_text()
+
+def _system_text_impl(rctx):
+    # Debian's own copies of the texts (base-files, an essential package: on every
+    # machine ./bazelw runs on), each checked against its pin, joined in order.
+    parts = []
+    for path, sha256 in rctx.attr.files.items():
+        if not rctx.path(path).exists:
+            fail("%s: %s is missing (Debian's base-files ships it)" % (rctx.name, path))
+        got = rctx.execute(["sha256sum", path])
+        if got.return_code != 0:
+            fail("%s: sha256sum %s: %s" % (rctx.name, path, got.stderr))
+        digest = got.stdout.split(" ")[0]
+        if digest != sha256:
+            fail("%s: %s has sha256 %s, pinned %s (another Debian release's text?)" % (rctx.name, path, digest, sha256))
+        parts.append(rctx.read(path))
+    rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
+    rctx.file(rctx.attr.output, "\n".join(parts))
+    rctx.file("BUILD.bazel", "exports_files([\"%s\"], visibility = [\"//visibility:public\"])\n" % rctx.attr.output)
+
+_system_text = repository_rule(
+    implementation = _system_text_impl,
+    doc = "An English text made of system files pinned by sha256, joined by a newline.",
+    local = True,
+    attrs = {
+        "files": attr.string_dict(mandatory = True, doc = "path -> sha256, in order."),
+        "output": attr.string(mandatory = True),
+    },
+)
+
+def _english_text():
+    """@english_text//:text.txt: real English text for tools/perplexity (KLD / PPL), docs/perplexity.md.
+
+    The GNU GPL version 3 then version 2, as Debian 12's base-files ships them
+    (/usr/share/common-licenses): about 11,700 tokens for SmolLM2's and Gemma 3's
+    tokenizers, more for the test BPEs; nobody here wrote it.
+    """
+    if not _declared("english_text"):
+        _system_text(
+            name = "english_text",
+            files = {
+                "/usr/share/common-licenses/GPL-3": "3972dc9744f6499f0f9b2dbf76696f2ae7ad8af9b23dde66d6af86c9dfb36986",
+                "/usr/share/common-licenses/GPL-2": "8177f97513213526df2cf6184d8ff986c675afb514d4e68a404010521b880643",
+            },
+            output = "text.txt",
+        )

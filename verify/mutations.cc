@@ -140,6 +140,22 @@ absl::StatusOr<weights::Tensor*> Mutable(weights::Weights* w, const std::string&
   return const_cast<weights::Tensor*>(t);  // the verify tool owns the only reference
 }
 
+// A GGUF stage (quantize_weights scheme gguf) reads a tensor's own blocks from the
+// file (Tensor::stored, blocks_as_stored), not its bf16 values: a weight mutation must
+// break those too, or it never reaches that stage. Points `t`'s stored blocks at a
+// writable copy (kept for the process's life: test only) and returns it; nullptr for a
+// tensor without stored blocks.
+uint8_t* MutableStored(weights::Tensor* t) {
+  if (t->stored.format == elf::BLOCK_FORMAT_NONE || t->stored.data == nullptr || t->shape.empty()) return nullptr;
+  static auto* copies = new std::vector<std::unique_ptr<uint8_t[]>>();
+  const size_t bytes = static_cast<size_t>(t->shape[0]) * t->stored.row_bytes;
+  copies->push_back(std::make_unique<uint8_t[]>(bytes));
+  uint8_t* copy = copies->back().get();
+  std::memcpy(copy, t->stored.data, bytes);
+  t->stored.data = copy;
+  return copy;
+}
+
 runtime::HostOpsWrapper Wrap(MutatedHostOps::Hooks hooks) {
   auto shared = std::make_shared<MutatedHostOps::Hooks>(std::move(hooks));
   return [shared](std::unique_ptr<runtime::HostOps> inner, const elf::ModelShape& m) {
@@ -297,6 +313,10 @@ absl::Status ApplyMutation(const std::string& name, elf::Program* program, weigh
       auto tensor = Mutable(w, L + t);
       if (!tensor.ok()) return tensor.status();
       std::memset((*tensor)->data.data(), 0, (*tensor)->numel() * sizeof(bf16));
+      // Every GGUF block format's scales are its leading bytes: all-zero blocks are zeros.
+      if (uint8_t* blocks = MutableStored(*tensor)) {
+        std::memset(blocks, 0, static_cast<size_t>((*tensor)->shape[0]) * (*tensor)->stored.row_bytes);
+      }
     }
     return absl::OkStatus();
   }
@@ -341,12 +361,21 @@ absl::Status ApplyMutation(const std::string& name, elf::Program* program, weigh
     return absl::OkStatus();
   }
   if (name == "swap_kv_heads") {
+    // With one KV head (Gemma 3 270M) there is no second head: swapping past the
+    // tensor's end would write out of bounds.
+    if (m.n_kv_heads() < 2) return absl::InvalidArgumentError("swap_kv_heads: the model has one KV head");
     const int64_t rows = m.head_dim(), cols = m.hidden();
     for (const char* t : {"self_attn.k_proj.weight", "self_attn.v_proj.weight"}) {
       auto tensor = Mutable(w, L + t);
       if (!tensor.ok()) return tensor.status();
       bf16* d = (*tensor)->data.data();
       std::swap_ranges(d, d + rows * cols, d + rows * cols);
+      // The file's rows too: GGUF's Q/K permutation (stored.qk_heads) moves rows only
+      // within a head, so heads 0 and 1 are the same two runs of rows there.
+      if (uint8_t* blocks = MutableStored(*tensor)) {
+        const size_t head = static_cast<size_t>(rows) * (*tensor)->stored.row_bytes;
+        std::swap_ranges(blocks, blocks + head, blocks + head);
+      }
     }
     return absl::OkStatus();
   }

@@ -166,6 +166,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
   Decoder::Options decoder_options;
   decoder_options.validate = options.validate;
   decoder_options.prefill_rows = options.prefill_rows;
+  decoder_options.score_rows = options.score_rows;
   decoder_options.max_context = options.max_context;
   decoder_options.sequences = options.sequences;
   decoder_options.batch_rows = options.batch_rows;

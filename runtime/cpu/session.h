@@ -73,6 +73,9 @@ struct SessionOptions {
   // The most prompt tokens one run processes (Decoder::Options::prefill_rows; 0:
   // kDefaultPrefillRows or the context).
   int prefill_rows = 0;
+  // The most tokens one Score takes, the LM head on each (Decoder::Options::score_rows;
+  // 0: the program's draft check).
+  int score_rows = 0;
   ThreadPool* pool = nullptr;  // kernels' threads (nullptr: SharedThreadPool())
   CpuDeviceOptions cpu;        // how the device runs its launch groups
   // Batched decode (Decoder::StepBatch): KV caches for this many sequences, and the

@@ -43,8 +43,10 @@
 #include "tools/profile/render.h"
 #include "tools/flags/model_flags.h"
 #include "tools/flags/runtime_flags.h"
+#include "tools/perplexity/run.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 #include "util/user_path.h"
@@ -87,6 +89,12 @@ ABSL_FLAG(bool, png, true,
           "also write the report's three charts as phase5_decode.svg and, drawn from it by librsvg's "
           "rsvg-convert, phase5_decode.png (the PNG skipped, with a note, when rsvg-convert is not "
           "installed)");
+
+ABSL_FLAG(std::string, kld_text, "",
+          "a UTF-8 text: every stage's KL divergence, top-1 agreement and perplexity against the baseline "
+          "over it (tools/perplexity; the rule passes @english_text//:text.txt); \"\": none");
+ABSL_FLAG(int, kld_window, 512, "tokens per window of the KLD run (llama-perplexity's -c), at most the context");
+ABSL_FLAG(int, kld_max_windows, 0, "windows of the KLD run (0: the whole text)");
 
 namespace {
 
@@ -611,6 +619,106 @@ void MeasurePrefillAll(Profile& p) {
   }
 }
 
+// Every stage against the baseline (stage 0, bf16) over --kld_text, in step: each
+// chunk of a window through the baseline once, then through every stage of a group
+// (tools/perplexity/run.h). A stage that cannot be opened keeps its error; the others
+// are still compared.
+absl::Status MeasureKld(Profile& p) {
+  profile::ProfileRecord& r = p.record;
+  const std::string path = UserPath(absl::GetFlag(FLAGS_kld_text));
+  if (absl::GetFlag(FLAGS_kld_text).empty()) return absl::OkStatus();
+  DK_ASSIGN_OR_RETURN(const std::string text, dk::ReadRegularFile(path, "--kld_text", uint64_t{1} << 30));
+  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, p.tokenizer->Encode(text));
+  dk::perplexity::WindowOptions wo;
+  wo.window = std::min<int>(absl::GetFlag(FLAGS_kld_window), p.model().max_context());
+  wo.max_windows = absl::GetFlag(FLAGS_kld_max_windows);
+  if (!ids.empty() && p.tokenizer->bos_id() && ids[0] == *p.tokenizer->bos_id()) wo.bos = p.tokenizer->bos_id();
+  DK_ASSIGN_OR_RETURN(const auto windows, dk::perplexity::MakeWindows(ids, wo));
+  r.kld_text = ShownPath(path);
+  r.kld_reference = r.stages[0].name;
+  r.kld_text_tokens = static_cast<int>(ids.size());
+  r.kld_window = wo.window;
+  r.kld_windows = static_cast<int>(windows.size());
+  r.kld_score_from = dk::perplexity::ScoreFrom(wo);
+  dk::runtime::SessionOptions options;
+  options.cpu = p.runtime.cpu;
+  options.prefill_rows = p.runtime.prefill_rows;
+  options.max_context = wo.window;
+  // Every row of a window at once, unless the logits of a run (BO and host value, f32)
+  // would pass 256 MiB per stage.
+  options.score_rows = static_cast<int>(
+      std::min<int64_t>(wo.window - 1, std::max<int64_t>(1, (int64_t{256} << 20) / (p.model().vocab() * 8))));
+  absl::StatusOr<std::unique_ptr<dk::runtime::CpuSession>> baseline =
+      dk::runtime::CpuSession::Open(p.programs[0], p.elfs[0], p.weights, options);
+  if (!baseline.ok()) {
+    for (profile::StageRecord& s : r.stages) s.kld_error = std::string(baseline.status().message());
+    return absl::OkStatus();
+  }
+  // The stages run in groups that fit half the host's available memory (every session's
+  // BOs at once: a 1B model's chain would not fit whole), each group in step against the
+  // baseline, which runs once per group.
+  const int64_t budget = std::max<int64_t>(dk::runtime::MemAvailableBytes() / 2, int64_t{1} << 30);
+  const auto t = Clock::now();
+  size_t next = 1;
+  while (next < r.stages.size()) {
+    std::vector<std::unique_ptr<dk::runtime::CpuSession>> sessions;
+    std::vector<dk::runtime::Decoder*> decoders;
+    std::vector<size_t> index;  // stage of each decoder
+    int64_t used = 0;
+    for (; next < r.stages.size(); ++next) {
+      const int64_t need =
+          dk::runtime::EstimateSessionMemory(p.programs[next], dk::runtime::GgufBlocksOnly(p.programs[next]),
+                                             wo.window)
+              .total();
+      if (!sessions.empty() && used + need > budget) break;
+      absl::StatusOr<std::unique_ptr<dk::runtime::CpuSession>> s =
+          dk::runtime::CpuSession::Open(p.programs[next], p.elfs[next], p.weights, options);
+      if (!s.ok()) {
+        r.stages[next].kld_error = std::string(s.status().message());
+        continue;
+      }
+      used += need;
+      sessions.push_back(*std::move(s));
+      decoders.push_back(&sessions.back()->decoder());
+      index.push_back(next);
+    }
+    if (decoders.empty()) continue;
+    const std::string what = absl::StrFormat("KLD of stages %zu..%zu vs :%s over %d windows of %d tokens", index[0],
+                                             index.back(), r.kld_reference, r.kld_windows, r.kld_window);
+    absl::StatusOr<std::vector<dk::perplexity::Summary>> got = dk::perplexity::CompareStages(
+        decoders, (*baseline)->decoder(), windows, r.kld_score_from,
+        [&](int done, int total) { p.progress.Tick(what, done, total); });
+    p.progress.End();
+    if (!got.ok()) {
+      for (size_t i : index) r.stages[i].kld_error = std::string(got.status().message());
+      p.progress.Line(absl::StrCat(what, ": ERROR ", got.status().message()));
+      continue;
+    }
+    for (size_t k = 0; k < index.size(); ++k) {
+      profile::StageRecord& s = r.stages[index[k]];
+      const dk::perplexity::Summary& m = (*got)[k];
+      s.kld_ran = true;
+      s.kld_mean = m.mean_kld;
+      s.kld_p99 = m.p99_kld;
+      s.kld_top1 = m.top1;
+      s.kld_ppl = m.ppl;
+      s.kld_ppl_ratio = m.ppl_ratio;
+      r.kld_positions = m.positions;
+      r.kld_reference_ppl = m.ref_ppl;
+      p.progress.Line(absl::StrCat(":", s.name, " vs :", r.kld_reference, ": ", m.Describe()));
+    }
+  }
+  const std::string what = absl::StrFormat("KLD of %zu stages vs :%s", r.stages.size() - 1, r.kld_reference);
+  // The baseline against itself: KLD 0, top-1 1, ratio 1 by definition.
+  profile::StageRecord& b = r.stages[0];
+  b.kld_ran = true;
+  b.kld_top1 = 1;
+  b.kld_ppl = r.kld_reference_ppl;
+  b.kld_ppl_ratio = 1;
+  p.progress.Line(absl::StrFormat("%s: %.1f s", what, Since(t)));
+  return absl::OkStatus();
+}
+
 // The record: the table on stdout (stderr with --json), phase5_decode.{md,html}, the
 // JSON, the charts (phase5_decode.{svg,png}).
 absl::Status WriteOutputs(Profile& p, Clock::time_point t_start) {
@@ -695,6 +803,7 @@ int main(int argc, char** argv) {
   ProfileStages(p);
   if (absl::Status s = MeasureContexts(p); !s.ok()) return Fail(s);
   MeasurePrefillAll(p);
+  if (absl::Status s = MeasureKld(p); !s.ok()) return Fail(s);
   if (absl::Status s = WriteOutputs(p, t_start); !s.ok()) return Fail(s);
   return ExitStatus(p.record);
 }

@@ -515,11 +515,16 @@ std::string ToJson(const ProfileRecord& r) {
         {"numeric", {{"ran", s.numeric_ran}, {"passed", s.numeric_passed},
                      {"max_abs_diff", s.numeric_max_abs_diff}, {"pct_of_tolerance", s.numeric_pct_of_tol}}},
         {"speculative", {{"checks", s.spec_checks}, {"drafted", s.spec_drafted}, {"accepted", s.spec_accepted}}},
+        {"kld", {{"ran", s.kld_ran}, {"mean", s.kld_mean}, {"p99", s.kld_p99}, {"top1", s.kld_top1},
+                 {"ppl", s.kld_ppl}, {"ppl_ratio", s.kld_ppl_ratio}, {"error", s.kld_error}}},
         {"reason", s.reason},
         {"build_edit", s.build_edit},
     });
   }
   j["stages"] = stages;
+  j["kld"] = {{"text", r.kld_text},           {"reference", r.kld_reference},   {"text_tokens", r.kld_text_tokens},
+              {"window", r.kld_window},       {"windows", r.kld_windows},       {"score_from", r.kld_score_from},
+              {"positions", r.kld_positions}, {"reference_ppl", r.kld_reference_ppl}};
   json contexts = json::array();
   for (const ContextPoint& c : r.contexts) {
     contexts.push_back({{"context", c.context},

@@ -153,6 +153,13 @@ struct StageRecord {
   bool numeric_passed = false;
   double numeric_max_abs_diff = 0;  // largest |candidate - HF| logit at HF's top-5 ids
   double numeric_pct_of_tol = 0;    // largest |diff| / tolerance, in percent
+  // Against the bf16 baseline over real text (ProfileRecord::kld_text, tools/perplexity):
+  // mean and 99th-percentile KL divergence, top-1 agreement (0..1), this stage's
+  // perplexity and its ratio to the baseline's. Reported, not part of the revert decision
+  // (verify's KLD bound gates the stages that change numerics).
+  bool kld_ran = false;
+  double kld_mean = 0, kld_p99 = 0, kld_top1 = 0, kld_ppl = 0, kld_ppl_ratio = 0;
+  std::string kld_error;  // the comparison could not run
   std::string error;           // the stage could not be measured (counts as a gate failure)
   // Speculative stages (Program.speculative), over the timing rounds: draft checks,
   // tokens drafted, drafts the model chose.
@@ -243,6 +250,12 @@ struct ProfileRecord {
   std::vector<StageRecord> stages;  // chain order, baseline first
   std::vector<ContextPoint> contexts;  // --context, on the final stage
   std::vector<PlanRecord> plans;       // decode_profile's `plans`, in its order
+  // The KLD run (--kld_text; "" when none ran): the text, its tokens, the windows
+  // (tools/perplexity/run.h), the positions scored per stage and the reference stage.
+  std::string kld_text, kld_reference;
+  int kld_text_tokens = 0, kld_window = 0, kld_windows = 0, kld_score_from = 0;
+  int64_t kld_positions = 0;
+  double kld_reference_ppl = 0;
 
   // Derived by Finalize.
   int final_stage = -1;  // the chain's end: the last stage that passed the gate

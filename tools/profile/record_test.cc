@@ -421,3 +421,44 @@ TEST(RenderTest, JsonTableMarkdownHtml) {
 
 }  // namespace
 }  // namespace dk::profile
+
+namespace dk::profile {
+namespace {
+
+TEST(RenderTest, KldColumnOnlyWhenMeasured) {
+  ProfileRecord r = Chain(true);
+  Finalize(r, kBuild);
+  EXPECT_THAT(FormatTable(r), Not(HasSubstr("KLD vs")));
+  r.kld_text = "text.txt";
+  r.kld_reference = "decode";
+  r.kld_text_tokens = 11676;
+  r.kld_window = 512;
+  r.kld_windows = 22;
+  r.kld_score_from = 256;
+  r.kld_positions = 5610;
+  r.kld_reference_ppl = 16.5961;
+  StageRecord& s = r.stages[3];
+  s.kld_ran = true;
+  s.kld_mean = 0.005063;
+  s.kld_p99 = 0.034848;
+  s.kld_top1 = 0.959;
+  s.kld_ppl = 16.5763;
+  s.kld_ppl_ratio = 0.9988;
+  r.stages[1].kld_error = "cannot open";
+  const std::string table = FormatTable(r);
+  EXPECT_THAT(table, HasSubstr("KLD vs :decode"));
+  EXPECT_THAT(table, HasSubstr("0.00506 (p99 0.0348), top-1 95.9%, PPL x0.9988"));
+  EXPECT_THAT(table, HasSubstr("ERROR"));
+  const std::string md = Markdown(r, "cmd");
+  EXPECT_THAT(md, HasSubstr("over `text.txt` (11676 tokens), 22 windows of 512 tokens, positions 256..510"));
+  EXPECT_THAT(md, HasSubstr("- KLD vs `:decode`: 0.00506 (p99 0.0348), top-1 95.9%, PPL x0.9988"));
+  const auto j = nlohmann::json::parse(ToJson(r));
+  EXPECT_EQ(j["kld"]["positions"], 5610);
+  EXPECT_EQ(j["stages"][3]["kld"]["ran"], true);
+  EXPECT_DOUBLE_EQ(j["stages"][3]["kld"]["mean"], 0.005063);
+  EXPECT_EQ(j["stages"][1]["kld"]["error"], "cannot open");
+  EXPECT_THAT(Html(r, "cmd"), HasSubstr("0.00506 (p99 0.0348)"));
+}
+
+}  // namespace
+}  // namespace dk::profile

@@ -75,10 +75,20 @@ std::string NumericCell(const StageRecord& s) {
                          s.numeric_max_abs_diff, s.numeric_pct_of_tol);
 }
 
+// KL divergence against the bf16 baseline over real text: "0.00506 (p99 0.0348), top-1
+// 95.9%, PPL x0.999"; "-" where none ran.
+std::string KldCell(const StageRecord& s) {
+  if (!s.kld_error.empty()) return "ERROR";
+  if (!s.kld_ran) return "-";
+  return absl::StrFormat("%.3g (p99 %.3g), top-1 %.1f%%, PPL x%.4f", s.kld_mean, s.kld_p99, 100 * s.kld_top1,
+                         s.kld_ppl_ratio);
+}
+
 Rows StageRows(const ProfileRecord& r) {
   Rows rows = {{"stage", "status", "ms/token median (min-max)", "drift", "delta vs parent",
                 "vs parent at equal bandwidth", "delta vs baseline", "runs/token", "BO bytes written/token",
                 "x floor", "gate", "numeric"}};
+  if (!r.kld_text.empty()) rows[0].push_back(absl::StrCat("KLD vs :", r.kld_reference));
   for (size_t i = 0; i < r.stages.size(); ++i) {
     const StageRecord& s = r.stages[i];
     rows.push_back({
@@ -95,6 +105,7 @@ Rows StageRows(const ProfileRecord& r) {
         GateCell(s),
         NumericCell(s),
     });
+    if (!r.kld_text.empty()) rows.back().push_back(KldCell(s));
   }
   return rows;
 }
@@ -239,7 +250,17 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
       "- Verify gate per stage: ", r.gate_prompts, " prompts x ", r.gate_tokens, " tokens against `",
       r.goldens, "` (reference: ", r.goldens_reference.empty() ? "none" : r.goldens_reference, ") (top-5 agreement at the first divergence) and the same tokens as the parent stage; a stage that fails is **reverted**. "
       "Beside it, the numeric check (teacher-forced logits at HF's top-5 ids within a bf16 tolerance, "
-      "verify/numeric.h): required by the verify tests, shown here, not part of the revert decision.\n\n");
+      "verify/numeric.h): required by the verify tests, shown here, not part of the revert decision.\n",
+      r.kld_text.empty()
+          ? std::string()
+          : absl::StrFormat("- KLD vs `:%s` (tools/perplexity, docs/perplexity.md): over `%s` (%d tokens), %d "
+                            "windows of %d tokens, positions %d..%d of each scored (%d per stage), as "
+                            "`llama-perplexity --kl-divergence` does: mean KL(baseline || stage) (p99), top-1 "
+                            "agreement, and the stage's perplexity over the baseline's (%.4f). Reported, not part "
+                            "of the revert decision.\n",
+                            r.kld_reference, r.kld_text, r.kld_text_tokens, r.kld_windows, r.kld_window,
+                            r.kld_score_from, r.kld_window - 2, r.kld_positions, r.kld_reference_ppl),
+      "\n");
   if (r.stages.empty()) return md;
   const StageRecord& b = r.stages[0];
   const int n_layers = Layers(r);
@@ -268,6 +289,7 @@ std::string Markdown(const ProfileRecord& r, const std::string& command) {
                                     HumanBytes(p.bytes_written_per_token), HumanBytes(s.bytes_written_per_token),
                                     s.x_floor),
                     "- Reason: ", s.reason, "\n", "- Verify gate: ", GateCell(s), "\n", "- Numeric check: ", NumericCell(s), "\n");
+    if (!r.kld_text.empty()) absl::StrAppend(&md, "- KLD vs `:", r.kld_reference, "`: ", KldCell(s), "\n");
     if (s.spec_checks > 0) {
       absl::StrAppend(&md, absl::StrFormat("- Speculative: %d draft checks, %d of %d drafts accepted (%.0f%%), %.2f tokens "
                                            "per check on the profile's prompt\n",

@@ -33,11 +33,14 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/flags/model_flags.h"
 #include "tools/flags/runtime_flags.h"
+#include "tools/perplexity/run.h"
 #include "util/cli.h"
 #include "util/exit_codes.h"
+#include "util/read_file.h"
 #include "util/status.h"
 #include "verify/gate.h"
 #include "verify/goldens.h"
+#include "verify/kld_bounds.h"
 #include "verify/mutations.h"
 #include "verify/numeric.h"
 #include "verify/stage_gate.h"
@@ -60,6 +63,13 @@ ABSL_FLAG(bool, numeric, true, "also run the numeric check (a teacher-forced run
 ABSL_FLAG(bool, greedy, true,
           "run the greedy decode for the top-5 gate; false: the gate reads the teacher-forced run "
           "(the same verdict, one run instead of two; no --parent_elf)");
+ABSL_FLAG(std::string, kld_reference_elf, "",
+          "the stage's bf16 ancestor (the last stage of its chain before quantize_weights): the stage's mean KL "
+          "divergence from it over --kld_text must stay within verify/kld_bounds.cc's bound for --kld_scheme");
+ABSL_FLAG(std::string, kld_text, "", "the KLD gate's text (@english_text//:text.txt)");
+ABSL_FLAG(std::string, kld_scheme, "", "the stage's weight scheme (quantize_weights' scheme: q8_0, q4_0, gguf)");
+ABSL_FLAG(int, kld_window, 256, "tokens per window of the KLD gate");
+ABSL_FLAG(int, kld_windows, 1, "windows of the KLD gate (the first of the text)");
 ABSL_FLAG(std::string, test_mutation, "",
           "TEST ONLY (tests/mutations): break the candidate on purpose after the digest check, "
           "see verify/mutations.h");
@@ -240,7 +250,9 @@ absl::Status VerifyChain(const Sources& src, const Inputs& in, bool* passed) {
 }
 
 // The gate, and with --parent_elf the parent's tokens; *passed says whether both hold.
-absl::Status Verify(const Inputs& in, bool* passed) {
+absl::StatusOr<bool> KldGate(const Sources& src, const Inputs& in);
+
+absl::Status Verify(const Inputs& in, bool* passed, const Sources* kld) {
   const std::string elf = absl::GetFlag(FLAGS_elf);
   const std::string parent_elf = absl::GetFlag(FLAGS_parent_elf);
   std::printf("verify: %s (%s) against %s, %d prompts, weights %s\nverify: runtime %s\n", elf.c_str(),
@@ -267,8 +279,50 @@ absl::Status Verify(const Inputs& in, bool* passed) {
   // gated); its tokens must still be its parent's.
   *passed = ReportStage(stage, absl::GetFlag(FLAGS_parent_report_only), absl::GetFlag(FLAGS_numeric_report_only),
                         "parent");
+  if (kld) {
+    DK_ASSIGN_OR_RETURN(const bool kld_ok, KldGate(*kld, in));
+    *passed = *passed && kld_ok;
+  }
   std::printf("verify: %s\n", *passed ? "PASS" : "FAIL");
   return absl::OkStatus();
+}
+
+// The KLD gate (--kld_reference_elf): the candidate (as run above, a test mutation
+// included) against its bf16 ancestor on weights loaded afresh, over the first
+// --kld_windows windows of --kld_text; prints "kld: PASS|FAIL (...)" and returns whether
+// the mean KL divergence is within the scheme's bound.
+absl::StatusOr<bool> KldGate(const Sources& src, const Inputs& in) {
+  const std::string ref_elf = absl::GetFlag(FLAGS_kld_reference_elf);
+  DK_ASSIGN_OR_RETURN(const dk::verify::KldBound bound, dk::verify::KldBoundFor(absl::GetFlag(FLAGS_kld_scheme)));
+  if (in.tokenizer == nullptr) return absl::InvalidArgumentError("the KLD gate needs --tokenizer (it encodes --kld_text)");
+  DK_ASSIGN_OR_RETURN(const std::string text, dk::ReadRegularFile(absl::GetFlag(FLAGS_kld_text), "--kld_text"));
+  DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, in.tokenizer->Encode(text));
+  dk::perplexity::WindowOptions wo;
+  wo.window = std::min<int>(absl::GetFlag(FLAGS_kld_window), in.program.model().max_context());
+  wo.max_windows = absl::GetFlag(FLAGS_kld_windows);
+  if (!ids.empty() && in.tokenizer->bos_id() && ids[0] == *in.tokenizer->bos_id()) wo.bos = in.tokenizer->bos_id();
+  DK_ASSIGN_OR_RETURN(const auto windows, dk::perplexity::MakeWindows(ids, wo));
+  DK_ASSIGN_OR_RETURN(const dk::elf::Program ref_program, dk::elf::ReadElfFile(ref_elf));
+  dk::runtime::SessionOptions options;
+  options.cpu = in.setup.cpu;
+  options.prefill_rows = in.setup.prefill_rows;
+  options.max_context = wo.window;
+  options.score_rows = static_cast<int>(std::min<int64_t>(
+      wo.window - 1, std::max<int64_t>(1, (int64_t{256} << 20) / (in.program.model().vocab() * 8))));
+  // The reference's own weights, never the (possibly mutated) candidate's.
+  DK_ASSIGN_OR_RETURN(dk::weights::Weights ref_weights, dk::runtime::ReadWeightsSpec(src.weights, ref_program, wo.window));
+  DK_ASSIGN_OR_RETURN(auto ref, dk::runtime::CpuSession::OpenOwning(ref_program, ref_elf, std::move(ref_weights), options));
+  options.wrap_host = in.setup.wrap_host;
+  DK_ASSIGN_OR_RETURN(auto stage, dk::runtime::CpuSession::Open(in.program, src.elf, in.setup.weights, options));
+  DK_ASSIGN_OR_RETURN(const dk::perplexity::Summary s,
+                      dk::perplexity::CompareStages(stage->decoder(), ref->decoder(), windows,
+                                                    dk::perplexity::ScoreFrom(wo)));
+  const bool ok = s.mean_kld <= bound.max_mean_kld;
+  std::printf("kld: %s (mean KLD %.6f, bound %.3g for weight scheme %s; p99 %.4f, top-1 %.2f%%, PPL ratio %.4f; "
+              "%lld positions of %s against %s)\n",
+              ok ? "PASS" : "FAIL", s.mean_kld, bound.max_mean_kld, bound.scheme, s.p99_kld, 100 * s.top1,
+              s.ppl_ratio, static_cast<long long>(s.positions), absl::GetFlag(FLAGS_kld_text).c_str(), ref_elf.c_str());
+  return ok;
 }
 
 int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("verify", s, code); }
@@ -318,6 +372,7 @@ int main(int argc, char** argv) {
   in.setup.prefill_rows = runtime->prefill_rows;
   if (absl::Status s = Load(src, in); !s.ok()) return Fail(s);
   bool passed = false;
-  if (absl::Status s = src.model ? VerifyChain(src, in, &passed) : Verify(in, &passed); !s.ok()) return Fail(s);
+  if (absl::Status s = src.model ? VerifyChain(src, in, &passed)
+                                         : Verify(in, &passed, absl::GetFlag(FLAGS_kld_reference_elf).empty() ? nullptr : &src); !s.ok()) return Fail(s);
   return passed ? dk::kExitOk : dk::kExitFailure;
 }
