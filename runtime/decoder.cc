@@ -403,7 +403,7 @@ absl::Status Decoder::RunChunk(absl::Span<const uint32_t> tokens, bool tail_all_
   const int most = tail_all_rows ? check_rows_ : std::max(prefill_rows_, tail_rows_);
   if (m > most) return absl::InvalidArgumentError(absl::StrCat(m, " tokens in one run, the decoder holds ", most));
   last_row_ = m - 1;
-  last_score_ = 0;
+  last_score_ = logit_rows_ = 0;
   for (size_t s = 0; s < plan_.size(); ++s) {
     // Steps before the tail run for every token of the chunk, the tail for its last
     // (a draft check: for every token too).
@@ -450,7 +450,7 @@ absl::Status Decoder::StepBatch(absl::Span<const BatchRow> rows) {
                                                 " does not fit the context of ", context_, " positions"));
     }
   }
-  last_score_ = 0;
+  last_score_ = logit_rows_ = 0;
   const RowRange all{0, m};
   for (size_t s = 0; s < plan_.size(); ++s) {
     const StepPlan& plan = plan_[s];
@@ -464,18 +464,15 @@ absl::Status Decoder::StepBatch(absl::Span<const BatchRow> rows) {
     absl::Status st = host_->RunHostStepBatch(plan.host_handle, rows);
     t.run_ns = NowNs() - t0;
     if (!st.ok()) {
-      return absl::Status(st.code(), absl::StrCat("ELF '", elf_name_, "', step ", s, " (host step '", plan.host->kind(),
-                                                  "'), a batched run of ", m, " rows: ", st.message()));
+      return absl::Status(st.code(), absl::StrCat("ELF '", elf_name_, "', step ", s, " (host step '",
+                                                  elf::HostStepName(plan.host->kind()), "'), a batched run of ", m,
+                                                  " rows: ", st.message()));
     }
   }
   static_mirrors_written_ = true;
   last_row_ = m - 1;
+  logit_rows_ = m;
   return ReadTopK();
-}
-
-const float* Decoder::row_logits(int row) const {
-  const int vi = logits_value_;
-  return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(row, value_rows_[vi]) * value_bytes_[vi]);
 }
 
 absl::Status Decoder::WriteInputs(size_t s, RowRange rows, StepTiming* t) {
@@ -543,7 +540,7 @@ absl::Status Decoder::Score(absl::Span<const uint32_t> tokens, std::vector<uint3
     if (id < 0) return absl::InternalError(absl::StrCat("row ", r, " of the check produced no top-k"));
     top1->push_back(static_cast<uint32_t>(id));
   }
-  last_score_ = static_cast<int>(tokens.size());
+  last_score_ = logit_rows_ = static_cast<int>(tokens.size());
   return absl::OkStatus();
 }
 
@@ -554,7 +551,7 @@ absl::Status Decoder::Rewind(int keep) {
   }
   position_ -= last_score_ - keep;
   last_row_ = keep - 1;
-  last_score_ = keep;
+  last_score_ = logit_rows_ = keep;
   return ReadTopK();
 }
 
@@ -609,7 +606,7 @@ absl::Status Decoder::Truncate(int positions) {
     return absl::OkStatus();
   }
   position_ = positions;
-  last_score_ = 0;
+  last_score_ = logit_rows_ = 0;
   return absl::OkStatus();
 }
 
@@ -619,7 +616,7 @@ const float* Decoder::logits() const {
 }
 
 const float* Decoder::row_logits(int row) const {
-  if (row < 0 || row >= last_score_) return nullptr;
+  if (row < 0 || row >= logit_rows_) return nullptr;
   const int vi = logits_value_;
   return reinterpret_cast<const float*>(values_[vi].data() + RowSlot(row, value_rows_[vi]) * value_bytes_[vi]);
 }

@@ -119,8 +119,6 @@ class Decoder {
   absl::Status StepBatch(absl::Span<const BatchRow> rows);
   int batch_rows() const { return batch_rows_; }
   int sequences() const { return options_.sequences; }
-  // The f32 logits of row `row` of the last StepBatch or Score.
-  const float* row_logits(int row) const;
   // Keeps only the first `keep` (>= 1) tokens of the last Score: position() moves
   // back past the rest (their KV entries are overwritten before anything reads
   // them) and last() / logits() become row keep - 1's.
@@ -151,8 +149,8 @@ class Decoder {
   const std::vector<StepTiming>& timings() const { return timings_; }
   // The f32 logits of the last Step (program value "logits").
   const float* logits() const;
-  // The f32 logits of row `row` (< the tokens kept) of the last Score; nullptr for
-  // another row.
+  // The f32 logits of row `row` of the last StepBatch, or (< the tokens kept) of the
+  // last Score; nullptr for another row.
   const float* row_logits(int row) const;
   // The bytes of host value `name` (program value, as of the last token fed: its
   // row) and their size in *bytes; nullptr for a name that is not a host value of the program
@@ -218,6 +216,7 @@ class Decoder {
   int prefill_rows_ = 1;                   // Options::prefill_rows resolved
   int64_t context_ = 0;                    // positions the KV cache holds
   int last_score_ = 0;                     // tokens of the last Score (0: none since)
+  int logit_rows_ = 0;                     // rows row_logits reads: the last Score's or StepBatch's
   int logits_value_ = -1;
   int topk_ids_value_ = -1;     // the top-k step's i32 ids and f32 values
   int topk_values_value_ = -1;
