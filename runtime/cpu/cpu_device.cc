@@ -46,6 +46,14 @@ bool PrefetchOn(const CpuDeviceOptions& options) {
                                                   : options.gemv_prefetch == Prefetch::kOn;
 }
 
+kernels::GemvVariants VariantsOf(const CpuDeviceOptions& options) {
+  kernels::GemvVariants v;
+  v.bf16_dot = options.gemv_bf16dot;
+  v.vnni = options.gemv_vnni;
+  v.prefetch = PrefetchOn(options);
+  return v;
+}
+
 class CpuElf final : public LoadedElf {
  public:
   std::string name_;
@@ -119,11 +127,9 @@ class CpuDevice final : public Device {
       : validator_(std::make_shared<cpu::Validator>()),
         pool_(pool ? pool : &SharedThreadPool()),
         options_(cpu),
-        spin_(SpinIterations(cpu, *pool_)) {
+        spin_(SpinIterations(cpu, *pool_)),
+        variants_(VariantsOf(cpu)) {
     validator_->enabled = options.validate;
-    kernels::SetGemvBf16DotEnabled(cpu.gemv_bf16dot);
-    kernels::SetQuantGemvVnniEnabled(cpu.gemv_vnni);
-    kernels::SetGemvSoftwarePrefetch(PrefetchOn(cpu));
     if (options_.device_thread) thread_ = std::thread([this] { DeviceLoop(); });
   }
   ~CpuDevice() override {
@@ -137,7 +143,7 @@ class CpuDevice final : public Device {
   }
 
   std::string description() const override {
-    return absl::StrCat("cpu (", kernels::GemvTargetName(), ", ", pool_->num_threads(), " threads",
+    return absl::StrCat("cpu (", kernels::GemvTargetName(variants_), ", ", pool_->num_threads(), " threads",
                         validator_->enabled ? ", validating" : "", ")");
   }
 
@@ -183,6 +189,7 @@ class CpuDevice final : public Device {
   }
 
   const std::vector<KernelTime>& kernel_times() const { return times_; }
+  const kernels::GemvVariants& variants() const { return variants_; }
   void ResetKernelTimes() {
     for (KernelTime& t : times_) t = {t.symbol};
   }
@@ -253,6 +260,7 @@ class CpuDevice final : public Device {
     for (const auto& b : l.bindings()) bound[b.param()] = b.bo();
     DK_RETURN_IF_ERROR(BindLaunch(l, *kernel, bo_index, bos, bound, op));
     op->eps = program.model().rms_eps();
+    op->gemv = variants_;
     if (options_.kernel_times) {
       for (const auto& [param, name] : bound) {
         if (registry::IsWeightParam(*kernel, param)) {
@@ -382,6 +390,7 @@ class CpuDevice final : public Device {
   ThreadPool* pool_;
   const CpuDeviceOptions options_;
   const int spin_;
+  const kernels::GemvVariants variants_;  // every launch's (CpuDeviceOptions)
   std::thread thread_;  // with options_.device_thread
   std::mutex mu_;
   std::condition_variable cv_;
@@ -423,6 +432,11 @@ std::vector<KernelTime> CpuKernelTimes(const Device& device) {
 
 void ResetCpuKernelTimes(Device& device) {
   if (auto* cpu = dynamic_cast<CpuDevice*>(&device)) cpu->ResetKernelTimes();
+}
+
+kernels::GemvVariants CpuGemvVariants(const Device& device) {
+  const auto* cpu = dynamic_cast<const CpuDevice*>(&device);
+  return cpu != nullptr ? cpu->variants() : kernels::GemvVariants();
 }
 
 std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool, const CpuDeviceOptions& cpu) {

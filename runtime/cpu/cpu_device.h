@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "kernels/gemv/gemv_variants.h"
 
 #include "runtime/runtime.h"
 #include "util/bf16.h"
@@ -51,8 +52,8 @@ struct CpuDeviceOptions {
   bool team_runs = true;
   // Time each kernel symbol's launches (CpuKernelTimes).
   bool kernel_times = false;
-  // GEMV kernel variants. They are process-wide (the kernels read them per call):
-  // making a device sets them for every GEMV that runs afterwards.
+  // GEMV kernel variants (kernels/gemv/gemv_variants.h), this device's alone: its
+  // launches pass them to the kernels, other devices in the process keep theirs.
   bool gemv_bf16dot = true;  // vdpbf16ps where the CPU has AVX512_BF16
   bool gemv_vnni = true;     // vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI
   enum class Prefetch { kAuto, kOn, kOff };
@@ -84,6 +85,10 @@ struct KernelTime {
 };
 std::vector<KernelTime> CpuKernelTimes(const Device& device);
 void ResetCpuKernelTimes(Device& device);
+
+// The GEMV variants a CPU device runs its launches with (for another device, the
+// kernels' defaults).
+kernels::GemvVariants CpuGemvVariants(const Device& device);
 
 // Where the CPU host's embedding step reads a token's row: a row-major bf16 [vocab,
 // hidden] table, or, once the weights are in their BOs, the BOs of this CPU device

@@ -356,25 +356,28 @@ TEST(CpuDevice, BlockFormatsWithoutAQuantizerAreReadOnlyAsStored) {
 namespace dk::runtime {
 namespace {
 
-// The GEMV variants are process-wide: making a device sets them, and Describe says
-// which are in force.
-TEST(CpuDevice, OptionsSetTheGemvVariantsAndDescribeThemselves) {
-  const bool vnni_here = kernels::QuantGemvUsesVnni(), dot_here = kernels::GemvUsesBf16Dot();
+// The GEMV variants are the device's: making a second device with other options
+// leaves the first one's alone, and Describe says which are asked for.
+TEST(CpuDevice, OptionsSetTheDevicesGemvVariantsAndDescribeThemselves) {
   CpuDeviceOptions cpu;
   cpu.gemv_vnni = false;
   cpu.gemv_bf16dot = false;
   cpu.gemv_prefetch = CpuDeviceOptions::Prefetch::kOn;
   cpu.host_spin = 7;
   auto device = MakeCpuDevice(DeviceOptions{}, nullptr, cpu);
-  EXPECT_FALSE(kernels::QuantGemvUsesVnni());
-  EXPECT_FALSE(kernels::GemvUsesBf16Dot());
-  EXPECT_TRUE(kernels::GemvSoftwarePrefetch());
+  EXPECT_FALSE(CpuGemvVariants(*device).vnni);
+  EXPECT_FALSE(CpuGemvVariants(*device).bf16_dot);
+  EXPECT_TRUE(CpuGemvVariants(*device).prefetch);
   EXPECT_EQ(cpu.Describe(),
             "host_spin=7 device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=0 gemv_vnni=0 gemv_prefetch=on");
-  device = MakeCpuDevice(DeviceOptions{});  // the defaults again
-  EXPECT_EQ(kernels::QuantGemvUsesVnni(), vnni_here);
-  EXPECT_EQ(kernels::GemvUsesBf16Dot(), dot_here);
-  EXPECT_EQ(kernels::GemvSoftwarePrefetch(), kernels::GemvSoftwarePrefetchDefault());
+  cpu.gemv_prefetch = CpuDeviceOptions::Prefetch::kOff;
+  auto other = MakeCpuDevice(DeviceOptions{}, nullptr, cpu);
+  auto defaults = MakeCpuDevice(DeviceOptions{});
+  EXPECT_FALSE(CpuGemvVariants(*other).prefetch);
+  EXPECT_TRUE(CpuGemvVariants(*device).prefetch) << "another device changed this one's variants";
+  EXPECT_FALSE(CpuGemvVariants(*device).vnni);
+  EXPECT_EQ(CpuGemvVariants(*defaults), kernels::GemvVariants());
+  EXPECT_EQ(CpuGemvVariants(*defaults).prefetch, kernels::GemvSoftwarePrefetchDefault());
 }
 
 }  // namespace
