@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
+#include "runtime/cpu/gemv_tuner.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
@@ -369,7 +370,8 @@ TEST(CpuDevice, OptionsSetTheDevicesGemvVariantsAndDescribeThemselves) {
   EXPECT_FALSE(CpuGemvVariants(*device).bf16_dot);
   EXPECT_TRUE(CpuGemvVariants(*device).prefetch);
   EXPECT_EQ(cpu.Describe(),
-            "host_spin=7 device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=0 gemv_vnni=0 gemv_prefetch=on");
+            "host_spin=7 device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=0 gemv_vnni=0 gemv_prefetch=on "
+            "gemv_tune=0");
   cpu.gemv_prefetch = CpuDeviceOptions::Prefetch::kOff;
   auto other = MakeCpuDevice(DeviceOptions{}, nullptr, cpu);
   auto defaults = MakeCpuDevice(DeviceOptions{});
@@ -378,6 +380,118 @@ TEST(CpuDevice, OptionsSetTheDevicesGemvVariantsAndDescribeThemselves) {
   EXPECT_FALSE(CpuGemvVariants(*device).vnni);
   EXPECT_EQ(CpuGemvVariants(*defaults), kernels::GemvVariants());
   EXPECT_EQ(CpuGemvVariants(*defaults).prefetch, kernels::GemvSoftwarePrefetchDefault());
+}
+
+}  // namespace
+}  // namespace dk::runtime
+
+namespace dk::runtime {
+namespace {
+
+// A Q8_0 GEMV and a bf16 row-major one, each on a STATIC weight (zero bytes: valid
+// blocks of scale 0).
+elf::Program TwoGemvs() {
+  elf::Program p;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    schema_version: 1
+    model { name: "toy" rms_eps: 1e-5 }
+    bos { name: "wq" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 544 weight_tensor: "wq"
+          block_format: Q8_0 }
+    bos { name: "w" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 1024 weight_tensor: "w" }
+    bos { name: "x" shape: 64 dtype: BF16 category: WRITE size_bytes: 128 }
+    bos { name: "y" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    bos { name: "z" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    steps { group { name: "g" entry_symbol: "g"
+      launches { kernel_symbol: "dk_gemv_q8_0_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 64 }
+        bindings { param: "w" bo: "wq" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }
+      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 64 }
+        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "z" } } } }
+  )pb", &p));
+  return p;
+}
+
+std::string TuneDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  return std::string(base ? base : "/tmp") + "/" + name;
+}
+
+// gemv_tune: every GEMV shape gets a line saying what it runs and why; a forced
+// variant is the only candidate; without gemv_tune nothing is measured.
+TEST(CpuDevice, GemvTuneSaysWhatEachShapeRunsAndWhy) {
+  int reads = 0;
+  CpuDeviceOptions cpu;
+  cpu.gemv_tune = true;
+  cpu.gemv_tune_clock = [&reads] { return int64_t{1000} * ++reads; };  // every pass alike: defaults kept
+  Fixture f = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(f.elf);
+  const std::vector<std::string> lines = CpuGemvChoices(*f.device);
+  ASSERT_EQ(lines.size(), 2u);
+  const size_t q8 = cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size();
+  const size_t bf16 = cpu::GemvCandidates(formats::WeightFormat::kBf16RowMajor, {}).size();
+  EXPECT_EQ(lines[0].rfind("row_major 8x64: ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("q8_0 8x64: ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[0].find(" measured ") != std::string::npos, bf16 > 1) << lines[0];
+  EXPECT_EQ(lines[1].find(" measured ") != std::string::npos, q8 > 1) << lines[1];
+  EXPECT_EQ(reads > 0, q8 > 1 || bf16 > 1);
+  for (const kernels::GemvVariants& v : CpuLaunchGemvVariants(*f.elf)) EXPECT_EQ(v, kernels::GemvVariants());
+  EXPECT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 2u);
+  EXPECT_NE(f.device->description().find("; GEMV variants: row_major 8x64: "), std::string::npos)
+      << f.device->description();
+
+  cpu.gemv_vnni = false;
+  Fixture forced = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(forced.elf);
+  EXPECT_EQ(CpuGemvChoices(*forced.device)[1], "q8_0 8x64: no-vnni, the only candidate");
+  EXPECT_FALSE(CpuLaunchGemvVariants(*forced.elf)[0].vnni);
+
+  Fixture untuned = Load(TwoGemvs(), /*validate=*/false);
+  EXPECT_TRUE(CpuGemvChoices(*untuned.device).empty());
+  EXPECT_EQ(untuned.device->description().find("GEMV variants"), std::string::npos);
+}
+
+// The launch runs what was measured fastest: a clock that makes the default (VNNI)
+// passes three times slower than the Highway ones (the tuner times candidate
+// (k + round) % 2 as the k-th pass of a round) makes the device run Highway int8.
+TEST(CpuDevice, GemvTuneRunsTheMeasuredFastestVariant) {
+  if (cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size() < 2) GTEST_SKIP() << "no VNNI here";
+  elf::Program p = TwoGemvs();
+  p.mutable_steps(0)->mutable_group()->mutable_launches()->RemoveLast();  // the Q8_0 GEMV alone
+  p.mutable_bos()->RemoveLast();
+  int reads = 0;
+  int64_t now = 0;
+  CpuDeviceOptions cpu;
+  cpu.gemv_tune = true;
+  cpu.gemv_tune_clock = [&] {
+    const int pass = reads / 2, round = pass / 2, k = pass % 2;
+    if (reads++ % 2 == 1) now += (k + round) % 2 == 0 ? 3000 : 1000;  // candidate 0 (VNNI) slow
+    return now;
+  };
+  Fixture f = Load(p, /*validate=*/false, cpu);
+  ASSERT_TRUE(f.elf);
+  ASSERT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 1u);
+  EXPECT_FALSE(CpuLaunchGemvVariants(*f.elf)[0].vnni);
+  EXPECT_EQ(CpuGemvChoices(*f.device)[0], "q8_0 8x64: no-vnni, measured 0.001 ms vs vnni 0.003 ms (default vnni)");
+}
+
+// A second device with the same cache reads the choices without timing anything.
+TEST(CpuDevice, GemvTuneCacheHitTimesNothing) {
+  CpuDeviceOptions cpu;
+  cpu.gemv_tune = true;
+  cpu.gemv_tune_cache = TuneDir("gemv_tune_cache");
+  int reads = 0;
+  cpu.gemv_tune_clock = [&reads] { return int64_t{1000} * ++reads; };
+  Fixture first = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(first.elf);
+  if (reads == 0) GTEST_SKIP() << "one candidate per shape here: nothing to cache";
+  reads = 0;
+  Fixture second = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(second.elf);
+  EXPECT_EQ(reads, 0);
+  for (const std::string& line : CpuGemvChoices(*second.device)) {
+    if (line.find(" measured ") != std::string::npos) {
+      EXPECT_NE(line.find(", cached"), std::string::npos) << line;
+    }
+  }
 }
 
 }  // namespace
