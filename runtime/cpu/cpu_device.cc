@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "elf/elf.h"
 #include "kernels/gemv/gemv.h"
@@ -184,7 +185,10 @@ class CpuDevice final : public Device {
   std::string description() const override {
     std::string d = absl::StrCat("cpu (", kernels::GemvTargetName(variants_), ", ", pool_->num_threads(), " threads",
                                  validator_->enabled ? ", validating" : "", ")");
-    if (!choices_.empty()) absl::StrAppend(&d, "; GEMV variants: ", absl::StrJoin(ChoiceLines(), "; "));
+    if (!choices_.empty()) {
+      absl::StrAppend(&d, "; GEMV variants (tuning took ", absl::StrFormat("%.2f", tune_ms_ / 1e3),
+                      " s): ", absl::StrJoin(ChoiceLines(), "; "));
+    }
     return d;
   }
 
@@ -371,6 +375,7 @@ class CpuDevice final : public Device {
       max_cols = std::max<size_t>(max_cols, shape.cols);
     }
     if (!requests.empty()) {
+      const auto start = std::chrono::steady_clock::now();
       std::vector<bf16> x(max_cols);
       for (size_t k = 0; k < x.size(); ++k) x[k] = F32ToBf16(0.01f * static_cast<float>(k % 17) - 0.08f);
       std::vector<float> y(max_rows);
@@ -387,6 +392,7 @@ class CpuDevice final : public Device {
           o, &warning);
       if (!warning.empty()) std::fprintf(stderr, "warning: %s (the tuning is measured again next time)\n", warning.c_str());
       for (const cpu::GemvChoice& c : chosen) choices_[c.shape] = c;
+      tune_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     for (size_t g = 0; g < groups.size(); ++g) {
       for (size_t j = 0; j < groups[g].size(); ++j) {
@@ -531,6 +537,7 @@ class CpuDevice final : public Device {
   const int spin_;
   const kernels::GemvVariants variants_;  // every launch's (CpuDeviceOptions) unless tuned
   std::map<cpu::GemvShape, cpu::GemvChoice> choices_;  // gemv_tune: each shape's, once measured
+  double tune_ms_ = 0;  // the tuning's wall time (cache reads included)
   std::thread thread_;  // with options_.device_thread
   std::mutex mu_;
   std::condition_variable cv_;

@@ -140,6 +140,10 @@ std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
   }
   s->session = *std::move(session);
   s->load_ms = g_weights_ms + MsSince(t_open);
+  // Which GEMV variants each weight shape runs and why (--gemv_tune; the timing is in load_ms).
+  for (const std::string& line : dk::runtime::CpuGemvChoices(s->session->device())) {
+    std::fprintf(stderr, "GEMV variant, %d threads: %s\n", threads, line.c_str());
+  }
   return s;
 }
 
