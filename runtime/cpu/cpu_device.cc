@@ -244,6 +244,7 @@ class CpuDevice final : public Device {
 
   const std::vector<KernelTime>& kernel_times() const { return times_; }
   const kernels::GemvVariants& variants() const { return variants_; }
+  double tune_seconds() const { return tune_ms_ / 1e3; }
   std::vector<std::string> ChoiceLines() const {
     std::vector<std::string> lines;
     for (const auto& [shape, choice] : choices_) lines.push_back(choice.Line());
@@ -388,6 +389,7 @@ class CpuDevice final : public Device {
           requests,
           [&](const cpu::GemvShape& shape, const kernels::GemvVariants& v) {
             for (const uint8_t* w : by_shape.at(shape)) RunGemvOnce(shape, w, v, x.data(), y.data(), pool_);
+            if (options_.gemv_tune_pass_done) options_.gemv_tune_pass_done(v);
           },
           o, &warning);
       if (!warning.empty()) std::fprintf(stderr, "warning: %s (the tuning is measured again next time)\n", warning.c_str());
@@ -589,6 +591,11 @@ kernels::GemvVariants CpuGemvVariants(const Device& device) {
 std::vector<std::string> CpuGemvChoices(const Device& device) {
   const auto* cpu = dynamic_cast<const CpuDevice*>(&device);
   return cpu != nullptr ? cpu->ChoiceLines() : std::vector<std::string>{};
+}
+
+double CpuGemvTuneSeconds(const Device& device) {
+  const auto* cpu = dynamic_cast<const CpuDevice*>(&device);
+  return cpu != nullptr ? cpu->tune_seconds() : 0.0;
 }
 
 std::vector<kernels::GemvVariants> CpuLaunchGemvVariants(const LoadedElf& elf) {

@@ -67,6 +67,9 @@ struct CpuDeviceOptions {
   bool gemv_tune = false;
   std::string gemv_tune_cache;  // cache directory of the timings ("": none)
   std::function<int64_t()> gemv_tune_clock;  // the tuner's clock (null: steady_clock)
+  // Tests: called after each pass the tuner times, with its variants (so that a fake
+  // clock can make one variant slow).
+  std::function<void(const kernels::GemvVariants&)> gemv_tune_pass_done;
 
   // "host_spin=auto device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=1
   // gemv_vnni=1 gemv_prefetch=auto(off) gemv_tune=0" (what auto resolved to on this
@@ -105,6 +108,8 @@ kernels::GemvVariants CpuGemvVariants(const Device& device);
 // measured 1.210 ms vs vnni 2.050 ms (default vnni)"); none otherwise. The device's
 // description() ends with them.
 std::vector<std::string> CpuGemvChoices(const Device& device);
+// The wall time that tuning took on this device, cache reads included (0 without gemv_tune).
+double CpuGemvTuneSeconds(const Device& device);
 
 // The variants of each GEMV launch of a loaded ELF, in launch order (a CPU device's ELF
 // only; for tests and tools).

@@ -433,6 +433,7 @@ TEST(CpuDevice, GemvTuneSaysWhatEachShapeRunsAndWhy) {
   EXPECT_EQ(lines[0].find(" measured ") != std::string::npos, bf16 > 1) << lines[0];
   EXPECT_EQ(lines[1].find(" measured ") != std::string::npos, q8 > 1) << lines[1];
   EXPECT_EQ(reads > 0, q8 > 1 || bf16 > 1);
+  EXPECT_GT(CpuGemvTuneSeconds(*f.device), 0.0);
   for (const kernels::GemvVariants& v : CpuLaunchGemvVariants(*f.elf)) EXPECT_EQ(v, kernels::GemvVariants());
   EXPECT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 2u);
   const std::string d = f.device->description();
@@ -447,26 +448,23 @@ TEST(CpuDevice, GemvTuneSaysWhatEachShapeRunsAndWhy) {
 
   Fixture untuned = Load(TwoGemvs(), /*validate=*/false);
   EXPECT_TRUE(CpuGemvChoices(*untuned.device).empty());
+  EXPECT_EQ(CpuGemvTuneSeconds(*untuned.device), 0.0);
   EXPECT_EQ(untuned.device->description().find("GEMV variants"), std::string::npos);
 }
 
-// The launch runs what was measured fastest: a clock that makes the default (VNNI)
-// passes three times slower than the Highway ones (the tuner times candidate
-// (k + round) % 2 as the k-th pass of a round) makes the device run Highway int8.
+// The launch runs what was measured fastest: a fake clock that makes the default
+// (VNNI) passes three times slower than the Highway ones makes the device run
+// Highway int8.
 TEST(CpuDevice, GemvTuneRunsTheMeasuredFastestVariant) {
   if (cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size() < 2) GTEST_SKIP() << "no VNNI here";
   elf::Program p = TwoGemvs();
   p.mutable_steps(0)->mutable_group()->mutable_launches()->RemoveLast();  // the Q8_0 GEMV alone
   p.mutable_bos()->RemoveLast();
-  int reads = 0;
   int64_t now = 0;
   CpuDeviceOptions cpu;
   cpu.gemv_tune = true;
-  cpu.gemv_tune_clock = [&] {
-    const int pass = reads / 2, round = pass / 2, k = pass % 2;
-    if (reads++ % 2 == 1) now += (k + round) % 2 == 0 ? 3000 : 1000;  // candidate 0 (VNNI) slow
-    return now;
-  };
+  cpu.gemv_tune_clock = [&now] { return now; };
+  cpu.gemv_tune_pass_done = [&now](const kernels::GemvVariants& v) { now += v.vnni ? 3000 : 1000; };
   Fixture f = Load(p, /*validate=*/false, cpu);
   ASSERT_TRUE(f.elf);
   ASSERT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 1u);

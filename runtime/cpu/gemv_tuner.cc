@@ -246,19 +246,35 @@ std::vector<GemvChoice> TuneGemvs(const std::vector<GemvTuneRequest>& requests, 
         .count();
   };
   for (size_t i : todo) choices[i].ns.assign(choices[i].candidates.size(), std::numeric_limits<int64_t>::max());
-  // Round 0 warms up (pages, caches, frequency); candidates rotate each round, so a
-  // swing in the machine's bandwidth does not fall on one candidate alone.
-  for (int round = 0; round <= std::max(1, options.rounds); ++round) {
+  auto timed = [&](GemvChoice& c, size_t j) {
+    const int64_t t0 = now();
+    pass(c.shape, c.candidates[j]);
+    return std::max<int64_t>(1, now() - t0);
+  };
+  // One untimed pass first (pages, caches, frequency). Then rounds over the candidates
+  // still in the running, in an order rotating each round, so that a swing in the
+  // machine's bandwidth does not fall on one candidate alone; after each round a
+  // candidate kPruneRatio slower than the best so far is out (it cannot win, and the
+  // slow ones cost the most time).
+  for (size_t i : todo) timed(choices[i], 0);
+  std::vector<std::vector<size_t>> running(choices.size());
+  for (size_t i : todo) {
+    for (size_t j = 0; j < choices[i].candidates.size(); ++j) running[i].push_back(j);
+  }
+  for (int round = 0; round < std::max(1, options.rounds); ++round) {
     for (size_t i : todo) {
       GemvChoice& c = choices[i];
-      const size_t n = c.candidates.size();
-      for (size_t k = 0; k < n; ++k) {
-        const size_t j = (k + round) % n;
-        const int64_t t0 = now();
-        pass(c.shape, c.candidates[j]);
-        const int64_t t = std::max<int64_t>(1, now() - t0);
-        if (round > 0) c.ns[j] = std::min(c.ns[j], t);
+      const std::vector<size_t>& r = running[i];
+      for (size_t k = 0; k < r.size(); ++k) {
+        const size_t j = r[(k + round) % r.size()];
+        c.ns[j] = std::min(c.ns[j], timed(c, j));
       }
+    }
+    for (size_t i : todo) {
+      const std::vector<int64_t>& ns = choices[i].ns;
+      const int64_t best = *std::min_element(ns.begin(), ns.end());
+      std::vector<size_t>& r = running[i];
+      r.erase(std::remove_if(r.begin(), r.end(), [&](size_t j) { return ns[j] > kPruneRatio * best; }), r.end());
     }
   }
   for (size_t i : todo) choices[i].chosen = Choose(choices[i].ns);
