@@ -253,23 +253,32 @@ std::vector<GemvChoice> TuneGemvs(const std::vector<GemvTuneRequest>& requests, 
   };
   // One untimed pass first (pages, caches, frequency). Then rounds over the candidates
   // still in the running, in an order rotating each round, so that a swing in the
-  // machine's bandwidth does not fall on one candidate alone; after each round a
-  // candidate kPruneRatio slower than the best so far is out (it cannot win, and the
-  // slow ones cost the most time).
+  // machine's bandwidth does not fall on one candidate alone. From the second round on,
+  // a candidate kPruneRatio slower than the best so far is out (it cannot win, and the
+  // slow ones cost the most time): never on one sample, which a preemption on a busy
+  // host can make many times too slow. Shapes whose passes are short get more rounds
+  // (up to kMaxRounds), for the same reason, at little cost.
   for (size_t i : todo) timed(choices[i], 0);
   std::vector<std::vector<size_t>> running(choices.size());
   for (size_t i : todo) {
     for (size_t j = 0; j < choices[i].candidates.size(); ++j) running[i].push_back(j);
   }
-  for (int round = 0; round < std::max(1, options.rounds); ++round) {
+  const int rounds = std::max(2, options.rounds);
+  for (int round = 0; round < kMaxRounds; ++round) {
+    bool any = false;
     for (size_t i : todo) {
       GemvChoice& c = choices[i];
       const std::vector<size_t>& r = running[i];
+      const int64_t best = *std::min_element(c.ns.begin(), c.ns.end());
+      if (round >= rounds && (r.size() < 2 || best >= kShortPassNs)) continue;
+      any = true;
       for (size_t k = 0; k < r.size(); ++k) {
         const size_t j = r[(k + round) % r.size()];
         c.ns[j] = std::min(c.ns[j], timed(c, j));
       }
     }
+    if (!any) break;
+    if (round == 0) continue;
     for (size_t i : todo) {
       const std::vector<int64_t>& ns = choices[i].ns;
       const int64_t best = *std::min_element(ns.begin(), ns.end());

@@ -7,9 +7,9 @@
 // For each shape the candidates are the distinct loops this CPU can take for its
 // format (GemvCandidates); each is timed as whole passes over every weight of that
 // shape in the program (what a decode step streams), interleaved over a few rounds
-// after one warm-up pass, best pass per candidate, a clear loser dropped after each
-// round (kPruneRatio); the default candidate is kept unless another is measurably
-// faster (kKeepDefaultWithin). Results are cached in a file per
+// after one warm-up pass (more rounds for short passes), best pass per candidate, a
+// clear loser dropped from the second round on (kPruneRatio); the default candidate is
+// kept unless another is measurably faster (kKeepDefaultWithin). Results are cached in a file per
 // CPU (family, model, stepping, brand string, CPUID feature words) and variant-set
 // version, one entry per shape and thread count: a cached entry costs no timing; an
 // entry that does not parse, whose checksum or candidate set does not match, or whose
@@ -32,11 +32,16 @@
 namespace dk::runtime::cpu {
 
 // Bump when the candidates or their loops change: older cache entries then no longer match.
-inline constexpr int kGemvVariantSetVersion = 1;
+inline constexpr int kGemvVariantSetVersion = 2;
 // Another candidate replaces the default only when at least this much faster (timing noise).
 inline constexpr double kKeepDefaultWithin = 0.02;
-// After a round, a candidate this many times slower than the best is timed no more.
+// After the second round and later ones, a candidate this many times slower than the
+// best is timed no more.
 inline constexpr double kPruneRatio = 1.3;
+// Passes shorter than this get more rounds (up to kMaxRounds): one preemption on a busy
+// host is many such passes long.
+inline constexpr int64_t kShortPassNs = 2'000'000;
+inline constexpr int kMaxRounds = 8;
 
 struct GemvShape {
   formats::WeightFormat format = formats::WeightFormat::kBf16RowMajor;
@@ -69,7 +74,7 @@ std::string CpuIdentity();
 struct GemvTuneOptions {
   std::string cache_dir;  // "": no cache file
   int threads = 1;        // the pool's threads: part of each entry's key
-  int rounds = 3;         // timed rounds after the warm-up pass
+  int rounds = 3;         // timed rounds after the warm-up pass (at least 2; short passes: up to kMaxRounds)
   std::function<int64_t()> clock_ns;  // null: steady_clock; tests inject a fake
   std::string cpu_id;     // "": CpuIdentity()
 };

@@ -60,30 +60,30 @@ std::string TempDir(const std::string& name) {
 // The default (first) candidate made slow: the measured faster one replaces it.
 TEST(GemvTuner, ASlowDefaultIsNeverKeptWhenAFasterVariantWasMeasured) {
   FakeMachine m;
-  m.vnni_ns = 1540;
-  m.highway_ns = 1040;
+  m.vnni_ns = 15'400'000;
+  m.highway_ns = 10'400'000;
   std::string warning;
   const std::vector<GemvChoice> c = TuneGemvs(Q8Request(), m.Pass(), m.Options(), &warning);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_FALSE(c[0].variants().vnni);
   EXPECT_EQ(c[0].chosen, 1);
-  EXPECT_EQ(c[0].ns, (std::vector<int64_t>{1540, 1040}));
+  EXPECT_EQ(c[0].ns, (std::vector<int64_t>{15'400'000, 10'400'000}));
   EXPECT_FALSE(c[0].cached);
-  EXPECT_EQ(c[0].Line(), "q8_0 8192x2048: no-vnni, measured 0.001 ms vs vnni 0.002 ms (default vnni)");
-  // The warm-up pass, both candidates in round 1, then the faster alone: the other,
-  // 1.48x slower (> kPruneRatio), is out.
-  EXPECT_EQ(m.passes, 1 + 2 + 1 + 1);
+  EXPECT_EQ(c[0].Line(), "q8_0 8192x2048: no-vnni, measured 10.400 ms vs vnni 15.400 ms (default vnni)");
+  // The warm-up pass, both candidates in rounds 1 and 2, then the faster alone: the
+  // other, 1.48x slower (> kPruneRatio), is out.
+  EXPECT_EQ(m.passes, 1 + 2 + 2 + 1);
   EXPECT_TRUE(warning.empty()) << warning;
 }
 
 TEST(GemvTuner, AFasterDefaultIsKeptAndNearTiesKeepTheDefault) {
   FakeMachine m;
-  m.vnni_ns = 1000;
-  m.highway_ns = 3000;
+  m.vnni_ns = 10'000'000;
+  m.highway_ns = 30'000'000;
   EXPECT_TRUE(TuneGemvs(Q8Request(), m.Pass(), m.Options(), nullptr)[0].variants().vnni);
-  m.highway_ns = 990;  // 1% faster: noise, the default stays
+  m.highway_ns = 9'900'000;  // 1% faster: noise, the default stays
   EXPECT_TRUE(TuneGemvs(Q8Request(), m.Pass(), m.Options(), nullptr)[0].variants().vnni);
-  m.highway_ns = 900;  // 10% faster
+  m.highway_ns = 9'000'000;  // 10% faster
   EXPECT_FALSE(TuneGemvs(Q8Request(), m.Pass(), m.Options(), nullptr)[0].variants().vnni);
 }
 
@@ -94,10 +94,42 @@ TEST(GemvTuner, TheBestRoundOfEachCandidateCounts) {
   GemvPassFn noisy = [&](const GemvShape&, const GemvVariants& v) {
     ++m.passes;
     if (!v.vnni) ++highway_passes;
-    m.now += v.vnni ? 1100 : (highway_passes == 3 ? 9000 : 1000);  // its last timed pass 9x slower
+    m.now += v.vnni ? 11'000'000 : (highway_passes == 3 ? 90'000'000 : 10'000'000);  // its last timed pass 9x slower
   };
   EXPECT_FALSE(TuneGemvs(Q8Request(), noisy, m.Options(), nullptr)[0].variants().vnni);
   EXPECT_EQ(m.passes, 1 + 2 * 3);  // within kPruneRatio of each other: both timed every round
+}
+
+// A busy host: the winner's first timed pass preempted, 50x its time. One sample never
+// rules a candidate out, and a short pass gets more rounds.
+TEST(GemvTuner, APreemptedFirstSampleDoesNotDecide) {
+  FakeMachine m;
+  int vnni_passes = 0;
+  GemvPassFn preempted = [&](const GemvShape&, const GemvVariants& v) {
+    ++m.passes;
+    if (v.vnni) ++vnni_passes;
+    m.now += v.vnni ? (vnni_passes == 2 ? 5'000'000 : 100'000) : 300'000;  // pass 1 is the warm-up
+  };
+  const std::vector<GemvChoice> c = TuneGemvs(Q8Request(), preempted, m.Options(), nullptr);
+  EXPECT_TRUE(c[0].variants().vnni);
+  EXPECT_EQ(c[0].ns, (std::vector<int64_t>{100'000, 300'000}));
+  // Warm-up, rounds 1 and 2 with both, then Highway (3x slower) is out and VNNI runs
+  // alone up to round 3; a lone candidate needs no more rounds.
+  EXPECT_EQ(m.passes, 1 + 2 + 2 + 1);
+}
+
+// Short passes of two close candidates: rounds up to kMaxRounds.
+TEST(GemvTuner, ShortPassesGetMoreRounds) {
+  FakeMachine m;
+  m.vnni_ns = 100'000;
+  m.highway_ns = 105'000;
+  TuneGemvs(Q8Request(), m.Pass(), m.Options(), nullptr);
+  EXPECT_EQ(m.passes, 1 + 2 * kMaxRounds);
+  FakeMachine long_passes;
+  long_passes.vnni_ns = 10'000'000;
+  long_passes.highway_ns = 10'500'000;
+  TuneGemvs(Q8Request(), long_passes.Pass(), long_passes.Options(), nullptr);
+  EXPECT_EQ(long_passes.passes, 1 + 2 * 3);
 }
 
 TEST(GemvTuner, OneCandidateIsNotTimed) {
@@ -111,22 +143,22 @@ TEST(GemvTuner, OneCandidateIsNotTimed) {
 TEST(GemvTuner, ACacheHitDoesNoTiming) {
   const std::string dir = TempDir("hit");
   FakeMachine first;
-  first.vnni_ns = 1540;
-  first.highway_ns = 1040;
+  first.vnni_ns = 15'400'000;
+  first.highway_ns = 10'400'000;
   std::string warning;
   TuneGemvs(Q8Request(), first.Pass(), first.Options(dir), &warning);
   ASSERT_TRUE(warning.empty()) << warning;
   ASSERT_TRUE(std::filesystem::exists(GemvTuneCachePath(dir, "test cpu")));
   FakeMachine second;  // would now choose vnni if it measured
-  second.vnni_ns = 100;
-  second.highway_ns = 5000;
+  second.vnni_ns = 1'000'000;
+  second.highway_ns = 50'000'000;
   const std::vector<GemvChoice> c = TuneGemvs(Q8Request(), second.Pass(), second.Options(dir), &warning);
   EXPECT_EQ(second.passes, 0);
   EXPECT_EQ(second.clock_reads, 0);
   EXPECT_TRUE(c[0].cached);
   EXPECT_FALSE(c[0].variants().vnni);
-  EXPECT_EQ(c[0].ns, (std::vector<int64_t>{1540, 1040}));
-  EXPECT_NE(c[0].Line().find("measured 0.001 ms vs vnni 0.002 ms (default vnni), cached"), std::string::npos)
+  EXPECT_EQ(c[0].ns, (std::vector<int64_t>{15'400'000, 10'400'000}));
+  EXPECT_NE(c[0].Line().find("measured 10.400 ms vs vnni 15.400 ms (default vnni), cached"), std::string::npos)
       << c[0].Line();
 }
 
@@ -134,13 +166,13 @@ TEST(GemvTuner, ACacheHitDoesNoTiming) {
 TEST(GemvTuner, AnotherKeyIsMeasured) {
   const std::string dir = TempDir("keys");
   FakeMachine m;
-  m.vnni_ns = 1540;
-  m.highway_ns = 1040;
+  m.vnni_ns = 15'400'000;
+  m.highway_ns = 10'400'000;
   TuneGemvs(Q8Request(), m.Pass(), m.Options(dir), nullptr);
   for (int k = 0; k < 4; ++k) {
     FakeMachine again;
-    again.vnni_ns = 100;
-    again.highway_ns = 5000;
+    again.vnni_ns = 1'000'000;
+    again.highway_ns = 50'000'000;
     GemvTuneOptions o = again.Options(dir);
     std::vector<GemvTuneRequest> r = Q8Request();
     if (k == 0) o.threads = 1;
@@ -159,23 +191,23 @@ TEST(GemvTuner, ACorruptCacheEntryIsMeasuredAgain) {
   const std::string dir = TempDir("corrupt");
   const std::string path = GemvTuneCachePath(dir, "test cpu");
   FakeMachine m;
-  m.vnni_ns = 1540;
-  m.highway_ns = 1040;
+  m.vnni_ns = 15'400'000;
+  m.highway_ns = 10'400'000;
   TuneGemvs(Q8Request(), m.Pass(), m.Options(dir), nullptr);
   std::string header, entry;
   {
     std::ifstream in(path);
     ASSERT_TRUE(std::getline(in, header) && std::getline(in, entry));
   }
-  ASSERT_NE(entry.find(" | 1540 1040 | 1 | "), std::string::npos) << entry;
+  ASSERT_NE(entry.find(" | 15400000 10400000 | 1 | "), std::string::npos) << entry;
   auto replace = [](std::string s, const std::string& from, const std::string& to) {
     return s.replace(s.find(from), from.size(), to);
   };
-  std::string body_vnni = entry.substr(0, entry.rfind(" | "));  // "... | 1540 1040 | 1"
+  std::string body_vnni = entry.substr(0, entry.rfind(" | "));  // "... | 15400000 10400000 | 1"
   body_vnni.back() = '0';
   const std::vector<std::string> corrupt = {
       replace(entry, " | 1 | ", " | 0 | "),                          // choice changed, checksum stale
-      replace(entry, "1540 1040", "1540 1041"),                     // a time changed, checksum stale
+      replace(entry, "15400000 10400000", "15400000 10400001"),     // a time changed, checksum stale
       entry.substr(0, entry.size() - 3),                           // truncated
       body_vnni + " | 0123456789abcdef",                            // a made-up checksum
       "garbage",
@@ -186,10 +218,10 @@ TEST(GemvTuner, ACorruptCacheEntryIsMeasuredAgain) {
       out << header << "\n" << corrupt[k] << "\n";
     }
     FakeMachine again;  // vnni is now the faster: a trusted stale "no-vnni" would show
-    again.vnni_ns = 500;
-    again.highway_ns = 5000;
+    again.vnni_ns = 5'000'000;
+    again.highway_ns = 50'000'000;
     const std::vector<GemvChoice> c = TuneGemvs(Q8Request(), again.Pass(), again.Options(dir), nullptr);
-    EXPECT_EQ(again.passes, 1 + 2 + 1 + 1) << k;
+    EXPECT_EQ(again.passes, 1 + 2 + 2 + 1) << k;
     EXPECT_FALSE(c[0].cached) << k;
     EXPECT_TRUE(c[0].variants().vnni) << k;
   }
@@ -200,8 +232,8 @@ TEST(GemvTuner, ACorruptCacheEntryIsMeasuredAgain) {
 TEST(GemvTuner, AnEntryWhoseChoiceIsNotItsFastestIsMeasuredAgain) {
   const std::string dir = TempDir("inconsistent");
   FakeMachine m;
-  m.vnni_ns = 1540;
-  m.highway_ns = 1040;
+  m.vnni_ns = 15'400'000;
+  m.highway_ns = 10'400'000;
   TuneGemvs(Q8Request(), m.Pass(), m.Options(dir), nullptr);
   // Swapping the times keeps the "1" choice but makes candidate 0 the fastest.
   const std::string path = GemvTuneCachePath(dir, "test cpu");
@@ -211,7 +243,7 @@ TEST(GemvTuner, AnEntryWhoseChoiceIsNotItsFastestIsMeasuredAgain) {
     ASSERT_TRUE(std::getline(in, header) && std::getline(in, entry));
   }
   std::string body = entry.substr(0, entry.rfind(" | "));
-  body.replace(body.find("1540 1040"), 9, "1040 1540");
+  body.replace(body.find("15400000 10400000"), 17, "10400000 15400000");
   // The checksum as the writer computes it (FNV-1a 64 of the body).
   uint64_t h = 1469598103934665603ull;
   for (unsigned char ch : body) {
@@ -225,8 +257,8 @@ TEST(GemvTuner, AnEntryWhoseChoiceIsNotItsFastestIsMeasuredAgain) {
     out << header << "\n" << body << " | " << sum << "\n";
   }
   FakeMachine again;
-  again.vnni_ns = 500;
-  again.highway_ns = 5000;
+  again.vnni_ns = 5'000'000;
+  again.highway_ns = 50'000'000;
   const std::vector<GemvChoice> c = TuneGemvs(Q8Request(), again.Pass(), again.Options(dir), nullptr);
   EXPECT_GT(again.passes, 0);
   EXPECT_FALSE(c[0].cached);
@@ -236,8 +268,8 @@ TEST(GemvTuner, AnUnwritableCacheIsAWarningNotAFailure) {
   const std::string dir = TempDir("unwritable");
   { std::ofstream(dir) << "a file where the directory should be"; }
   FakeMachine m;
-  m.vnni_ns = 1540;
-  m.highway_ns = 1040;
+  m.vnni_ns = 15'400'000;
+  m.highway_ns = 10'400'000;
   std::string warning;
   const std::vector<GemvChoice> c = TuneGemvs(Q8Request(), m.Pass(), m.Options(dir), &warning);
   EXPECT_FALSE(c[0].variants().vnni);
