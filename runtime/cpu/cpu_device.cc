@@ -389,7 +389,7 @@ class CpuDevice final : public Device {
           requests,
           [&](const cpu::GemvShape& shape, const kernels::GemvVariants& v) {
             for (const uint8_t* w : by_shape.at(shape)) RunGemvOnce(shape, w, v, x.data(), y.data(), pool_);
-            if (options_.gemv_tune_pass_done) options_.gemv_tune_pass_done(v);
+            if (options_.gemv_tune_pass_done) options_.gemv_tune_pass_done(shape.rows, shape.cols, v);
           },
           o, &warning);
       if (!warning.empty()) std::fprintf(stderr, "warning: %s (the tuning is measured again next time)\n", warning.c_str());

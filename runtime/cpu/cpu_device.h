@@ -67,9 +67,9 @@ struct CpuDeviceOptions {
   bool gemv_tune = false;
   std::string gemv_tune_cache;  // cache directory of the timings ("": none)
   std::function<int64_t()> gemv_tune_clock;  // the tuner's clock (null: steady_clock)
-  // Tests: called after each pass the tuner times, with its variants (so that a fake
-  // clock can make one variant slow).
-  std::function<void(const kernels::GemvVariants&)> gemv_tune_pass_done;
+  // Tests: called after each pass the tuner times, with the shape's rows and cols and
+  // the pass's variants (so that a fake clock can make one variant slow).
+  std::function<void(int64_t rows, int64_t cols, const kernels::GemvVariants&)> gemv_tune_pass_done;
 
   // "host_spin=auto device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=1
   // gemv_vnni=1 gemv_prefetch=auto(off) gemv_tune=0" (what auto resolved to on this
