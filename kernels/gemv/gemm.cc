@@ -70,9 +70,9 @@ T* Scratch(int slot, size_t n) {
 }
 
 // Bytes of one token row's prepared data, each part 64-byte aligned.
-size_t PreparedBytes(WeightFormat format, size_t cols) {
+size_t PreparedBytes(WeightFormat format, size_t cols, const GemvVariants& v) {
   if (!formats::IsBlockFormat(format)) {  // padded bf16 x, or its even / odd f32 halves
-    return GemvUsesBf16Dot() ? RoundUp(cols * sizeof(bf16), 64) : 2 * RoundUp(RoundUp(cols, kChunkCols) * 2, 64);
+    return GemvUsesBf16Dot(v) ? RoundUp(cols * sizeof(bf16), 64) : 2 * RoundUp(RoundUp(cols, kChunkCols) * 2, 64);
   }
   const size_t blocks = cols / 32;
   return RoundUp(cols, 64) * 3 + 4 * RoundUp(blocks * 4, 64) + RoundUp(cols / 16 * 4, 64);
@@ -90,12 +90,13 @@ const T* Keep(const T* src, size_t n, uint8_t** arena) {
 
 // Each token row prepared by the single-row preparation (PrepareBf16X / PrepareQuantX,
 // which leave it in per-thread scratch), then copied to a slot of its own.
-GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols) {
+GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols,
+                  const GemvVariants& v) {
   thread_local std::vector<Bf16X> bx;
   thread_local std::vector<QuantX> qx;
   thread_local std::vector<Q8Activations> acts;
   thread_local std::vector<const bf16*> padded;
-  const size_t row_bytes = PreparedBytes(format, cols);
+  const size_t row_bytes = PreparedBytes(format, cols, v);
   uint8_t* arena = Scratch<uint8_t>(3, m * row_bytes);
   GemmX g;
   g.format = format;
@@ -113,7 +114,7 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
   for (size_t i = 0; i < m; ++i) {
     uint8_t* slot = arena + i * row_bytes;
     if (!block) {
-      Bf16X p = internal::PrepareBf16X(x + i * x_stride, cols);
+      Bf16X p = internal::PrepareBf16X(x + i * x_stride, cols, v);
       const size_t padded_cols = RoundUp(cols, kChunkCols);
       p.padded = Keep(p.padded, padded_cols, &slot);
       p.xe = Keep(p.xe, padded_cols / 2, &slot);
@@ -122,7 +123,7 @@ GemmX PrepareRows(WeightFormat format, const bf16* x, size_t x_stride, size_t m,
       padded[i] = p.padded;
       continue;
     }
-    QuantX p = internal::PrepareQuantX(format, x + i * x_stride, cols);
+    QuantX p = internal::PrepareQuantX(format, x + i * x_stride, cols, v);
     const Q8Activations& a = *static_cast<const Q8Activations*>(p.act);
     const size_t blocks = cols / 32;
     acts[i] = {Keep(a.q, cols, &slot),  Keep(a.d, blocks, &slot),
@@ -232,7 +233,8 @@ void RebuiltX12Tile(const GemmX& x, const FusedWeight& w, size_t s, size_t e, si
   packed.format = WeightFormat::kBf16Packed;
   const size_t p0 = s / kPanelRows, p1 = (e + kPanelRows - 1) / kPanelRows;
   bf16* scratch = Scratch<bf16>(0, (p1 - p0) * kPanelRows * RoundUp(x.cols, kChunkCols));
-  const bf16* tile = internal::X12PanelsAsPacked(static_cast<const uint8_t*>(w.data), w.rows, x.cols, p0, p1, scratch);
+  const bf16* tile = internal::X12PanelsAsPacked(static_cast<const uint8_t*>(w.data), w.rows, x.cols, p0, p1, scratch,
+                                                  x.bf16x[0]);
   for (size_t t0 = 0; t0 < x.m; t0 += block) {
     TileRows(packed, tile, w.rows - s, 0, e - s, t0, std::min(x.m, t0 + block), out + t0 * out_stride, out_stride);
   }
@@ -299,10 +301,10 @@ void StoreBf16(const float* acc, size_t n, bf16* y) {
 
 template <typename YT>
 void GemmAny(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
-             size_t m, YT* y, size_t y_stride, ThreadPool* pool) {
+             size_t m, YT* y, size_t y_stride, ThreadPool* pool, const GemvVariants& v) {
   if (rows == 0 || m == 0) return;
   DK_CHECK(m == 1 || (x_stride >= cols && y_stride >= rows));
-  const GemmX px = PrepareRows(format, x, x_stride, m, cols);
+  const GemmX px = PrepareRows(format, x, x_stride, m, cols, v);
   const FusedWeight fw{w, rows};
   ForUnits(&fw, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
     if constexpr (std::is_same_v<YT, float>) {
@@ -317,37 +319,37 @@ void GemmAny(WeightFormat format, const void* w, size_t rows, size_t cols, const
 
 // Each token row RmsNorm'd into per-thread scratch, as the fused single-row kernels do.
 GemmX NormAndPrepare(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm, float eps,
-                     size_t cols) {
+                     size_t cols, const GemvVariants& v) {
   bf16* xn = Scratch<bf16>(2, m * cols);
   for (size_t i = 0; i < m; ++i) RmsNorm(x + i * x_stride, norm, cols, eps, xn + i * cols);
-  return PrepareRows(format, xn, cols, m, cols);
+  return PrepareRows(format, xn, cols, m, cols, v);
 }
 
 }  // namespace
 
-bool internal::GemmRegisterBlocked(WeightFormat format) {
+bool internal::GemmRegisterBlocked(WeightFormat format, const GemvVariants& variants) {
   const size_t cols = 256;  // a whole super-block
   const std::vector<bf16> x(cols, F32ToBf16(1.0f));
-  return TokenKernelOf(PrepareRows(format, x.data(), cols, 1, cols)) != TokenKernel::kNone;
+  return TokenKernelOf(PrepareRows(format, x.data(), cols, 1, cols, variants)) != TokenKernel::kNone;
 }
 
 void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
-          size_t m, float* y, size_t y_stride, ThreadPool* pool) {
-  GemmAny(format, w, rows, cols, x, x_stride, m, y, y_stride, pool);
+          size_t m, float* y, size_t y_stride, ThreadPool* pool, const GemvVariants& variants) {
+  GemmAny(format, w, rows, cols, x, x_stride, m, y, y_stride, pool, variants);
 }
 void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
-          size_t m, bf16* y, size_t y_stride, ThreadPool* pool) {
-  GemmAny(format, w, rows, cols, x, x_stride, m, y, y_stride, pool);
+          size_t m, bf16* y, size_t y_stride, ThreadPool* pool, const GemvVariants& variants) {
+  GemmAny(format, w, rows, cols, x, x_stride, m, y, y_stride, pool, variants);
 }
 
 void RmsNormGemm(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm, float eps,
                  size_t cols, const FusedWeight* w, int n, void* const* y, const size_t* y_stride, bool y_f32,
-                 ThreadPool* pool) {
+                 ThreadPool* pool, const GemvVariants& variants) {
   DK_CHECK(n >= 1 && n <= kMaxFusedWeights);
   if (m == 0) return;
   DK_CHECK(m == 1 || x_stride >= cols);
   for (int j = 0; j < n; ++j) DK_CHECK(m == 1 || y_stride[j] >= w[j].rows);
-  const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
+  const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols, variants);
   ForUnits(w, n, kUnitRows, pool, [&](int j, size_t r0, size_t r1) {
     if (y_f32) return Rows(px, w[j], r0, r1, static_cast<float*>(y[j]) + r0, y_stride[j]);
     RowsInBlocks(px, w[j], r0, r1, kBlockRows, [&](size_t i, size_t c0, size_t c1, const float* acc) {
@@ -358,11 +360,11 @@ void RmsNormGemm(WeightFormat format, const bf16* x, size_t x_stride, size_t m, 
 
 void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm,
                         float eps, size_t cols, FusedWeight gate, FusedWeight up, bf16* y, size_t y_stride,
-                        ThreadPool* pool) {
+                        ThreadPool* pool, const GemvVariants& variants) {
   DK_CHECK(gate.rows == up.rows);
   if (m == 0) return;
   DK_CHECK(m == 1 || (x_stride >= cols && y_stride >= gate.rows));
-  const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols);
+  const GemmX px = NormAndPrepare(format, x, x_stride, m, norm, eps, cols, variants);
   ForUnits(&gate, 1, kSiluUnitRows, pool, [&](int, size_t r0, size_t r1) {
     float* g = Scratch<float>(2, m * kSiluUnitRows);
     float* u = Scratch<float>(3, m * kSiluUnitRows);
@@ -381,10 +383,11 @@ void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, siz
 }
 
 void GemmAdd(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols, FusedWeight w,
-             const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool) {
+             const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool,
+             const GemvVariants& variants) {
   if (m == 0) return;
   DK_CHECK(m == 1 || (x_stride >= cols && residual_stride >= w.rows && y_stride >= w.rows));
-  const GemmX px = PrepareRows(format, x, x_stride, m, cols);
+  const GemmX px = PrepareRows(format, x, x_stride, m, cols, variants);
   ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
     // Add rounds each element alone, so its pieces need not be GemvAdd's.
     RowsInBlocks(px, w, r0, r1, kBlockRows, [&](size_t i, size_t c0, size_t c1, const float* acc) {

@@ -37,31 +37,36 @@ namespace dk::kernels {
 // `w` is the [rows, cols] matrix in `format` (as Gemv / PackedGemv / X12Gemv /
 // QuantGemv read it).
 void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
-          size_t m, float* y, size_t y_stride, ThreadPool* pool);
+          size_t m, float* y, size_t y_stride, ThreadPool* pool,
+          const GemvVariants& variants = GemvVariants());
 void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
-          size_t m, bf16* y, size_t y_stride, ThreadPool* pool);
+          size_t m, bf16* y, size_t y_stride, ThreadPool* pool,
+          const GemvVariants& variants = GemvVariants());
 
 // RmsNormGemv (gemv_fused.h) for m token rows: for j < n, y[j] row i (at y[j] + i *
 // y_stride[j], f32 if y_f32 else bf16) = W_j RmsNorm(X[i], norm, cols, eps).
 void RmsNormGemm(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm, float eps,
                  size_t cols, const FusedWeight* w, int n, void* const* y, const size_t* y_stride, bool y_f32,
-                 ThreadPool* pool);
+                 ThreadPool* pool,
+          const GemvVariants& variants = GemvVariants());
 
 // RmsNormGemvSiluMul for m token rows (y row i at y + i * y_stride).
 void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm,
                         float eps, size_t cols, FusedWeight gate, FusedWeight up, bf16* y, size_t y_stride,
-                        ThreadPool* pool);
+                        ThreadPool* pool,
+          const GemvVariants& variants = GemvVariants());
 
 // GemvAdd for m token rows: y row i = residual row i + bf16(W X[i]) (residual row i
 // at residual + i * residual_stride).
 void GemmAdd(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols, FusedWeight w,
-             const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool);
+             const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool,
+          const GemvVariants& variants = GemvVariants());
 
 namespace internal {
 // Whether Gemm on `format` runs a register-blocked multi-row kernel on this CPU and
 // SIMD target (each loaded weight vector feeding several token rows) rather than the
 // single-row kernels once per token row; the results are the same, so tests ask this.
-bool GemmRegisterBlocked(WeightFormat format);
+bool GemmRegisterBlocked(WeightFormat format, const GemvVariants& variants = GemvVariants());
 }  // namespace internal
 
 }  // namespace dk::kernels

@@ -80,15 +80,15 @@ size_t WeightBytes(WeightFormat f, size_t rows, size_t cols) {
 // misaligned); the stride gaps and the elements around must stay untouched.
 template <typename YT>
 void ExpectRowsAreSingleRowCalls(WeightFormat f, const FusedWeight& w, size_t cols, const Tokens& x, size_t m,
-                                 ThreadPool* pool) {
+                                 ThreadPool* pool, const GemvVariants& v = GemvVariants()) {
   const size_t stride = w.rows + 5;
   std::vector<YT> got(m * stride + 2);
   std::memset(static_cast<void*>(got.data()), 0x7f, got.size() * sizeof(YT));
   YT* y = got.data() + 1;
-  Gemm(f, w.data, w.rows, cols, x.p, x.stride, m, y, stride, pool);
+  Gemm(f, w.data, w.rows, cols, x.p, x.stride, m, y, stride, pool, v);
   std::vector<YT> want(w.rows);
   for (size_t i = 0; i < m; ++i) {
-    UnfusedGemv(f, w, cols, x.Row(i), want.data(), pool);
+    UnfusedGemv(f, w, cols, x.Row(i), want.data(), pool, v);
     ExpectBitEqual(want, y + i * stride, sizeof(YT) == 4 ? "f32 y" : "bf16 y");
     for (size_t r = w.rows; r < stride && i + 1 < m; ++r) {
       uint8_t bytes[sizeof(YT)];
@@ -104,7 +104,7 @@ void ExpectRowsAreSingleRowCalls(WeightFormat f, const FusedWeight& w, size_t co
 }
 
 TEST(Gemm, EachRowIsTheSingleRowGemvBitForBit) {
-  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool, const GemvVariants& v) {
     for (const Shape& s : ShapesOf(f)) {
       Matrix mat(s.rows, s.cols, 3 + s.rows);
       const FusedWeight aligned = mat.As(f);
@@ -115,8 +115,8 @@ TEST(Gemm, EachRowIsTheSingleRowGemvBitForBit) {
       const Tokens x(33, s.cols, 1 + s.cols, 3.0f);
       for (size_t m : kMs) {
         SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
-        ExpectRowsAreSingleRowCalls<float>(f, w, s.cols, x, m, pool);
-        ExpectRowsAreSingleRowCalls<bf16>(f, w, s.cols, x, m, pool);
+        ExpectRowsAreSingleRowCalls<float>(f, w, s.cols, x, m, pool, v);
+        ExpectRowsAreSingleRowCalls<bf16>(f, w, s.cols, x, m, pool, v);
         if (::testing::Test::HasFailure()) return;
       }
     }
@@ -227,7 +227,7 @@ TEST(Gemm, MatchesTheReference) {
 }
 
 TEST(Gemm, RmsNormGemmIsTheFusedSingleRowCallBitForBit) {
-  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool, const GemvVariants& v) {
     for (const Shape& s : ShapesOf(f)) {
       const size_t m = s.rows < 100 ? 9 : 3;
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
@@ -244,7 +244,7 @@ TEST(Gemm, RmsNormGemmIsTheFusedSingleRowCallBitForBit) {
           got[j].assign(m * stride[j] * 4, 0x55);
           out[j] = got[j].data();
         }
-        RmsNormGemm(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, w, 3, out, stride, y_f32, pool);
+        RmsNormGemm(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, w, 3, out, stride, y_f32, pool, v);
         for (size_t i = 0; i < m; ++i) {
           std::vector<uint8_t> want[3];
           void* wout[3];
@@ -252,7 +252,7 @@ TEST(Gemm, RmsNormGemmIsTheFusedSingleRowCallBitForBit) {
             want[j].resize(w[j].rows * 4);
             wout[j] = want[j].data();
           }
-          RmsNormGemv(f, x.Row(i), norm.data(), 1e-5f, s.cols, w, 3, wout, y_f32, pool);
+          RmsNormGemv(f, x.Row(i), norm.data(), 1e-5f, s.cols, w, 3, wout, y_f32, pool, v);
           const size_t elem = y_f32 ? 4 : 2;
           for (int j = 0; j < 3; ++j) {
             ASSERT_EQ(std::memcmp(want[j].data(), got[j].data() + i * stride[j] * elem, w[j].rows * elem), 0)
@@ -265,7 +265,7 @@ TEST(Gemm, RmsNormGemmIsTheFusedSingleRowCallBitForBit) {
 }
 
 TEST(Gemm, RmsNormGemmSiluMulIsTheFusedSingleRowCallBitForBit) {
-  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool, const GemvVariants& v) {
     for (const Shape& s : ShapesOf(f)) {
       const size_t m = s.rows < 100 ? 9 : 3;
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
@@ -275,9 +275,9 @@ TEST(Gemm, RmsNormGemmSiluMulIsTheFusedSingleRowCallBitForBit) {
       const FusedWeight wg = gate.As(f), wu = up.As(f);
       const size_t stride = s.rows + 3;
       std::vector<bf16> got(m * stride), want(s.rows);
-      RmsNormGemmSiluMul(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, wg, wu, got.data(), stride, pool);
+      RmsNormGemmSiluMul(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, wg, wu, got.data(), stride, pool, v);
       for (size_t i = 0; i < m; ++i) {
-        RmsNormGemvSiluMul(f, x.Row(i), norm.data(), 1e-5f, s.cols, wg, wu, want.data(), pool);
+        RmsNormGemvSiluMul(f, x.Row(i), norm.data(), 1e-5f, s.cols, wg, wu, want.data(), pool, v);
         ExpectBitEqual(want, got.data() + i * stride, "silu(gate) * up");
       }
     }
@@ -285,7 +285,7 @@ TEST(Gemm, RmsNormGemmSiluMulIsTheFusedSingleRowCallBitForBit) {
 }
 
 TEST(Gemm, GemmAddIsTheFusedSingleRowCallBitForBit) {
-  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool, const GemvVariants& v) {
     for (const Shape& s : ShapesOf(f)) {
       const size_t m = s.rows < 100 ? 9 : 3;
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " m=" << m);
@@ -294,9 +294,9 @@ TEST(Gemm, GemmAddIsTheFusedSingleRowCallBitForBit) {
       const FusedWeight w = mat.As(f);
       const size_t stride = s.rows + 1;
       std::vector<bf16> got(m * stride), want(s.rows);
-      GemmAdd(f, x.p, x.stride, m, s.cols, w, residual.p, residual.stride, got.data(), stride, pool);
+      GemmAdd(f, x.p, x.stride, m, s.cols, w, residual.p, residual.stride, got.data(), stride, pool, v);
       for (size_t i = 0; i < m; ++i) {
-        GemvAdd(f, x.Row(i), s.cols, w, residual.Row(i), want.data(), pool);
+        GemvAdd(f, x.Row(i), s.cols, w, residual.Row(i), want.data(), pool, v);
         ExpectBitEqual(want, got.data() + i * stride, "residual + W x");
       }
     }
@@ -329,9 +329,9 @@ TEST(Gemm, BlockFormatsAreRegisterBlockedWithAvx512Vnni) {
       EXPECT_TRUE(internal::GemmRegisterBlocked(f)) << formats::Name(f);
     }
   }
-  SetQuantGemvVnniEnabled(false);
-  EXPECT_FALSE(internal::GemmRegisterBlocked(WeightFormat::kQ4_1)) << "Highway int8 loops";
-  SetQuantGemvVnniEnabled(true);
+  GemvVariants highway;
+  highway.vnni = false;
+  EXPECT_FALSE(internal::GemmRegisterBlocked(WeightFormat::kQ4_1, highway)) << "Highway int8 loops";
 }
 
 TEST(Gemm, NoRowsOrNoTokensIsANoOp) {

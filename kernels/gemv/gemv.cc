@@ -1,7 +1,6 @@
 #include "kernels/gemv/gemv.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -197,34 +196,12 @@ void SplitX(const XT* x, size_t cols, size_t padded_cols, const float** xe,
   *xo = o;
 }
 
-std::atomic<bool> g_bf16dot_enabled{true};
-
-}  // namespace
-
-bool GemvSoftwarePrefetchDefault() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_is("intel") != 0;
-#else
-  return false;
-#endif
-}
-
-namespace {
-std::atomic<bool> g_prefetch{GemvSoftwarePrefetchDefault()};
-}  // namespace
-
-bool GemvSoftwarePrefetch() { return g_prefetch.load(std::memory_order_relaxed); }
-void SetGemvSoftwarePrefetch(bool enabled) { g_prefetch.store(enabled, std::memory_order_relaxed); }
-
-namespace {
-
-// vdpbf16ps applies when enabled, the CPU has it, and the target Highway chose is
+// vdpbf16ps applies when chosen, the CPU has it, and the target Highway chose is
 // an AVX-512 one (respects hwy::SetSupportedTargetsForTest, so per-target tests
 // stay per-target). Asked through the dispatch table, which caches the choice:
 // hwy::SupportedTargets() runs CPUID, far too slow to ask per GEMV.
-bool UseBf16Dot() {
-  return g_bf16dot_enabled.load(std::memory_order_relaxed) && internal::CpuHasAvx512Bf16() &&
+bool UseBf16Dot(const GemvVariants& v) {
+  return v.bf16_dot && internal::CpuHasAvx512Bf16() &&
          HWY_DYNAMIC_DISPATCH(IsAvx512Target)();
 }
 
@@ -240,13 +217,13 @@ const bf16* PadX(const bf16* x, size_t cols) {
 
 template <typename XT, typename YT>
 void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
-              ThreadPool* pool) {
+              ThreadPool* pool, const GemvVariants& v) {
   if (rows == 0) return;
   // Units of 4 rows, one stream per thread (ParallelRanges).
   const size_t blocks = (rows + 3) / 4;
   auto row_range = [rows](size_t b) { return std::min(rows, 4 * b); };
   if constexpr (std::is_same_v<XT, bf16>) {
-    if (UseBf16Dot()) {
+    if (UseBf16Dot(v)) {
       const bf16* xp = PadX(x, cols);
       ParallelRanges(pool, blocks, [&](size_t b0, size_t b1, int) {
         internal::RowMajorRowsDpBf16(w, cols, row_range(b0), row_range(b1), xp, y);
@@ -268,16 +245,16 @@ void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
 
 template <typename XT, typename YT>
 void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
-            ThreadPool* pool) {
+            ThreadPool* pool, const GemvVariants& v) {
   if (rows == 0) return;
   const size_t padded_cols = RoundUp(cols, kChunkCols);
   const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
   const size_t chunks = padded_cols / kChunkCols;
   if constexpr (std::is_same_v<XT, bf16>) {
-    if (UseBf16Dot()) {
+    if (UseBf16Dot(v)) {
       const bf16* xp = PadX(x, cols);
       ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
-        internal::PackedPanelsDpBf16(packed, rows, chunks, p0, p1, xp, y);
+        internal::PackedPanelsDpBf16(packed, rows, chunks, p0, p1, xp, y, v.prefetch);
       });
       return;
     }
@@ -297,10 +274,11 @@ void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
 
 namespace internal {
 
-Bf16X PrepareBf16X(const bf16* x, size_t cols) {
+Bf16X PrepareBf16X(const bf16* x, size_t cols, const GemvVariants& v) {
   Bf16X p;
   p.cols = cols;
-  p.dot = UseBf16Dot();
+  p.dot = UseBf16Dot(v);
+  p.prefetch = v.prefetch;
   if (p.dot) {
     p.padded = PadX(x, cols);
   } else {
@@ -322,7 +300,7 @@ void Bf16PackedRows(const bf16* packed, size_t rows, const Bf16X& x, size_t r0, 
   const size_t chunks = RoundUp(x.cols, kChunkCols) / kChunkCols;
   const size_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
   if (x.dot) {
-    PackedPanelsDpBf16(packed, rows, chunks, p0, p1, x.padded, y);
+    PackedPanelsDpBf16(packed, rows, chunks, p0, p1, x.padded, y, x.prefetch);
   } else {
     HWY_DYNAMIC_DISPATCH(PackedF32)(packed, rows, chunks, p0, p1, x.xe, x.xo, y);
   }
@@ -331,37 +309,37 @@ void Bf16PackedRows(const bf16* packed, size_t rows, const Bf16X& x, size_t r0, 
 }  // namespace internal
 
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, float* y,
-          ThreadPool* pool) {
-  RowMajor(w, rows, cols, x, y, pool);
+          ThreadPool* pool, const GemvVariants& variants) {
+  RowMajor(w, rows, cols, x, y, pool, variants);
 }
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, float* y,
-          ThreadPool* pool) {
-  RowMajor(w, rows, cols, x, y, pool);
+          ThreadPool* pool, const GemvVariants& variants) {
+  RowMajor(w, rows, cols, x, y, pool, variants);
 }
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, bf16* y,
-          ThreadPool* pool) {
-  RowMajor(w, rows, cols, x, y, pool);
+          ThreadPool* pool, const GemvVariants& variants) {
+  RowMajor(w, rows, cols, x, y, pool, variants);
 }
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, bf16* y,
-          ThreadPool* pool) {
-  RowMajor(w, rows, cols, x, y, pool);
+          ThreadPool* pool, const GemvVariants& variants) {
+  RowMajor(w, rows, cols, x, y, pool, variants);
 }
 
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                float* y, ThreadPool* pool) {
-  Packed(packed, rows, cols, x, y, pool);
+                float* y, ThreadPool* pool, const GemvVariants& variants) {
+  Packed(packed, rows, cols, x, y, pool, variants);
 }
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                float* y, ThreadPool* pool) {
-  Packed(packed, rows, cols, x, y, pool);
+                float* y, ThreadPool* pool, const GemvVariants& variants) {
+  Packed(packed, rows, cols, x, y, pool, variants);
 }
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                bf16* y, ThreadPool* pool) {
-  Packed(packed, rows, cols, x, y, pool);
+                bf16* y, ThreadPool* pool, const GemvVariants& variants) {
+  Packed(packed, rows, cols, x, y, pool, variants);
 }
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                bf16* y, ThreadPool* pool) {
-  Packed(packed, rows, cols, x, y, pool);
+                bf16* y, ThreadPool* pool, const GemvVariants& variants) {
+  Packed(packed, rows, cols, x, y, pool, variants);
 }
 
 size_t PackedGemvElements(size_t rows, size_t cols) {
@@ -408,14 +386,13 @@ PackedGemvWeights PackGemvWeights(const bf16* w, size_t rows, size_t cols,
   return packed;
 }
 
-const char* GemvTargetName() {
+const char* GemvTargetName(const GemvVariants& variants) {
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
   static const std::string with_dot = std::string(hwy::TargetName(targets & -targets)) + "+BF16DOT";
-  return UseBf16Dot() ? with_dot.c_str() : hwy::TargetName(targets & -targets);
+  return UseBf16Dot(variants) ? with_dot.c_str() : hwy::TargetName(targets & -targets);
 }
 
-void SetGemvBf16DotEnabled(bool enabled) { g_bf16dot_enabled.store(enabled); }
-bool GemvUsesBf16Dot() { return UseBf16Dot(); }
+bool GemvUsesBf16Dot(const GemvVariants& variants) { return UseBf16Dot(variants); }
 
 }  // namespace dk::kernels
 #endif  // HWY_ONCE

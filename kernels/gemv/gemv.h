@@ -24,21 +24,23 @@
 #include <cstddef>
 
 #include "formats/weight_format.h"
+#include "kernels/gemv/gemv_variants.h"
 #include "util/aligned_buffer.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
 namespace dk::kernels {
 
-// Row-major W [rows, cols].
+// Row-major W [rows, cols]. `variants` picks the inner loop (gemv_variants.h; the
+// outputs are the same bits for every value).
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, float* y,
-          ThreadPool* pool);
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, float* y,
-          ThreadPool* pool);
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, bf16* y,
-          ThreadPool* pool);
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, bf16* y,
-          ThreadPool* pool);
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 
 inline constexpr size_t kPanelRows = formats::kPanelRows;
 inline constexpr size_t kChunkCols = formats::kChunkCols;
@@ -66,35 +68,21 @@ PackedGemvWeights PackGemvWeights(const bf16* w, size_t rows, size_t cols,
 // y = W x with W in the packed layout (`packed` as written by PackGemvWeights for
 // the same rows, cols).
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                float* y, ThreadPool* pool);
+                float* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                float* y, ThreadPool* pool);
+                float* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                bf16* y, ThreadPool* pool);
+                bf16* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                bf16* y, ThreadPool* pool);
+                bf16* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
 
 // Name of the Highway target the dispatcher picks on this machine (e.g. "AVX3"),
-// with "+BF16DOT" when bf16-x GEMVs use vdpbf16ps (AVX512_BF16 CPUs).
-const char* GemvTargetName();
+// with "+BF16DOT" when bf16-x GEMVs under `variants` use vdpbf16ps (AVX512_BF16 CPUs).
+const char* GemvTargetName(const GemvVariants& variants = GemvVariants());
 
-// On CPUs with AVX512_BF16, GEMVs with bf16 x use vdpbf16ps (on by default; tools
-// turn it off with --gemv_bf16dot=false, tests switch it to cover both paths).
-// Not thread-safe against concurrent GEMVs.
-void SetGemvBf16DotEnabled(bool enabled);
-bool GemvUsesBf16Dot();
-
-// Whether the packed and x12 bf16 kernels (vdpbf16ps paths) issue software prefetches
-// for their weight stream. The prefetches sped decode up on the Intel CPUs they were
-// tuned on and slowed both kernels below a plain stream on an AMD EPYC (Zen 4), so it
-// is on for Intel CPUs and off for the others (docs/gemv-kernels.md has the figures);
-// tools force it with --gemv_prefetch. The outputs are the same bits either way.
-// SetGemvSoftwarePrefetch overrides it (tests cover both). Not thread-safe against
-// concurrent GEMVs.
-bool GemvSoftwarePrefetch();
-void SetGemvSoftwarePrefetch(bool enabled);
-// What GemvSoftwarePrefetch is until set: whether this CPU is an Intel one.
-bool GemvSoftwarePrefetchDefault();
+// Whether GEMVs with bf16 x under `variants` use vdpbf16ps: variants.bf16_dot on a
+// CPU with AVX512_BF16 and an AVX-512 target.
+bool GemvUsesBf16Dot(const GemvVariants& variants = GemvVariants());
 
 }  // namespace dk::kernels
 

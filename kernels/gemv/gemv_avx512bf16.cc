@@ -54,9 +54,8 @@ DK_BF16_TARGET void RowMajor(const bf16* w, size_t cols, size_t r0, size_t r1, c
 
 template <typename YT>
 DK_BF16_TARGET void Packed(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
-                           const bf16* x, YT* y) {
+                           const bf16* x, YT* y, bool prefetch) {
   constexpr size_t kPanel = kPanelRows * kChunkCols;
-  const bool prefetch = GemvSoftwarePrefetch();
   for (size_t p = p0; p < p1; ++p) {
     const bf16* panel = packed + p * chunks * kPanel;
     __m512 acc0[kPanelRows], acc1[kPanelRows];
@@ -64,7 +63,7 @@ DK_BF16_TARGET void Packed(const bf16* packed, size_t rows, size_t chunks, size_
     size_t c = 0;
     for (; c + 2 <= chunks; c += 2) {
       const bf16* block = panel + c * kPanel;
-      if (prefetch) {  // per CPU, see gemv.h
+      if (prefetch) {  // per CPU, see gemv_variants.h
         _mm_prefetch(reinterpret_cast<const char*>(block + 8 * kPanel), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(block + 9 * kPanel), _MM_HINT_T0);
       }
@@ -111,12 +110,12 @@ void RowMajorRowsDpBf16(const bf16* w, size_t cols, size_t r0, size_t r1, const 
   RowMajor(w, cols, r0, r1, x, y);
 }
 void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
-                        const bf16* x, float* y) {
-  Packed(packed, rows, chunks, p0, p1, x, y);
+                        const bf16* x, float* y, bool prefetch) {
+  Packed(packed, rows, chunks, p0, p1, x, y, prefetch);
 }
 void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
-                        const bf16* x, bf16* y) {
-  Packed(packed, rows, chunks, p0, p1, x, y);
+                        const bf16* x, bf16* y, bool prefetch) {
+  Packed(packed, rows, chunks, p0, p1, x, y, prefetch);
 }
 
 }  // namespace dk::kernels::internal

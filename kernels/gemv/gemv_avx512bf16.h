@@ -21,10 +21,11 @@ bool CpuHasAvx512Bf16();
 // `x` is bf16, zero-padded to a multiple of 32 elements, 64-byte aligned.
 void RowMajorRowsDpBf16(const bf16* w, size_t cols, size_t r0, size_t r1, const bf16* x, float* y);
 void RowMajorRowsDpBf16(const bf16* w, size_t cols, size_t r0, size_t r1, const bf16* x, bf16* y);
+// `prefetch`: prefetch the weight stream in software (GemvVariants::prefetch).
 void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
-                        const bf16* x, float* y);
+                        const bf16* x, float* y, bool prefetch);
 void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
-                        const bf16* x, bf16* y);
+                        const bf16* x, bf16* y, bool prefetch);
 
 // PackedPanelsDpBf16 for m token rows x[t] (each as `x` above) at once, each loaded
 // weight chunk applied to several of them: out[t * out_stride + r - 8 p0] for the rows

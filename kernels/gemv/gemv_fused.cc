@@ -32,13 +32,13 @@ struct PreparedX {
   internal::QuantX quant;
 };
 
-PreparedX Prepare(WeightFormat format, const bf16* x, size_t cols) {
+PreparedX Prepare(WeightFormat format, const bf16* x, size_t cols, const GemvVariants& v) {
   PreparedX p{format, {}, {}};
   if (formats::IsBlockFormat(format)) {
     DK_CHECK(cols % formats::BlockElems(format) == 0);
-    p.quant = internal::PrepareQuantX(format, x, cols);
+    p.quant = internal::PrepareQuantX(format, x, cols, v);
   } else {
-    p.bf16 = internal::PrepareBf16X(x, cols);
+    p.bf16 = internal::PrepareBf16X(x, cols, v);
   }
   return p;
 }
@@ -97,9 +97,10 @@ const bf16* NormScratch(const bf16* x, const bf16* norm, float eps, size_t cols)
 }  // namespace
 
 void RmsNormGemv(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
-                 const FusedWeight* w, int n, void* const* y, bool y_f32, ThreadPool* pool) {
+                 const FusedWeight* w, int n, void* const* y, bool y_f32, ThreadPool* pool,
+                 const GemvVariants& variants) {
   DK_CHECK(n >= 1 && n <= kMaxFusedWeights);
-  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols), cols);
+  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols), cols, variants);
   float* acc[kMaxFusedWeights];
   for (int i = 0; i < n; ++i) acc[i] = y_f32 ? static_cast<float*>(y[i]) : Scratch<float>(i, w[i].rows);
   ForUnits(w, n, kUnitRows, pool, [&](int i, size_t r0, size_t r1) {
@@ -111,9 +112,10 @@ void RmsNormGemv(WeightFormat format, const bf16* x, const bf16* norm, float eps
 }
 
 void RmsNormGemvSiluMul(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
-                        FusedWeight gate, FusedWeight up, bf16* y, ThreadPool* pool) {
+                        FusedWeight gate, FusedWeight up, bf16* y, ThreadPool* pool,
+                        const GemvVariants& variants) {
   DK_CHECK(gate.rows == up.rows);
-  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols), cols);
+  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols), cols, variants);
   float* g = Scratch<float>(0, gate.rows);
   float* u = Scratch<float>(1, up.rows);
   ForUnits(&gate, 1, kSiluUnitRows, pool, [&](int, size_t r0, size_t r1) {
@@ -132,8 +134,8 @@ void RmsNormGemvSiluMul(WeightFormat format, const bf16* x, const bf16* norm, fl
 }
 
 void GemvAdd(WeightFormat format, const bf16* x, size_t cols, FusedWeight w, const bf16* residual,
-             bf16* y, ThreadPool* pool) {
-  const PreparedX px = Prepare(format, x, cols);
+             bf16* y, ThreadPool* pool, const GemvVariants& variants) {
+  const PreparedX px = Prepare(format, x, cols, variants);
   float* acc = Scratch<float>(0, w.rows);
   ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
     Rows(px, w, r0, r1, acc);

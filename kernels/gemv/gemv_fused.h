@@ -28,6 +28,7 @@
 #include <cstddef>
 
 #include "formats/weight_format.h"
+#include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
@@ -49,16 +50,19 @@ inline constexpr int kMaxFusedWeights = 3;
 // For i < n (1 <= n <= kMaxFusedWeights): y[i] = W_i xn (f32 if y_f32, else bf16),
 // xn = RmsNorm(x, norm, cols, eps).
 void RmsNormGemv(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
-                 const FusedWeight* w, int n, void* const* y, bool y_f32, ThreadPool* pool);
+                 const FusedWeight* w, int n, void* const* y, bool y_f32, ThreadPool* pool,
+                 const GemvVariants& variants = GemvVariants());
 
 // y[r] = bf16(bf16(silu(g_r)) * u_r), g = bf16(W_gate xn), u = bf16(W_up xn),
 // xn = RmsNorm(x, norm, cols, eps); gate.rows == up.rows.
 void RmsNormGemvSiluMul(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
-                        FusedWeight gate, FusedWeight up, bf16* y, ThreadPool* pool);
+                        FusedWeight gate, FusedWeight up, bf16* y, ThreadPool* pool,
+                 const GemvVariants& variants = GemvVariants());
 
 // y[r] = bf16(residual[r] + bf16((W x)[r])).
 void GemvAdd(WeightFormat format, const bf16* x, size_t cols, FusedWeight w, const bf16* residual,
-             bf16* y, ThreadPool* pool);
+             bf16* y, ThreadPool* pool,
+                 const GemvVariants& variants = GemvVariants());
 
 }  // namespace dk::kernels
 

@@ -45,7 +45,7 @@ std::vector<Shape> ShapesOf(WeightFormat f) {
 }
 
 TEST(FusedGemv, RmsNormGemvIsTheUnfusedLaunchesBitForBit) {
-  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool, const GemvVariants& v) {
     for (const Shape& s : ShapesOf(f)) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       const auto x = RandomBf16(s.cols, 1, 3.0f), norm = RandomBf16(s.cols, 2, 1.5f);
@@ -62,23 +62,23 @@ TEST(FusedGemv, RmsNormGemvIsTheUnfusedLaunchesBitForBit) {
       for (int i = 0; i < 3; ++i) {
         want[i].resize(w[i].rows);
         got[i].assign(w[i].rows, F32ToBf16(7.0f));
-        UnfusedGemv(f, w[i], s.cols, xn.data(), want[i].data(), pool);
+        UnfusedGemv(f, w[i], s.cols, xn.data(), want[i].data(), pool, v);
         out[i] = got[i].data();
       }
-      RmsNormGemv(f, xp, np, 1e-5f, s.cols, w, 3, out, /*y_f32=*/false, pool);
+      RmsNormGemv(f, xp, np, 1e-5f, s.cols, w, 3, out, /*y_f32=*/false, pool, v);
       for (int i = 0; i < 3; ++i) ExpectBitEqual(want[i], got[i].data(), "bf16 y");
 
       std::vector<float> want32(w[2].rows), got32(w[2].rows, 7.0f);
-      UnfusedGemv(f, w[2], s.cols, xn.data(), want32.data(), pool);
+      UnfusedGemv(f, w[2], s.cols, xn.data(), want32.data(), pool, v);
       void* out32[1] = {got32.data()};
-      RmsNormGemv(f, xp, np, 1e-5f, s.cols, &w[2], 1, out32, /*y_f32=*/true, pool);
+      RmsNormGemv(f, xp, np, 1e-5f, s.cols, &w[2], 1, out32, /*y_f32=*/true, pool, v);
       ExpectBitEqual(want32, got32.data(), "f32 y");
     }
   });
 }
 
 TEST(FusedGemv, RmsNormGemvSiluMulIsTheUnfusedLaunchesBitForBit) {
-  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool, const GemvVariants& v) {
     for (const Shape& s : ShapesOf(f)) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       const auto x = RandomBf16(s.cols, 11, 3.0f), norm = RandomBf16(s.cols, 12, 1.5f);
@@ -86,17 +86,17 @@ TEST(FusedGemv, RmsNormGemvSiluMulIsTheUnfusedLaunchesBitForBit) {
       const FusedWeight wg = gate.As(f), wu = up.As(f);
       std::vector<bf16> xn(s.cols), g(s.rows), u(s.rows), want(s.rows), got(s.rows, F32ToBf16(7.0f));
       RmsNorm(x.data(), norm.data(), s.cols, 1e-5f, xn.data());
-      UnfusedGemv(f, wg, s.cols, xn.data(), g.data(), pool);
-      UnfusedGemv(f, wu, s.cols, xn.data(), u.data(), pool);
+      UnfusedGemv(f, wg, s.cols, xn.data(), g.data(), pool, v);
+      UnfusedGemv(f, wu, s.cols, xn.data(), u.data(), pool, v);
       SiluMul(g.data(), u.data(), s.rows, want.data());
-      RmsNormGemvSiluMul(f, x.data(), norm.data(), 1e-5f, s.cols, wg, wu, got.data(), pool);
+      RmsNormGemvSiluMul(f, x.data(), norm.data(), 1e-5f, s.cols, wg, wu, got.data(), pool, v);
       ExpectBitEqual(want, got.data(), "silu(gate) * up");
     }
   });
 }
 
 TEST(FusedGemv, GemvAddIsTheUnfusedLaunchesBitForBit) {
-  ForEachConfiguration([](WeightFormat f, ThreadPool* pool) {
+  ForEachConfiguration([](WeightFormat f, ThreadPool* pool, const GemvVariants& v) {
     for (const Shape& s : ShapesOf(f)) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       const auto x = RandomBf16(s.cols, 21, 2.0f), residual = RandomBf16(s.rows, 22, 4.0f);
@@ -105,9 +105,9 @@ TEST(FusedGemv, GemvAddIsTheUnfusedLaunchesBitForBit) {
       Matrix m(s.rows, s.cols, 23);
       const FusedWeight w = m.As(f);
       std::vector<bf16> o(s.rows), want(s.rows), got(s.rows, F32ToBf16(7.0f));
-      UnfusedGemv(f, w, s.cols, x.data(), o.data(), pool);
+      UnfusedGemv(f, w, s.cols, x.data(), o.data(), pool, v);
       Add(rp, o.data(), s.rows, want.data());
-      GemvAdd(f, x.data(), s.cols, w, rp, got.data(), pool);
+      GemvAdd(f, x.data(), s.cols, w, rp, got.data(), pool, v);
       ExpectBitEqual(want, got.data(), "residual + W x");
     }
   });

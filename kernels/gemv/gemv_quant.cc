@@ -1,7 +1,6 @@
 #include "kernels/gemv/gemv_quant.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -245,15 +244,13 @@ HWY_EXPORT(FloatRowsBf16);
 
 namespace {
 
-std::atomic<bool> g_vnni_enabled{true};
-
 // The kInt8 inner loop: EVEX vpdpbusd on AVX-512 targets of AVX512-VNNI CPUs, VEX
 // vpdpbusd on AVX2 / AVX-512 targets of AVX-VNNI CPUs, Highway's i16
 // multiply-adds otherwise. As UseBf16Dot in gemv.cc, the target is asked through
 // the dispatch table, so per-target tests stay per-target.
 enum class Int8Path { kHighway, kAvx512Vnni, kAvxVnni };
-Int8Path ChooseInt8Path() {
-  if (!g_vnni_enabled.load(std::memory_order_relaxed)) return Int8Path::kHighway;
+Int8Path ChooseInt8Path(const GemvVariants& v) {
+  if (!v.vnni) return Int8Path::kHighway;
   const int64_t target = HWY_DYNAMIC_DISPATCH(QuantTarget)();
   const bool avx512 = target == HWY_AVX3 || target == HWY_AVX3_DL;
   if (avx512 && internal::CpuHasAvx512Vnni()) return Int8Path::kAvx512Vnni;
@@ -307,14 +304,14 @@ void ForRowUnits(size_t rows, ThreadPool* pool, const Fn& rows_fn) {
 // Q5_0, Q4_K, Q6_K (gemv_kquant.h): AVX512-VNNI or the portable loops.
 template <typename YT>
 void RunKQuant(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows, size_t cols,
-               const float* xf, YT* y, ThreadPool* pool) {
+               const float* xf, YT* y, ThreadPool* pool, const GemvVariants& v) {
   if (act == QuantActivations::kFloat) {
     ForRowUnits(rows, pool,
                 [&](size_t r0, size_t r1) { internal::KQuantFloatRowsHwy(format, w, cols, r0, r1, xf, y); });
     return;
   }
   internal::Q8Activations xq = QuantizeActivations(xf, cols);
-  const Int8Path path = ChooseInt8Path();
+  const Int8Path path = ChooseInt8Path(v);
   CompleteKQuantActivations(format, path, cols, &xq);
   ForRowUnits(rows, pool, [&](size_t r0, size_t r1) {
     if (path == Int8Path::kAvx512Vnni) return internal::KQuantRowsVnni(format, w, cols, r0, r1, xq, y);
@@ -324,12 +321,12 @@ void RunKQuant(WeightFormat format, QuantActivations act, const uint8_t* w, size
 
 template <typename XT, typename YT>
 void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-         size_t cols, const XT* x, YT* y, ThreadPool* pool) {
+         size_t cols, const XT* x, YT* y, ThreadPool* pool, const GemvVariants& v) {
   DK_CHECK(formats::IsBlockFormat(format));
   DK_CHECK(cols % formats::BlockElems(format) == 0);
   if (rows == 0) return;
   const float* xf = XAsF32(x, cols);
-  if (internal::IsKQuantKernelFormat(format)) return RunKQuant(format, act, w, rows, cols, xf, y, pool);
+  if (internal::IsKQuantKernelFormat(format)) return RunKQuant(format, act, w, rows, cols, xf, y, pool, v);
   auto run = [&](const auto& rows_fn) { ForRowUnits(rows, pool, rows_fn); };
   if (act == QuantActivations::kFloat) {
     run([&](size_t r0, size_t r1) {
@@ -342,7 +339,7 @@ void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t row
     return;
   }
   internal::Q8Activations xq = QuantizeActivations(xf, cols);
-  switch (ChooseInt8Path()) {
+  switch (ChooseInt8Path(v)) {
     case Int8Path::kAvx512Vnni:
       // Re-arranged once here for every task's Q4 rows.
       if (format != WeightFormat::kQ8_0) xq.quad = internal::QuadActivations(xq.q, cols);
@@ -369,14 +366,14 @@ void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t row
 
 namespace internal {
 
-QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols) {
+QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols, const GemvVariants& v) {
   DK_CHECK(cols % formats::BlockElems(format) == 0);
   thread_local Q8Activations xq;
   xq = QuantizeActivations(XAsF32(x, cols), cols);
   QuantX p;
   p.format = format;
   p.cols = cols;
-  p.path = static_cast<int>(ChooseInt8Path());
+  p.path = static_cast<int>(ChooseInt8Path(v));
   p.avx512_vnni = p.path == static_cast<int>(Int8Path::kAvx512Vnni);
   const bool q4 = format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1;
   if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && q4) xq.quad = QuadActivations(xq.q, cols);
@@ -407,36 +404,39 @@ void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y
 }  // namespace internal
 
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const float* x, float* y, ThreadPool* pool) {
-  Run(format, act, w, rows, cols, x, y, pool);
+               size_t cols, const float* x, float* y, ThreadPool* pool,
+               const GemvVariants& variants) {
+  Run(format, act, w, rows, cols, x, y, pool, variants);
 }
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const bf16* x, float* y, ThreadPool* pool) {
-  Run(format, act, w, rows, cols, x, y, pool);
+               size_t cols, const bf16* x, float* y, ThreadPool* pool,
+               const GemvVariants& variants) {
+  Run(format, act, w, rows, cols, x, y, pool, variants);
 }
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const float* x, bf16* y, ThreadPool* pool) {
-  Run(format, act, w, rows, cols, x, y, pool);
+               size_t cols, const float* x, bf16* y, ThreadPool* pool,
+               const GemvVariants& variants) {
+  Run(format, act, w, rows, cols, x, y, pool, variants);
 }
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const bf16* x, bf16* y, ThreadPool* pool) {
-  Run(format, act, w, rows, cols, x, y, pool);
+               size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
+               const GemvVariants& variants) {
+  Run(format, act, w, rows, cols, x, y, pool, variants);
 }
 
-const char* QuantGemvTargetName(QuantActivations act) {
+const char* QuantGemvTargetName(QuantActivations act, const GemvVariants& variants) {
   thread_local std::string names[2];  // one per `act`
   std::string& name = names[act == QuantActivations::kInt8 ? 0 : 1];
   name = hwy::TargetName(HWY_DYNAMIC_DISPATCH(QuantTarget)());
   if (act == QuantActivations::kInt8) {
-    const Int8Path path = ChooseInt8Path();
+    const Int8Path path = ChooseInt8Path(variants);
     if (path == Int8Path::kAvx512Vnni) name += "+VNNI";
     if (path == Int8Path::kAvxVnni) name += "+AVXVNNI";
   }
   return name.c_str();
 }
 
-void SetQuantGemvVnniEnabled(bool enabled) { g_vnni_enabled.store(enabled); }
-bool QuantGemvUsesVnni() { return ChooseInt8Path() != Int8Path::kHighway; }
+bool QuantGemvUsesVnni(const GemvVariants& variants) { return ChooseInt8Path(variants) != Int8Path::kHighway; }
 
 }  // namespace dk::kernels
 #endif  // HWY_ONCE

@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "formats/weight_format.h"
+#include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
@@ -44,25 +45,26 @@ enum class QuantActivations { kInt8, kFloat };
 
 // y = W x; `w` holds rows * formats::RowBytes(format, cols) bytes.
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const float* x, float* y, ThreadPool* pool);
+               size_t cols, const float* x, float* y, ThreadPool* pool,
+               const GemvVariants& variants = GemvVariants());
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const bf16* x, float* y, ThreadPool* pool);
+               size_t cols, const bf16* x, float* y, ThreadPool* pool,
+               const GemvVariants& variants = GemvVariants());
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const float* x, bf16* y, ThreadPool* pool);
+               size_t cols, const float* x, bf16* y, ThreadPool* pool,
+               const GemvVariants& variants = GemvVariants());
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-               size_t cols, const bf16* x, bf16* y, ThreadPool* pool);
+               size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
+               const GemvVariants& variants = GemvVariants());
 
-// Name of the path `act` takes on this machine (e.g. "AVX3+VNNI", "AVX2+AVXVNNI");
-// valid until the calling thread's next call with the same `act`.
-const char* QuantGemvTargetName(QuantActivations act);
+// Name of the path `act` takes on this machine under `variants` (e.g. "AVX3+VNNI",
+// "AVX2+AVXVNNI"); valid until the calling thread's next call with the same `act`.
+const char* QuantGemvTargetName(QuantActivations act, const GemvVariants& variants = GemvVariants());
 
-// kInt8 GEMVs use vpdpbusd where the CPU has it: AVX512-VNNI when the dispatcher
-// picks an AVX-512 target, else AVX-VNNI (256-bit) on AVX2 and AVX-512 targets (on
-// by default; tools turn both off with --gemv_vnni=false). Tests switch it to cover
-// every path.
-// Not thread-safe against concurrent GEMVs.
-void SetQuantGemvVnniEnabled(bool enabled);
-bool QuantGemvUsesVnni();
+// kInt8 GEMVs use vpdpbusd where variants.vnni and the CPU has it: AVX512-VNNI when
+// the dispatcher picks an AVX-512 target, else AVX-VNNI (256-bit) on AVX2 and AVX-512
+// targets. Whether they do under `variants`:
+bool QuantGemvUsesVnni(const GemvVariants& variants = GemvVariants());
 
 }  // namespace dk::kernels
 

@@ -120,7 +120,7 @@ void ExpectClose(const Expected& e, size_t rows, bf16 y, size_t n, const char* w
   }
 }
 
-void CheckAllVariants(WeightFormat format, QuantActivations act, const Shape& s) {
+void CheckAllVariants(WeightFormat format, QuantActivations act, const Shape& s, const GemvVariants& v) {
   const std::vector<uint8_t> w = RandomBlocks(format, s.rows, s.cols, 11 + s.rows * 7 + s.cols);
   std::vector<float> xf = RandomF32(s.cols, 5 + s.cols, 2.0f);
   if (s.cols >= 64) std::fill(xf.begin() + 32, xf.begin() + 64, 0.0f);  // a zero block: dx = 0
@@ -142,14 +142,14 @@ void CheckAllVariants(WeightFormat format, QuantActivations act, const Shape& s)
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
       std::vector<float> yf(s.rows + 1, -7.0f);
       std::vector<bf16> yb(s.rows + 1, bf16{0x7f7f});
-      QuantGemv(format, act, wp, s.rows, s.cols, xfp, yf.data(), pool);
+      QuantGemv(format, act, wp, s.rows, s.cols, xfp, yf.data(), pool, v);
       for (size_t n = 0; n < s.rows; ++n) ExpectClose(ref_f, s.rows, yf[n], n, "x f32, y f32");
       EXPECT_EQ(yf[s.rows], -7.0f) << "wrote past the end of y";
-      QuantGemv(format, act, wp, s.rows, s.cols, xbp, yf.data(), pool);
+      QuantGemv(format, act, wp, s.rows, s.cols, xbp, yf.data(), pool, v);
       for (size_t n = 0; n < s.rows; ++n) ExpectClose(ref_b, s.rows, yf[n], n, "x bf16, y f32");
-      QuantGemv(format, act, wp, s.rows, s.cols, xfp, yb.data(), pool);
+      QuantGemv(format, act, wp, s.rows, s.cols, xfp, yb.data(), pool, v);
       for (size_t n = 0; n < s.rows; ++n) ExpectClose(ref_f, s.rows, yb[n], n, "x f32, y bf16");
-      QuantGemv(format, act, wp, s.rows, s.cols, xbp, yb.data(), pool);
+      QuantGemv(format, act, wp, s.rows, s.cols, xbp, yb.data(), pool, v);
       for (size_t n = 0; n < s.rows; ++n) ExpectClose(ref_b, s.rows, yb[n], n, "x bf16, y bf16");
       EXPECT_EQ(yb[s.rows].bits, 0x7f7f) << "wrote past the end of y";
       if (::testing::Test::HasFatalFailure()) return;
@@ -157,13 +157,13 @@ void CheckAllVariants(WeightFormat format, QuantActivations act, const Shape& s)
   }
 }
 
-void CheckEveryTarget(QuantActivations act) {
-  ForEachTarget([act](const char*) {
+void CheckEveryTarget(QuantActivations act, const GemvVariants& v = GemvVariants()) {
+  ForEachTarget([act, &v](const char*) {
     for (WeightFormat format : kFormats) {
       for (const Shape& s : ShapesOf(format)) {
         SCOPED_TRACE(::testing::Message() << formats::Name(format) << " " << s.rows << "x"
                                           << s.cols);
-        CheckAllVariants(format, act, s);
+        CheckAllVariants(format, act, s, v);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
@@ -172,12 +172,12 @@ void CheckEveryTarget(QuantActivations act) {
 
 TEST(QuantGemv, Int8ActivationsMatchReferenceOnEveryTarget) {
   for (bool vnni : {true, false}) {
-    SetQuantGemvVnniEnabled(vnni);
+    GemvVariants v;
+    v.vnni = vnni;
     SCOPED_TRACE(vnni ? "vpdpbusd allowed" : "vpdpbusd off");
-    CheckEveryTarget(QuantActivations::kInt8);
+    CheckEveryTarget(QuantActivations::kInt8, v);
     if (HasFatalFailure()) break;
   }
-  SetQuantGemvVnniEnabled(true);
 }
 
 TEST(QuantGemv, FloatActivationsMatchReferenceOnEveryTarget) {
@@ -194,9 +194,9 @@ TEST(QuantGemv, RowBytesAreGgufs) {
 }
 
 TEST(QuantGemv, ReportsThePaths) {
-  SetQuantGemvVnniEnabled(false);
-  EXPECT_FALSE(QuantGemvUsesVnni());
-  SetQuantGemvVnniEnabled(true);
+  GemvVariants off;
+  off.vnni = false;
+  EXPECT_FALSE(QuantGemvUsesVnni(off));
   std::printf("quantized GEMV: int8 x %s, float x %s\n",
               QuantGemvTargetName(QuantActivations::kInt8),
               QuantGemvTargetName(QuantActivations::kFloat));

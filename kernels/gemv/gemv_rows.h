@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "formats/weight_format.h"
+#include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 
 namespace dk::kernels {
@@ -29,8 +30,9 @@ struct Bf16X {
   const bf16* padded = nullptr;   // dot: x zero-padded to whole 32-column chunks
   const float* xe = nullptr;      // !dot: even and odd elements, zero-padded
   const float* xo = nullptr;
+  bool prefetch = false;          // dot: the packed / x12 loops prefetch their weights
 };
-Bf16X PrepareBf16X(const bf16* x, size_t cols);
+Bf16X PrepareBf16X(const bf16* x, size_t cols, const GemvVariants& variants);
 
 // y[r] for r in [r0, r1) (y indexed by row of W). Row-major: any range. Packed
 // (`rows` = the matrix's rows): r0 % kPanelRows == 0 and r1 % kPanelRows == 0 or r1 == rows.
@@ -45,7 +47,8 @@ struct QuantX {
   bool avx512_vnni = false;  // that loop is QuantRowsVnni (gemv_quant_vnni.h)
   const void* act = nullptr;  // internal::Q8Activations
 };
-QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols);  // cols % 32 == 0
+QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols,
+                     const GemvVariants& variants);  // cols % 32 == 0
 // y[r] for r in [r0, r1) of W in `format` blocks (r0 % 4 == 0).
 void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y);
 

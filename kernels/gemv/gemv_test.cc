@@ -27,25 +27,27 @@ const Shape kShapes[] = {{1, 1},   {1, 2},    {3, 5},   {4, 31},  {5, 33},
                          {7, 63},  {8, 64},   {9, 65},  {13, 100}, {17, 127},
                          {31, 129}, {64, 256}, {33, 1000}, {130, 2048}};
 
-// Runs `check` with the vdpbf16ps path on (where the CPU has it) and off.
+// Runs check(variants) with the vdpbf16ps path on (where the CPU has it), with and
+// without software prefetch, and off.
 template <typename Fn>
 void ForEachBf16DotSetting(const Fn& check) {
-  for (bool dot : {true, false}) {
-    SetGemvBf16DotEnabled(dot);
-    SCOPED_TRACE(dot ? "vdpbf16ps allowed" : "vdpbf16ps off");
-    check();
+  for (int mode = 0; mode < 3; ++mode) {
+    GemvVariants v;
+    v.bf16_dot = mode < 2;
+    v.prefetch = mode == 0;
+    SCOPED_TRACE(mode == 0 ? "vdpbf16ps allowed, prefetch" : mode == 1 ? "vdpbf16ps allowed, no prefetch" : "vdpbf16ps off");
+    check(v);
   }
-  SetGemvBf16DotEnabled(true);
 }
 
 TEST(Gemv, RowMajorMatchesReferenceOnEveryTarget) {
-  ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
+  ForEachBf16DotSetting([](const GemvVariants& v) { ForEachTarget([&v](const char*) {
     for (const Shape& s : kShapes) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       CheckAgainstReference(
           s.rows, s.cols,
-          [](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
-             ThreadPool* pool) { Gemv(w, rows, cols, x, y, pool); },
+          [&v](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
+             ThreadPool* pool) { Gemv(w, rows, cols, x, y, pool, v); },
           /*pack=*/false);
       if (::testing::Test::HasFatalFailure()) return;
     }
@@ -53,13 +55,13 @@ TEST(Gemv, RowMajorMatchesReferenceOnEveryTarget) {
 }
 
 TEST(Gemv, PackedMatchesReferenceOnEveryTarget) {
-  ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
+  ForEachBf16DotSetting([](const GemvVariants& v) { ForEachTarget([&v](const char*) {
     for (const Shape& s : kShapes) {
       SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
       CheckAgainstReference(
           s.rows, s.cols,
-          [](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
-             ThreadPool* pool) { PackedGemv(w, rows, cols, x, y, pool); },
+          [&v](const bf16* w, size_t rows, size_t cols, const auto* x, auto* y,
+             ThreadPool* pool) { PackedGemv(w, rows, cols, x, y, pool, v); },
           /*pack=*/true);
       if (::testing::Test::HasFatalFailure()) return;
     }
@@ -119,7 +121,7 @@ TEST(Gemv, PackedAndRowMajorAreBitIdentical) {
 
 TEST(Gemv, PackedAndRowMajorAreBitIdenticalWithBf16X) {
   // Decode's case: bf16 activations (the vdpbf16ps path where the CPU has it).
-  ForEachBf16DotSetting([] { ForEachTarget([](const char*) {
+  ForEachBf16DotSetting([](const GemvVariants& v) { ForEachTarget([&v](const char*) {
     for (const Shape& s : kShapes) {
       const auto w = RandomBf16(s.rows * s.cols, 3 + s.rows + s.cols);
       const auto x = RandomBf16(s.cols, 5 + s.cols, 2.0f);
@@ -127,8 +129,8 @@ TEST(Gemv, PackedAndRowMajorAreBitIdenticalWithBf16X) {
       PackGemvWeights(w.data(), s.rows, s.cols, packed.data());
       std::vector<bf16> a(s.rows), b(s.rows);
       ThreadPool pool(2);
-      Gemv(w.data(), s.rows, s.cols, x.data(), a.data(), &pool);
-      PackedGemv(packed.data(), s.rows, s.cols, x.data(), b.data(), nullptr);
+      Gemv(w.data(), s.rows, s.cols, x.data(), a.data(), &pool, v);
+      PackedGemv(packed.data(), s.rows, s.cols, x.data(), b.data(), nullptr, v);
       for (size_t r = 0; r < s.rows; ++r) {
         ASSERT_EQ(a[r].bits, b[r].bits) << s.rows << "x" << s.cols << " row " << r;
       }
@@ -137,9 +139,9 @@ TEST(Gemv, PackedAndRowMajorAreBitIdenticalWithBf16X) {
 }
 
 TEST(Gemv, ReportsTheBf16DotPath) {
-  SetGemvBf16DotEnabled(false);
-  EXPECT_FALSE(GemvUsesBf16Dot());
-  SetGemvBf16DotEnabled(true);
+  GemvVariants off;
+  off.bf16_dot = false;
+  EXPECT_FALSE(GemvUsesBf16Dot(off));
   std::printf("GEMV target: %s\n", GemvTargetName());
 }
 

@@ -62,15 +62,16 @@ struct Matrix {
 
 // The single-row GEMV of a format (the unfused launch the fused kernels replace).
 template <typename YT>
-inline void UnfusedGemv(WeightFormat f, const FusedWeight& w, size_t cols, const bf16* x, YT* y, ThreadPool* pool) {
+inline void UnfusedGemv(WeightFormat f, const FusedWeight& w, size_t cols, const bf16* x, YT* y, ThreadPool* pool,
+                        const GemvVariants& v = GemvVariants()) {
   if (formats::IsBlockFormat(f)) {
-    QuantGemv(f, QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
+    QuantGemv(f, QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool, v);
   } else if (f == WeightFormat::kBf16Packed) {
-    PackedGemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
+    PackedGemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool, v);
   } else if (f == WeightFormat::kBf16X12) {
-    X12Gemv(static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool);
+    X12Gemv(static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool, v);
   } else {
-    Gemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool);
+    Gemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool, v);
   }
 }
 
@@ -84,24 +85,24 @@ inline void ExpectBitEqual(const std::vector<T>& want, const T* got, const char*
   }
 }
 
-// fn(format, pool) for every target, both bf16 GEMV paths (vdpbf16ps and widening),
-// both int8 paths (VNNI and Highway), every format, 1-3 threads.
+// fn(format, pool, variants) for every target, both bf16 GEMV paths (vdpbf16ps and
+// widening) and both prefetch settings, both int8 paths (VNNI and Highway), every
+// format, 1-3 threads.
 template <typename Fn>
 void ForEachConfiguration(const Fn& fn) {
   ThreadPool pool2(2), pool3(3);
   ForEachTarget([&](const char*) {
     for (bool fast : {true, false}) {
-      SetGemvBf16DotEnabled(fast);
-      SetQuantGemvVnniEnabled(fast);
+      GemvVariants v;
+      v.bf16_dot = v.vnni = fast;
+      v.prefetch = !fast;  // both settings, each with one bf16 loop
       SCOPED_TRACE(fast ? "vdpbf16ps / VNNI where present" : "widening / Highway int8 loops");
       for (WeightFormat f : formats::kAllWeightFormats) {
         SCOPED_TRACE(formats::Name(f));
-        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) fn(f, pool, v);
       }
     }
   });
-  SetGemvBf16DotEnabled(true);
-  SetQuantGemvVnniEnabled(true);
 }
 
 }  // namespace dk::kernels::testing

@@ -32,7 +32,7 @@ constexpr size_t kHeaderBytes = formats::kX12HeaderBytes;
 constexpr char kMagic[8] = "DKX12v1";
 constexpr uint32_t kModeBlocks = 0, kModePlain = 1;
 // Software prefetch distance of the kernel, in blocks (6 KiB), for all 12 lines of a
-// block, non-temporal, where GemvSoftwarePrefetch() (gemv.h) says to prefetch at all.
+// block, non-temporal, where GemvVariants::prefetch (gemv_variants.h) says to prefetch at all.
 // Prefetching only two lines per block left the rest to the hardware prefetcher, which
 // fell behind one core's x12 stream; shorter distances hurt most on 1 thread and in the
 // fast bandwidth mode, where each core must stream the most (docs/gemv-kernels.md).
@@ -177,11 +177,10 @@ DK_X12_TARGET inline void Block(const uint8_t* x12, const Geometry& g, const uin
 // The vdpbf16ps loop of gemv_avx512bf16.cc (chunk c into accumulator c % 2, the two
 // added and reduced at the end) on weights rebuilt in registers: bit-identical to it.
 DK_X12_TARGET void PanelsDpBf16(const uint8_t* x12, const Geometry& g, size_t p0, size_t p1, const bf16* x,
-                                float* y) {
+                                float* y, bool prefetch) {
   const size_t full = g.chunks / 2;
   // The range's first blocks and tables up front: the loop prefetches kPrefetchBlocks
   // ahead, and a task range is a new stream (small GEMVs are mostly such starts).
-  const bool prefetch = GemvSoftwarePrefetch();  // per CPU, see gemv.h
   if (prefetch) {
     PrefetchNta(x12 + p0 * g.pairs * kBlockBytes, std::min(kPrefetchBlocks, (p1 - p0) * g.pairs) * kBlockBytes);
     PrefetchNta(x12 + g.tables + p0 * g.pairs * kTableBytes, 1);
@@ -284,9 +283,10 @@ void PanelAllTokens(const uint8_t* x12, const Geometry& g, size_t p, size_t n, c
 // Panels [p0, p1) of a blocks-mode matrix rebuilt in the packed panel layout (gemv.h)
 // into `out`: each compact row as Block rebuilds it, raw blocks copied (they are in
 // that layout already), an odd last chunk's missing half skipped.
-DK_X12_TARGET void DecodePanels(const uint8_t* x12, const Geometry& g, size_t p0, size_t p1, bf16* out) {
+// `prefetch` as PanelsDpBf16: one stream of blocks.
+DK_X12_TARGET void DecodePanels(const uint8_t* x12, const Geometry& g, size_t p0, size_t p1, bf16* out,
+                                bool prefetch) {
   constexpr size_t kPanel = kPanelRows * kChunkCols;
-  const bool prefetch = GemvSoftwarePrefetch();  // as PanelsDpBf16: one stream of blocks
   for (size_t p = p0; p < p1; ++p) {
     bf16* panel = out + (p - p0) * g.chunks * kPanel;
     for (size_t q = 0; q < g.pairs; ++q) {
@@ -325,9 +325,10 @@ void StoreRows(const float* src, size_t n, bf16* y) {
 }
 
 template <typename YT>
-void Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, YT* y, ThreadPool* pool) {
+void Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, YT* y, ThreadPool* pool,
+          const GemvVariants& variants) {
   if (rows == 0) return;
-  const internal::Bf16X px = internal::PrepareBf16X(x, cols);
+  const internal::Bf16X px = internal::PrepareBf16X(x, cols, variants);
   const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
   ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
     const size_t r0 = p0 * kPanelRows, r1 = std::min(rows, p1 * kPanelRows);
@@ -492,11 +493,13 @@ void UnpackX12GemvRow(const uint8_t* x12, size_t rows, size_t cols, size_t row, 
   }
 }
 
-void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, float* y, ThreadPool* pool) {
-  Gemv(x12, rows, cols, x, y, pool);
+void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, float* y, ThreadPool* pool,
+             const GemvVariants& variants) {
+  Gemv(x12, rows, cols, x, y, pool, variants);
 }
-void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, bf16* y, ThreadPool* pool) {
-  Gemv(x12, rows, cols, x, y, pool);
+void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
+             const GemvVariants& variants) {
+  Gemv(x12, rows, cols, x, y, pool, variants);
 }
 
 namespace internal {
@@ -506,7 +509,7 @@ void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, siz
   const Geometry g = Geo(rows, x.cols);
   if (Plain(x12, g)) return Bf16PackedRows(reinterpret_cast<const bf16*>(x12), rows, x, r0, r1, y);
   const size_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
-  if (x.dot) return PanelsDpBf16(x12, g, p0, p1, x.padded, y);
+  if (x.dot) return PanelsDpBf16(x12, g, p0, p1, x.padded, y, x.prefetch);
   // No vdpbf16ps: each panel unpacked to the packed layout, then PackedGemv's loop.
   bf16* panel = Scratch<bf16>(g.chunks * kPanelRows * kChunkCols);
   for (size_t p = p0; p < p1; ++p) {
@@ -516,13 +519,14 @@ void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, siz
   }
 }
 
-const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch) {
+const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch,
+                              const Bf16X& x) {
   const Geometry g = Geo(rows, cols);
   DK_CHECK(p0 <= p1 && p1 <= g.panels);
   const size_t panel = g.chunks * kPanelRows * kChunkCols;
   if (Plain(x12, g)) return reinterpret_cast<const bf16*>(x12) + p0 * panel;
-  if (GemvUsesBf16Dot()) {  // AVX512_BF16 CPUs (and not switched off for tests)
-    DecodePanels(x12, g, p0, p1, scratch);
+  if (x.dot) {  // AVX512_BF16 CPUs (and not switched off)
+    DecodePanels(x12, g, p0, p1, scratch, x.prefetch);
   } else {
     for (size_t p = p0; p < p1; ++p) DecodePanel(x12, g, p, scratch + (p - p0) * panel);
   }

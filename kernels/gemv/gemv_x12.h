@@ -37,7 +37,7 @@
 // Padding (rows to a multiple of 8, columns to 64) is zero.
 //
 // All GEMV entry points take bf16 x (the layout's fast path is a vdpbf16ps loop;
-// without AVX512_BF16, or with SetGemvBf16DotEnabled(false), each panel is unpacked to the
+// without AVX512_BF16, or with GemvVariants::bf16_dot false, each panel is unpacked to the
 // packed layout in per-thread scratch and run through PackedGemv's inner loop).
 // Thread-safety: as Gemv (gemv.h).
 #ifndef DK_KERNELS_GEMV_GEMV_X12_H_
@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
@@ -79,8 +80,10 @@ X12PackStats X12GemvStats(const uint8_t* x12, size_t rows, size_t cols);
 void UnpackX12GemvRow(const uint8_t* x12, size_t rows, size_t cols, size_t row, bf16* out);
 
 // y = W x with W packed by PackX12GemvWeights for the same rows, cols.
-void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, float* y, ThreadPool* pool);
-void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, bf16* y, ThreadPool* pool);
+void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, float* y, ThreadPool* pool,
+             const GemvVariants& variants = GemvVariants());
+void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
+             const GemvVariants& variants = GemvVariants());
 
 namespace internal {
 struct Bf16X;  // gemv_rows.h
@@ -97,10 +100,12 @@ void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, 
 
 // Panels [p0, p1) of the ceil(rows / 8) in the packed panel layout (gemv.h), bit for
 // bit: a plain matrix's own, else rebuilt into `scratch` ((p1 - p0) *
-// PackedGemvElements(8, cols) elements, any alignment). For many token rows over one
+// PackedGemvElements(8, cols) elements, any alignment), decoded by the loop x's
+// variants chose (x: a token row prepared for this matrix; x.dot, x.prefetch). For many token rows over one
 // tile of weights: rebuilding it once costs little next to m rows of vdpbf16ps, and
 // the packed kernel's tiles then need no decode registers.
-const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch);
+const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size_t p0, size_t p1, bf16* scratch,
+                              const Bf16X& x);
 }  // namespace internal
 
 }  // namespace dk::kernels

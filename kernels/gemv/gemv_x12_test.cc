@@ -10,6 +10,7 @@
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_check.h"
 #include "kernels/gemv/gemv_ref.h"
+#include "kernels/gemv/gemv_rows.h"
 #include "kernels/testing/targets.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
@@ -80,13 +81,13 @@ const size_t kCols[] = {1, 31, 32, 33, 64, 65, 96, 100, 160, 576};
 TEST(X12Gemv, IsPackedGemvBitForBit) {
   ThreadPool pool2(2), pool3(3);
   size_t with_raw = 0, compact = 0, plain = 0;  // matrices packed each way
-  const bool prefetch = GemvSoftwarePrefetch();
   ForEachTarget([&](const char*) {
     for (int mode = 0; mode < 3; ++mode) {
-      // vdpbf16ps with and without software prefetch (gemv.h), then the widening loops.
+      // vdpbf16ps with and without software prefetch (gemv_variants.h), then the widening loops.
       const bool dot = mode < 2;
-      SetGemvBf16DotEnabled(dot);
-      SetGemvSoftwarePrefetch(mode == 0);
+      GemvVariants v;
+      v.bf16_dot = dot;
+      v.prefetch = mode == 0;
       SCOPED_TRACE(mode == 0 ? "vdpbf16ps where present, prefetch" : dot ? "vdpbf16ps where present, no prefetch" : "widening loops");
       for (Values kind : {Values::kNarrow, Values::kSpiky, Values::kWild}) {
         for (size_t rows : kRows) {
@@ -100,10 +101,10 @@ TEST(X12Gemv, IsPackedGemvBitForBit) {
             for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
               std::vector<float> want_f(rows), got_f(rows, -1.0f);
               std::vector<bf16> want_b(rows), got_b(rows, bf16{0xffff});
-              PackedGemv(p.plain.data.data(), rows, cols, x.data(), want_f.data(), pool);
-              PackedGemv(p.plain.data.data(), rows, cols, x.data(), want_b.data(), pool);
-              X12Gemv(p.x12.data(), rows, cols, x.data(), got_f.data(), pool);
-              X12Gemv(p.x12.data(), rows, cols, x.data(), got_b.data(), pool);
+              PackedGemv(p.plain.data.data(), rows, cols, x.data(), want_f.data(), pool, v);
+              PackedGemv(p.plain.data.data(), rows, cols, x.data(), want_b.data(), pool, v);
+              X12Gemv(p.x12.data(), rows, cols, x.data(), got_f.data(), pool, v);
+              X12Gemv(p.x12.data(), rows, cols, x.data(), got_b.data(), pool, v);
               ExpectBitEqual(want_f, got_f, what + " f32 y");
               ExpectBitEqual(want_b, got_b, what + " bf16 y");
             }
@@ -112,8 +113,6 @@ TEST(X12Gemv, IsPackedGemvBitForBit) {
       }
     }
   });
-  SetGemvBf16DotEnabled(true);
-  SetGemvSoftwarePrefetch(prefetch);
   EXPECT_GT(compact, 0u);
   EXPECT_GT(with_raw, 0u);
   EXPECT_GT(plain, 0u);
@@ -201,7 +200,11 @@ TEST(X12Gemv, RowsUnpackToTheOriginal) {
 // an odd chunk count, a partial last panel, a range from a later panel.
 TEST(X12Gemv, PanelsRebuildToThePackedLayout) {
   for (bool dot : {true, false}) {
-    SetGemvBf16DotEnabled(dot);
+    GemvVariants v;
+    v.bf16_dot = dot;
+    internal::Bf16X x;  // only its loop matters here
+    x.dot = GemvUsesBf16Dot(v);
+    x.prefetch = v.prefetch;
     for (Values kind : {Values::kNarrow, Values::kSpiky, Values::kWild}) {
       for (size_t cols : {33, 100, 576}) {
         const size_t rows = 61, panels = 8, panel = PackedGemvElements(kPanelRows, cols);
@@ -209,20 +212,20 @@ TEST(X12Gemv, PanelsRebuildToThePackedLayout) {
         for (size_t p0 : {0, 3}) {
           SCOPED_TRACE(::testing::Message() << Name(kind) << " cols=" << cols << " p0=" << p0 << " dot=" << dot);
           std::vector<bf16> scratch((panels - p0) * panel + 1);  // misaligned by one element
-          const bf16* got = internal::X12PanelsAsPacked(p.x12.data(), rows, cols, p0, panels, scratch.data() + 1);
+          const bf16* got = internal::X12PanelsAsPacked(p.x12.data(), rows, cols, p0, panels, scratch.data() + 1, x);
           EXPECT_EQ(std::memcmp(got, p.plain.data.data() + p0 * panel, (panels - p0) * panel * sizeof(bf16)), 0);
         }
       }
     }
   }
-  SetGemvBf16DotEnabled(true);
 }
 
 TEST(X12Gemv, MatchesTheF64Reference) {
   ThreadPool pool2(2);
   ForEachTarget([&](const char*) {
     for (bool dot : {true, false}) {
-      SetGemvBf16DotEnabled(dot);
+      GemvVariants v;
+      v.bf16_dot = dot;
       for (Values kind : {Values::kNarrow, Values::kSpiky}) {
         for (size_t cols : {size_t{33}, size_t{160}, size_t{2048}}) {
           const size_t rows = 40;
@@ -235,15 +238,14 @@ TEST(X12Gemv, MatchesTheF64Reference) {
           const std::vector<double> ref = ref::Gemv(w.data(), rows, cols, xf.data(), &abs_sum);
           std::vector<float> y(rows);
           std::vector<bf16> yb(rows);
-          X12Gemv(p.x12.data(), rows, cols, x.data(), y.data(), &pool2);
-          X12Gemv(p.x12.data(), rows, cols, x.data(), yb.data(), &pool2);
+          X12Gemv(p.x12.data(), rows, cols, x.data(), y.data(), &pool2, v);
+          X12Gemv(p.x12.data(), rows, cols, x.data(), yb.data(), &pool2, v);
           testing::ExpectClose(ref, abs_sum, y.data(), rows, Name(kind));
           testing::ExpectClose(ref, abs_sum, yb.data(), rows, Name(kind));
         }
       }
     }
   });
-  SetGemvBf16DotEnabled(true);
 }
 
 }  // namespace

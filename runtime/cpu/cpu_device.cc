@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <iterator>
 #include <map>
@@ -12,12 +13,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "elf/elf.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/gemv_x12.h"
 #include "registry/registry.h"
 #include "runtime/cpu/cpu_bo.h"
 #include "runtime/cpu/cpu_kernels.h"
+#include "runtime/cpu/gemv_tuner.h"
 #include "util/status.h"
 
 namespace dk::runtime {
@@ -46,9 +51,52 @@ bool PrefetchOn(const CpuDeviceOptions& options) {
                                                   : options.gemv_prefetch == Prefetch::kOn;
 }
 
+// The variants gemv_tune leaves to measurement (nullopt) and those the options force.
+cpu::GemvVariantPolicy PolicyOf(const CpuDeviceOptions& options) {
+  using Prefetch = CpuDeviceOptions::Prefetch;
+  cpu::GemvVariantPolicy p;
+  if (!options.gemv_bf16dot) p.bf16_dot = false;
+  if (!options.gemv_vnni) p.vnni = false;
+  if (options.gemv_prefetch != Prefetch::kAuto) p.prefetch = options.gemv_prefetch == Prefetch::kOn;
+  return p;
+}
+
+// A GEMV weight of a launch: its shape and, for a STATIC weight (written before the
+// program loads, as the decoder does), its bytes.
+struct GemvWeight {
+  cpu::GemvShape shape;
+  const uint8_t* bytes = nullptr;
+};
+
+// One GEMV y = W x of `shape` on `w` with `variants`: what the tuner times.
+void RunGemvOnce(const cpu::GemvShape& shape, const uint8_t* w, const kernels::GemvVariants& variants,
+                 const bf16* x, float* y, ThreadPool* pool) {
+  const size_t rows = shape.rows, cols = shape.cols;
+  switch (shape.format) {
+    case formats::WeightFormat::kBf16RowMajor:
+      return kernels::Gemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
+    case formats::WeightFormat::kBf16Packed:
+      return kernels::PackedGemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
+    case formats::WeightFormat::kBf16X12:
+      return kernels::X12Gemv(w, rows, cols, x, y, pool, variants);
+    default:
+      return kernels::QuantGemv(shape.format, kernels::QuantActivations::kInt8, w, rows, cols, x, y, pool,
+                                variants);
+  }
+}
+
+kernels::GemvVariants VariantsOf(const CpuDeviceOptions& options) {
+  kernels::GemvVariants v;
+  v.bf16_dot = options.gemv_bf16dot;
+  v.vnni = options.gemv_vnni;
+  v.prefetch = PrefetchOn(options);
+  return v;
+}
+
 class CpuElf final : public LoadedElf {
  public:
   std::string name_;
+  std::vector<const LaunchOp*> gemvs_;          // the launches with GEMV weights, in order
   std::vector<std::vector<LaunchOp>> groups_;  // launches per group
   std::vector<bool> team_ok_;                   // per group: runs as one team run
   std::unique_ptr<internal::Team> team_;        // the team runs' state (the groups' most launches)
@@ -119,11 +167,9 @@ class CpuDevice final : public Device {
       : validator_(std::make_shared<cpu::Validator>()),
         pool_(pool ? pool : &SharedThreadPool()),
         options_(cpu),
-        spin_(SpinIterations(cpu, *pool_)) {
+        spin_(SpinIterations(cpu, *pool_)),
+        variants_(VariantsOf(cpu)) {
     validator_->enabled = options.validate;
-    kernels::SetGemvBf16DotEnabled(cpu.gemv_bf16dot);
-    kernels::SetQuantGemvVnniEnabled(cpu.gemv_vnni);
-    kernels::SetGemvSoftwarePrefetch(PrefetchOn(cpu));
     if (options_.device_thread) thread_ = std::thread([this] { DeviceLoop(); });
   }
   ~CpuDevice() override {
@@ -137,8 +183,13 @@ class CpuDevice final : public Device {
   }
 
   std::string description() const override {
-    return absl::StrCat("cpu (", kernels::GemvTargetName(), ", ", pool_->num_threads(), " threads",
-                        validator_->enabled ? ", validating" : "", ")");
+    std::string d = absl::StrCat("cpu (", kernels::GemvTargetName(variants_), ", ", pool_->num_threads(), " threads",
+                                 validator_->enabled ? ", validating" : "", ")");
+    if (!choices_.empty()) {
+      absl::StrAppend(&d, "; GEMV variants (tuning took ", absl::StrFormat("%.2f", tune_ms_ / 1e3),
+                      " s): ", absl::StrJoin(ChoiceLines(), "; "));
+    }
+    return d;
   }
 
   absl::StatusOr<std::unique_ptr<BufferObject>> Allocate(const std::string& name, size_t bytes,
@@ -160,17 +211,20 @@ class CpuDevice final : public Device {
     }
     auto elf = std::make_unique<CpuElf>();
     elf->name_ = elf_name;
+    std::vector<std::vector<std::vector<GemvWeight>>> weights;  // per group, per launch
     std::map<std::string, int> bo_index;
     for (int i = 0; i < program.bos_size(); ++i) bo_index[program.bos(i).name()] = i;
     for (int s = 0; s < program.steps_size(); ++s) {
       if (!program.steps(s).has_group()) continue;
       const elf::LaunchGroup& g = program.steps(s).group();
       std::vector<LaunchOp> ops;
+      weights.emplace_back();
       for (int j = 0; j < g.launches_size(); ++j) {
         LaunchOp op;
         op.where = absl::StrCat("ELF '", elf_name, "', group '", g.name(), "', launch ", j, " (",
                                 g.launches(j).kernel_symbol(), ")");
-        DK_RETURN_IF_ERROR(LoadLaunch(program, g.launches(j), bo_index, bos, &op));
+        weights.back().emplace_back();
+        DK_RETURN_IF_ERROR(LoadLaunch(program, g.launches(j), bo_index, bos, &op, &weights.back().back()));
         ops.push_back(std::move(op));
       }
       elf->team_ok_.push_back(options_.team_runs && TeamOk(ops));
@@ -179,10 +233,23 @@ class CpuDevice final : public Device {
     size_t most = 1;
     for (const auto& g : elf->groups_) most = std::max(most, g.size());
     elf->team_ = std::make_unique<internal::Team>(most);
+    if (options_.gemv_tune) TuneLaunches(elf->groups_, weights);
+    for (size_t g = 0; g < elf->groups_.size(); ++g) {
+      for (size_t j = 0; j < elf->groups_[g].size(); ++j) {
+        if (!weights[g][j].empty()) elf->gemvs_.push_back(&elf->groups_[g][j]);
+      }
+    }
     return elf;
   }
 
   const std::vector<KernelTime>& kernel_times() const { return times_; }
+  const kernels::GemvVariants& variants() const { return variants_; }
+  double tune_seconds() const { return tune_ms_ / 1e3; }
+  std::vector<std::string> ChoiceLines() const {
+    std::vector<std::string> lines;
+    for (const auto& [shape, choice] : choices_) lines.push_back(choice.Line());
+    return lines;
+  }
   void ResetKernelTimes() {
     for (KernelTime& t : times_) t = {t.symbol};
   }
@@ -241,7 +308,7 @@ class CpuDevice final : public Device {
   // One launch: its kernel's row (looked up once, here), bound BOs, parameters, the
   // row's check of its operands, its team role and its timing slot.
   absl::Status LoadLaunch(const elf::Program& program, const elf::Launch& l, const std::map<std::string, int>& bo_index,
-                          const std::vector<BufferObject*>& bos, LaunchOp* op) {
+                          const std::vector<BufferObject*>& bos, LaunchOp* op, std::vector<GemvWeight>* gemv_weights) {
     const registry::Kernel* kernel = nullptr;
     auto variant = registry::FindSymbol(l.kernel_symbol(), &kernel);
     if (!variant.ok()) return absl::NotFoundError(absl::StrCat(op->where, ": ", variant.status().message()));
@@ -253,6 +320,7 @@ class CpuDevice final : public Device {
     for (const auto& b : l.bindings()) bound[b.param()] = b.bo();
     DK_RETURN_IF_ERROR(BindLaunch(l, *kernel, bo_index, bos, bound, op));
     op->eps = program.model().rms_eps();
+    op->gemv = variants_;
     if (options_.kernel_times) {
       for (const auto& [param, name] : bound) {
         if (registry::IsWeightParam(*kernel, param)) {
@@ -265,7 +333,94 @@ class CpuDevice final : public Device {
     }
     DK_RETURN_IF_ERROR(op->kernel->check(cpu::LaunchBinding(program, **variant, bound, bo_index, op)));
     op->team = op->kernel->team(*op);
+    // The GEMV weights whose variants the device chooses (the K-split GEMV has none).
+    if (kernel->id() != "gemv_ksplit") {
+      for (const auto& [param, name] : bound) {
+        if (!registry::IsWeightParam(*kernel, param)) continue;
+        const int i = bo_index.at(name);
+        const elf::BufferObject& b = program.bos(i);
+        if (b.shape_size() != 2) continue;
+        GemvWeight w{{op->format, b.shape(0), b.shape(1)}, nullptr};
+        if (b.category() == elf::STATIC) w.bytes = static_cast<const CpuBo*>(bos[i])->device();
+        gemv_weights->push_back(w);
+      }
+    }
     return absl::OkStatus();
+  }
+
+  // gemv_tune: each GEMV shape's variants measured (those of earlier programs kept) on
+  // the STATIC weights of that shape, and every GEMV launch given the candidate its
+  // weights take least time with together (its weights share a format, so a
+  // candidate list).
+  void TuneLaunches(std::vector<std::vector<LaunchOp>>& groups,
+                    const std::vector<std::vector<std::vector<GemvWeight>>>& weights) {
+    const cpu::GemvVariantPolicy policy = PolicyOf(options_);
+    std::map<cpu::GemvShape, std::vector<const uint8_t*>> by_shape;
+    for (const auto& g : weights) {
+      for (const auto& launch : g) {
+        for (const GemvWeight& w : launch) {
+          std::vector<const uint8_t*>& list = by_shape[w.shape];
+          if (w.bytes && std::find(list.begin(), list.end(), w.bytes) == list.end()) list.push_back(w.bytes);
+        }
+      }
+    }
+    std::vector<cpu::GemvTuneRequest> requests;
+    size_t max_rows = 0, max_cols = 0;
+    for (const auto& [shape, list] : by_shape) {
+      if (choices_.count(shape)) continue;
+      // A shape without a STATIC weight to time runs the default.
+      std::vector<kernels::GemvVariants> candidates = cpu::GemvCandidates(shape.format, policy);
+      if (list.empty()) candidates.resize(1);
+      requests.push_back({shape, candidates});
+      max_rows = std::max<size_t>(max_rows, shape.rows);
+      max_cols = std::max<size_t>(max_cols, shape.cols);
+    }
+    if (!requests.empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<bf16> x(max_cols);
+      for (size_t k = 0; k < x.size(); ++k) x[k] = F32ToBf16(0.01f * static_cast<float>(k % 17) - 0.08f);
+      std::vector<float> y(max_rows);
+      cpu::GemvTuneOptions o;
+      o.cache_dir = options_.gemv_tune_cache;
+      o.threads = pool_->num_threads();
+      o.clock_ns = options_.gemv_tune_clock;
+      std::string warning;
+      const std::vector<cpu::GemvChoice> chosen = cpu::TuneGemvs(
+          requests,
+          [&](const cpu::GemvShape& shape, const kernels::GemvVariants& v) {
+            for (const uint8_t* w : by_shape.at(shape)) RunGemvOnce(shape, w, v, x.data(), y.data(), pool_);
+            if (options_.gemv_tune_pass_done) options_.gemv_tune_pass_done(shape.rows, shape.cols, v);
+          },
+          o, &warning);
+      if (!warning.empty()) std::fprintf(stderr, "warning: %s (the tuning is measured again next time)\n", warning.c_str());
+      for (const cpu::GemvChoice& c : chosen) choices_[c.shape] = c;
+      tune_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t j = 0; j < groups[g].size(); ++j) {
+        if (!weights[g][j].empty()) groups[g][j].gemv = LaunchChoice(weights[g][j], by_shape);
+      }
+    }
+  }
+
+  // One launch's variants: its single shape's choice, or for several weights the
+  // candidate with the least time over them (each shape's pass time per weight).
+  kernels::GemvVariants LaunchChoice(const std::vector<GemvWeight>& ws,
+                                     const std::map<cpu::GemvShape, std::vector<const uint8_t*>>& by_shape) const {
+    const cpu::GemvChoice& first = choices_.at(ws[0].shape);
+    std::vector<double> total(first.candidates.size(), 0.0);
+    for (const GemvWeight& w : ws) {
+      const cpu::GemvChoice& c = choices_.at(w.shape);
+      if (c.candidates != first.candidates || c.ns.empty()) return first.candidates[0];
+      if (ws.size() == 1) return c.variants();
+      const double n = std::max<size_t>(1, by_shape.at(w.shape).size());
+      for (size_t k = 0; k < total.size(); ++k) total[k] += c.ns[k] / n;
+    }
+    size_t best = 0;
+    for (size_t k = 1; k < total.size(); ++k) {
+      if (total[k] < total[best]) best = k;
+    }
+    return total[best] < total[0] * (1.0 - cpu::kKeepDefaultWithin) ? first.candidates[best] : first.candidates[0];
   }
 
   void DeviceLoop() {
@@ -382,6 +537,9 @@ class CpuDevice final : public Device {
   ThreadPool* pool_;
   const CpuDeviceOptions options_;
   const int spin_;
+  const kernels::GemvVariants variants_;  // every launch's (CpuDeviceOptions) unless tuned
+  std::map<cpu::GemvShape, cpu::GemvChoice> choices_;  // gemv_tune: each shape's, once measured
+  double tune_ms_ = 0;  // the tuning's wall time (cache reads included)
   std::thread thread_;  // with options_.device_thread
   std::mutex mu_;
   std::condition_variable cv_;
@@ -408,7 +566,7 @@ std::string CpuDeviceOptions::Describe() const {
   return absl::StrCat("host_spin=", host_spin < 0 ? std::string("auto") : absl::StrCat(host_spin),
                       " device_thread=", device_thread ? 1 : 0, " team_runs=", team_runs ? 1 : 0,
                       " kernel_times=", kernel_times ? 1 : 0, " gemv_bf16dot=", gemv_bf16dot ? 1 : 0,
-                      " gemv_vnni=", gemv_vnni ? 1 : 0, " gemv_prefetch=", prefetch);
+                      " gemv_vnni=", gemv_vnni ? 1 : 0, " gemv_prefetch=", prefetch, " gemv_tune=", gemv_tune ? 1 : 0);
 }
 
 const uint8_t* CpuBoDeviceBytes(const BufferObject& bo) {
@@ -423,6 +581,29 @@ std::vector<KernelTime> CpuKernelTimes(const Device& device) {
 
 void ResetCpuKernelTimes(Device& device) {
   if (auto* cpu = dynamic_cast<CpuDevice*>(&device)) cpu->ResetKernelTimes();
+}
+
+kernels::GemvVariants CpuGemvVariants(const Device& device) {
+  const auto* cpu = dynamic_cast<const CpuDevice*>(&device);
+  return cpu != nullptr ? cpu->variants() : kernels::GemvVariants();
+}
+
+std::vector<std::string> CpuGemvChoices(const Device& device) {
+  const auto* cpu = dynamic_cast<const CpuDevice*>(&device);
+  return cpu != nullptr ? cpu->ChoiceLines() : std::vector<std::string>{};
+}
+
+double CpuGemvTuneSeconds(const Device& device) {
+  const auto* cpu = dynamic_cast<const CpuDevice*>(&device);
+  return cpu != nullptr ? cpu->tune_seconds() : 0.0;
+}
+
+std::vector<kernels::GemvVariants> CpuLaunchGemvVariants(const LoadedElf& elf) {
+  std::vector<kernels::GemvVariants> out;
+  if (const auto* cpu = dynamic_cast<const CpuElf*>(&elf)) {
+    for (const LaunchOp* op : cpu->gemvs_) out.push_back(op->gemv);
+  }
+  return out;
 }
 
 std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool, const CpuDeviceOptions& cpu) {

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
+#include "kernels/gemv/gemv_variants.h"
 
 #include "runtime/runtime.h"
 #include "util/bf16.h"
@@ -51,15 +52,28 @@ struct CpuDeviceOptions {
   bool team_runs = true;
   // Time each kernel symbol's launches (CpuKernelTimes).
   bool kernel_times = false;
-  // GEMV kernel variants. They are process-wide (the kernels read them per call):
-  // making a device sets them for every GEMV that runs afterwards.
+  // GEMV kernel variants (kernels/gemv/gemv_variants.h), this device's alone: its
+  // launches pass them to the kernels, other devices in the process keep theirs.
   bool gemv_bf16dot = true;  // vdpbf16ps where the CPU has AVX512_BF16
   bool gemv_vnni = true;     // vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI
   enum class Prefetch { kAuto, kOn, kOff };
-  Prefetch gemv_prefetch = Prefetch::kAuto;  // kAuto: on for Intel CPUs (kernels/gemv/gemv.h)
+  Prefetch gemv_prefetch = Prefetch::kAuto;  // kAuto: on for Intel CPUs (kernels/gemv/gemv_variants.h)
+  // Choose each GEMV weight shape's variants by timing them when a program loads
+  // (runtime/cpu/gemv_tuner.h) instead of taking the fields above as they are. The
+  // fields then say what is forced: gemv_bf16dot / gemv_vnni false and gemv_prefetch
+  // kOn / kOff fix that variant, true and kAuto leave it to the measurement. Off by
+  // default here, so that tests do not depend on wall time; tools turn it on
+  // (--gemv_tune). Every variant gives the same bits: only the speed changes.
+  bool gemv_tune = false;
+  std::string gemv_tune_cache;  // cache directory of the timings ("": none)
+  std::function<int64_t()> gemv_tune_clock;  // the tuner's clock (null: steady_clock)
+  // Tests: called after each pass the tuner times, with the shape's rows and cols and
+  // the pass's variants (so that a fake clock can make one variant slow).
+  std::function<void(int64_t rows, int64_t cols, const kernels::GemvVariants&)> gemv_tune_pass_done;
 
   // "host_spin=auto device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=1
-  // gemv_vnni=1 gemv_prefetch=auto(off)" (what auto resolved to on this CPU).
+  // gemv_vnni=1 gemv_prefetch=auto(off) gemv_tune=0" (what auto resolved to on this
+  // CPU; with gemv_tune=1 the device's description says what was measured).
   std::string Describe() const;
 };
 
@@ -84,6 +98,22 @@ struct KernelTime {
 };
 std::vector<KernelTime> CpuKernelTimes(const Device& device);
 void ResetCpuKernelTimes(Device& device);
+
+// The GEMV variants a CPU device runs its launches with when not tuned (for another
+// device, the kernels' defaults).
+kernels::GemvVariants CpuGemvVariants(const Device& device);
+
+// With CpuDeviceOptions::gemv_tune, one line per GEMV weight shape of the programs the
+// device loaded, saying which variants it runs and why ("q8_0 8192x2048: no-vnni,
+// measured 1.210 ms vs vnni 2.050 ms (default vnni)"); none otherwise. The device's
+// description() ends with them.
+std::vector<std::string> CpuGemvChoices(const Device& device);
+// The wall time that tuning took on this device, cache reads included (0 without gemv_tune).
+double CpuGemvTuneSeconds(const Device& device);
+
+// The variants of each GEMV launch of a loaded ELF, in launch order (a CPU device's ELF
+// only; for tests and tools).
+std::vector<kernels::GemvVariants> CpuLaunchGemvVariants(const LoadedElf& elf);
 
 // Where the CPU host's embedding step reads a token's row: a row-major bf16 [vocab,
 // hidden] table, or, once the weights are in their BOs, the BOs of this CPU device

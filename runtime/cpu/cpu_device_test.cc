@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
+#include "runtime/cpu/gemv_tuner.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
@@ -356,25 +357,184 @@ TEST(CpuDevice, BlockFormatsWithoutAQuantizerAreReadOnlyAsStored) {
 namespace dk::runtime {
 namespace {
 
-// The GEMV variants are process-wide: making a device sets them, and Describe says
-// which are in force.
-TEST(CpuDevice, OptionsSetTheGemvVariantsAndDescribeThemselves) {
-  const bool vnni_here = kernels::QuantGemvUsesVnni(), dot_here = kernels::GemvUsesBf16Dot();
+// The GEMV variants are the device's: making a second device with other options
+// leaves the first one's alone, and Describe says which are asked for.
+TEST(CpuDevice, OptionsSetTheDevicesGemvVariantsAndDescribeThemselves) {
   CpuDeviceOptions cpu;
   cpu.gemv_vnni = false;
   cpu.gemv_bf16dot = false;
   cpu.gemv_prefetch = CpuDeviceOptions::Prefetch::kOn;
   cpu.host_spin = 7;
   auto device = MakeCpuDevice(DeviceOptions{}, nullptr, cpu);
-  EXPECT_FALSE(kernels::QuantGemvUsesVnni());
-  EXPECT_FALSE(kernels::GemvUsesBf16Dot());
-  EXPECT_TRUE(kernels::GemvSoftwarePrefetch());
+  EXPECT_FALSE(CpuGemvVariants(*device).vnni);
+  EXPECT_FALSE(CpuGemvVariants(*device).bf16_dot);
+  EXPECT_TRUE(CpuGemvVariants(*device).prefetch);
   EXPECT_EQ(cpu.Describe(),
-            "host_spin=7 device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=0 gemv_vnni=0 gemv_prefetch=on");
-  device = MakeCpuDevice(DeviceOptions{});  // the defaults again
-  EXPECT_EQ(kernels::QuantGemvUsesVnni(), vnni_here);
-  EXPECT_EQ(kernels::GemvUsesBf16Dot(), dot_here);
-  EXPECT_EQ(kernels::GemvSoftwarePrefetch(), kernels::GemvSoftwarePrefetchDefault());
+            "host_spin=7 device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=0 gemv_vnni=0 gemv_prefetch=on "
+            "gemv_tune=0");
+  cpu.gemv_prefetch = CpuDeviceOptions::Prefetch::kOff;
+  auto other = MakeCpuDevice(DeviceOptions{}, nullptr, cpu);
+  auto defaults = MakeCpuDevice(DeviceOptions{});
+  EXPECT_FALSE(CpuGemvVariants(*other).prefetch);
+  EXPECT_TRUE(CpuGemvVariants(*device).prefetch) << "another device changed this one's variants";
+  EXPECT_FALSE(CpuGemvVariants(*device).vnni);
+  EXPECT_EQ(CpuGemvVariants(*defaults), kernels::GemvVariants());
+  EXPECT_EQ(CpuGemvVariants(*defaults).prefetch, kernels::GemvSoftwarePrefetchDefault());
+}
+
+}  // namespace
+}  // namespace dk::runtime
+
+namespace dk::runtime {
+namespace {
+
+// A Q8_0 GEMV and a bf16 row-major one, each on a STATIC weight (zero bytes: valid
+// blocks of scale 0).
+elf::Program TwoGemvs() {
+  elf::Program p;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    schema_version: 1
+    model { name: "toy" rms_eps: 1e-5 }
+    bos { name: "wq" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 544 weight_tensor: "wq"
+          block_format: Q8_0 }
+    bos { name: "w" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 1024 weight_tensor: "w" }
+    bos { name: "x" shape: 64 dtype: BF16 category: WRITE size_bytes: 128 }
+    bos { name: "y" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    bos { name: "z" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    steps { group { name: "g" entry_symbol: "g"
+      launches { kernel_symbol: "dk_gemv_q8_0_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 64 }
+        bindings { param: "w" bo: "wq" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }
+      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 64 }
+        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "z" } } } }
+  )pb", &p));
+  return p;
+}
+
+std::string TuneDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  return std::string(base ? base : "/tmp") + "/" + name;
+}
+
+// gemv_tune: every GEMV shape gets a line saying what it runs and why; a forced
+// variant is the only candidate; without gemv_tune nothing is measured.
+TEST(CpuDevice, GemvTuneSaysWhatEachShapeRunsAndWhy) {
+  int reads = 0;
+  CpuDeviceOptions cpu;
+  cpu.gemv_tune = true;
+  cpu.gemv_tune_clock = [&reads] { return int64_t{1000} * ++reads; };  // every pass alike: defaults kept
+  Fixture f = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(f.elf);
+  const std::vector<std::string> lines = CpuGemvChoices(*f.device);
+  ASSERT_EQ(lines.size(), 2u);
+  const size_t q8 = cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size();
+  const size_t bf16 = cpu::GemvCandidates(formats::WeightFormat::kBf16RowMajor, {}).size();
+  EXPECT_EQ(lines[0].rfind("row_major 8x64: ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("q8_0 8x64: ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[0].find(" measured ") != std::string::npos, bf16 > 1) << lines[0];
+  EXPECT_EQ(lines[1].find(" measured ") != std::string::npos, q8 > 1) << lines[1];
+  EXPECT_EQ(reads > 0, q8 > 1 || bf16 > 1);
+  EXPECT_GT(CpuGemvTuneSeconds(*f.device), 0.0);
+  for (const kernels::GemvVariants& v : CpuLaunchGemvVariants(*f.elf)) EXPECT_EQ(v, kernels::GemvVariants());
+  EXPECT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 2u);
+  const std::string d = f.device->description();
+  EXPECT_NE(d.find("; GEMV variants (tuning took "), std::string::npos) << d;
+  EXPECT_NE(d.find(" s): row_major 8x64: "), std::string::npos) << d;
+
+  cpu.gemv_vnni = false;
+  Fixture forced = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(forced.elf);
+  EXPECT_EQ(CpuGemvChoices(*forced.device)[1], "q8_0 8x64: no-vnni, the only candidate");
+  EXPECT_FALSE(CpuLaunchGemvVariants(*forced.elf)[0].vnni);
+
+  Fixture untuned = Load(TwoGemvs(), /*validate=*/false);
+  EXPECT_TRUE(CpuGemvChoices(*untuned.device).empty());
+  EXPECT_EQ(CpuGemvTuneSeconds(*untuned.device), 0.0);
+  EXPECT_EQ(untuned.device->description().find("GEMV variants"), std::string::npos);
+}
+
+// The launch runs what was measured fastest: a fake clock that makes the default
+// (VNNI) passes three times slower than the Highway ones makes the device run
+// Highway int8.
+TEST(CpuDevice, GemvTuneRunsTheMeasuredFastestVariant) {
+  if (cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size() < 2) GTEST_SKIP() << "no VNNI here";
+  elf::Program p = TwoGemvs();
+  p.mutable_steps(0)->mutable_group()->mutable_launches()->RemoveLast();  // the Q8_0 GEMV alone
+  p.mutable_bos()->RemoveLast();
+  int64_t now = 0;
+  CpuDeviceOptions cpu;
+  cpu.gemv_tune = true;
+  cpu.gemv_tune_clock = [&now] { return now; };
+  cpu.gemv_tune_pass_done = [&now](int64_t, int64_t, const kernels::GemvVariants& v) { now += v.vnni ? 3000 : 1000; };
+  Fixture f = Load(p, /*validate=*/false, cpu);
+  ASSERT_TRUE(f.elf);
+  ASSERT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 1u);
+  EXPECT_FALSE(CpuLaunchGemvVariants(*f.elf)[0].vnni);
+  EXPECT_EQ(CpuGemvChoices(*f.device)[0], "q8_0 8x64: no-vnni, measured 0.001 ms vs vnni 0.003 ms (default vnni)");
+}
+
+// A launch with several weights (rms_gemv3: q 16x64, k and v 8x64) runs the candidate
+// its weights take least time with together, which need not be its largest shape's:
+// 16x64 alone is faster without VNNI (1.0 against 1.2), but k and v, 2 of the 3
+// weights, are twice as fast with it (per weight 0.5 against 1.0): 2.2 against 3.0.
+TEST(CpuDevice, GemvTuneGivesASeveralWeightLaunchItsLeastTotalTime) {
+  if (cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size() < 2) GTEST_SKIP() << "no VNNI here";
+  elf::Program p;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    schema_version: 1
+    model { name: "toy" rms_eps: 1e-5 }
+    bos { name: "w0" shape: [16, 64] dtype: BF16 category: STATIC size_bytes: 1088 weight_tensor: "q" block_format: Q8_0 }
+    bos { name: "w1" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 544 weight_tensor: "k" block_format: Q8_0 }
+    bos { name: "w2" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 544 weight_tensor: "v" block_format: Q8_0 }
+    bos { name: "x" shape: 64 dtype: BF16 category: WRITE size_bytes: 128 }
+    bos { name: "norm" shape: 64 dtype: BF16 category: STATIC size_bytes: 128 }
+    bos { name: "y0" shape: 16 dtype: BF16 category: OUTPUT size_bytes: 32 }
+    bos { name: "y1" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    bos { name: "y2" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
+    steps { group { name: "g" entry_symbol: "g"
+      launches { kernel_symbol: "dk_rms_gemv3_q8_0_rowmajor"
+        params { key: "rows0" value: 16 } params { key: "rows1" value: 8 } params { key: "rows2" value: 8 }
+        params { key: "cols" value: 64 }
+        bindings { param: "x" bo: "x" } bindings { param: "norm" bo: "norm" }
+        bindings { param: "w0" bo: "w0" } bindings { param: "w1" bo: "w1" } bindings { param: "w2" bo: "w2" }
+        bindings { param: "y0" bo: "y0" } bindings { param: "y1" bo: "y1" } bindings { param: "y2" bo: "y2" } } } }
+  )pb", &p));
+  int64_t now = 0;
+  CpuDeviceOptions cpu;
+  cpu.gemv_tune = true;
+  cpu.gemv_tune_clock = [&now] { return now; };
+  cpu.gemv_tune_pass_done = [&now](int64_t rows, int64_t, const kernels::GemvVariants& v) {
+    if (rows == 16) now += v.vnni ? 1'200'000'000 : 1'000'000'000;  // one weight of this shape
+    if (rows == 8) now += v.vnni ? 1'000'000'000 : 2'000'000'000;   // a pass over two
+  };
+  Fixture f = Load(p, /*validate=*/false, cpu);
+  ASSERT_TRUE(f.elf);
+  const std::vector<std::string> lines = CpuGemvChoices(*f.device);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("q8_0 8x64: vnni, measured", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("q8_0 16x64: no-vnni, measured", 0), 0u) << lines[1];
+  ASSERT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 1u);
+  EXPECT_TRUE(CpuLaunchGemvVariants(*f.elf)[0].vnni);
+}
+
+// A second device with the same cache reads the choices without timing anything.
+TEST(CpuDevice, GemvTuneCacheHitTimesNothing) {
+  CpuDeviceOptions cpu;
+  cpu.gemv_tune = true;
+  cpu.gemv_tune_cache = TuneDir("gemv_tune_cache");
+  int reads = 0;
+  cpu.gemv_tune_clock = [&reads] { return int64_t{1000} * ++reads; };
+  Fixture first = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(first.elf);
+  if (reads == 0) GTEST_SKIP() << "one candidate per shape here: nothing to cache";
+  reads = 0;
+  Fixture second = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(second.elf);
+  EXPECT_EQ(reads, 0);
+  for (const std::string& line : CpuGemvChoices(*second.device)) {
+    if (line.find(" measured ") != std::string::npos) {
+      EXPECT_NE(line.find(", cached"), std::string::npos) << line;
+    }
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
 #include "formats/weight_format.h"
+#include "kernels/gemv/gemv_variants.h"
 #include "registry/registry.pb.h"
 #include "runtime/cpu/cpu_bo.h"
 #include "util/thread_pool.h"
@@ -39,6 +40,8 @@ struct LaunchOp {
   float eps = 0;
   formats::WeightFormat format = formats::WeightFormat::kBf16RowMajor;  // the GEMV weight's
   bool x_f32 = false, y_f32 = false;
+  // The GEMV's inner loops: the device's choice for this launch's weight shape.
+  kernels::GemvVariants gemv;
   std::string where;         // "ELF 'x', group 'g', launch i (symbol)"
   int time_slot = -1;        // with kernel timing: its symbol's entry
   int64_t weight_bytes = 0;  // with kernel timing: the weight bytes it streams

@@ -140,6 +140,13 @@ std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
   }
   s->session = *std::move(session);
   s->load_ms = g_weights_ms + MsSince(t_open);
+  // Which GEMV variants each weight shape runs and why (--gemv_tune; the timing is in load_ms).
+  const std::vector<std::string> choices = dk::runtime::CpuGemvChoices(s->session->device());
+  if (!choices.empty()) {
+    std::fprintf(stderr, "GEMV variants, %d threads: tuned in %.2f s when the session opened\n", threads,
+                 dk::runtime::CpuGemvTuneSeconds(s->session->device()));
+  }
+  for (const std::string& line : choices) std::fprintf(stderr, "GEMV variant, %d threads: %s\n", threads, line.c_str());
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "tools/flags/runtime_flags.h"
 
+#include <cstdlib>
 #include <limits>
 
 #include "absl/flags/flag.h"
@@ -27,6 +28,13 @@ ABSL_FLAG(std::string, prefill_chunk, "auto",
           "chunk's activation buffers would pass 256 MiB). Changes speed and memory, never the tokens");
 ABSL_FLAG(std::string, gemv_prefetch, "auto",
           "software prefetch in the packed bf16 GEMVs: auto (on for Intel CPUs), on or off");
+ABSL_FLAG(bool, gemv_tune, true,
+          "time each GEMV weight shape's kernel variants when a program loads and run the fastest (about a "
+          "second for a 1B model, nothing when cached); --gemv_bf16dot=false, --gemv_vnni=false and "
+          "--gemv_prefetch=on/off then force that variant. false: the variants exactly as those flags say");
+ABSL_FLAG(std::string, gemv_tune_cache, "",
+          "directory of the GEMV tuning cache (default: $XDG_CACHE_HOME/decodekit/gemv_tune or "
+          "~/.cache/decodekit/gemv_tune; none: no cache)");
 
 namespace dk::tools {
 
@@ -47,6 +55,19 @@ absl::StatusOr<RuntimeOptions> RuntimeOptionsFromFlags() {
   o.cpu.kernel_times = absl::GetFlag(FLAGS_kernel_times);
   o.cpu.gemv_bf16dot = absl::GetFlag(FLAGS_gemv_bf16dot);
   o.cpu.gemv_vnni = absl::GetFlag(FLAGS_gemv_vnni);
+  o.cpu.gemv_tune = absl::GetFlag(FLAGS_gemv_tune);
+  o.cpu.gemv_tune_cache = absl::GetFlag(FLAGS_gemv_tune_cache);
+  if (o.cpu.gemv_tune_cache.empty()) {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg != nullptr && xdg[0] == '/') {
+      o.cpu.gemv_tune_cache = absl::StrCat(xdg, "/decodekit/gemv_tune");
+    } else if (home != nullptr && home[0] != '\0') {
+      o.cpu.gemv_tune_cache = absl::StrCat(home, "/.cache/decodekit/gemv_tune");
+    }
+  } else if (o.cpu.gemv_tune_cache == "none") {
+    o.cpu.gemv_tune_cache.clear();
+  }
   const std::string chunk = absl::GetFlag(FLAGS_prefill_chunk);
   if (chunk != "auto" && (!absl::SimpleAtoi(chunk, &o.prefill_rows) || o.prefill_rows < 1 || o.prefill_rows > 65536)) {
     return absl::InvalidArgumentError(

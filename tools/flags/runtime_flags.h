@@ -22,7 +22,7 @@ struct RuntimeOptions {
 
   // One line: "threads=2 worker_spin=16384 join_spin=1024 adaptive=1 host_spin=auto
   // device_thread=0 team_runs=1 kernel_times=0 gemv_bf16dot=1 gemv_vnni=1
-  // gemv_prefetch=auto(off) prefill_chunk=auto" (what auto resolved to on this CPU;
+  // gemv_prefetch=auto(off) gemv_tune=1 prefill_chunk=auto" (what auto resolved to on this CPU;
   // the chunk's auto is 512, or the context when shorter).
   std::string Describe() const;
 };

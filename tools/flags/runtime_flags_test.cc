@@ -1,5 +1,7 @@
 #include "tools/flags/runtime_flags.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 
 #include <string>
@@ -16,6 +18,8 @@ ABSL_DECLARE_FLAG(bool, team_runs);
 ABSL_DECLARE_FLAG(bool, gemv_vnni);
 ABSL_DECLARE_FLAG(bool, gemv_bf16dot);
 ABSL_DECLARE_FLAG(std::string, gemv_prefetch);
+ABSL_DECLARE_FLAG(bool, gemv_tune);
+ABSL_DECLARE_FLAG(std::string, gemv_tune_cache);
 ABSL_DECLARE_FLAG(std::string, prefill_chunk);
 
 namespace dk::tools {
@@ -57,6 +61,30 @@ TEST(RuntimeFlags, BadValuesNameTheFlag) {
   EXPECT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("--gemv_prefetch=sometimes"), std::string::npos) << o.status();
   absl::SetFlag(&FLAGS_gemv_prefetch, std::string("auto"));
+}
+
+// Tools tune the GEMV variants by default, cached under the user's cache directory;
+// --gemv_tune=false turns it off, --gemv_tune_cache names or drops the cache.
+TEST(RuntimeFlags, GemvTuningIsOnWithACacheUnlessTurnedOff) {
+  auto o = RuntimeOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->cpu.gemv_tune);
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if ((xdg != nullptr && xdg[0] == '/') || (home != nullptr && home[0] != '\0')) {
+    EXPECT_NE(o->cpu.gemv_tune_cache.find("decodekit/gemv_tune"), std::string::npos) << o->cpu.gemv_tune_cache;
+  }
+  EXPECT_NE(o->Describe().find("gemv_tune=1"), std::string::npos) << o->Describe();
+  absl::SetFlag(&FLAGS_gemv_tune, false);
+  absl::SetFlag(&FLAGS_gemv_tune_cache, std::string("none"));
+  o = RuntimeOptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->cpu.gemv_tune);
+  EXPECT_EQ(o->cpu.gemv_tune_cache, "");
+  absl::SetFlag(&FLAGS_gemv_tune_cache, std::string("/some/dir"));
+  EXPECT_EQ(RuntimeOptionsFromFlags()->cpu.gemv_tune_cache, "/some/dir");
+  absl::SetFlag(&FLAGS_gemv_tune, true);
+  absl::SetFlag(&FLAGS_gemv_tune_cache, std::string(""));
 }
 
 // Applying sets the shared pool, the flags reach the device options, and a second,

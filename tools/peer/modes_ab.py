@@ -61,7 +61,7 @@ def mode_split(gbs):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("candidates", nargs="+", help="NAME=BINARY[:FLAG=VALUE,...]")
-    p.add_argument("--model", default="smollm2_135m", choices=("smollm2_135m", "llama32_1b"))
+    p.add_argument("--model", default="smollm2_135m", choices=("smollm2_135m", "gemma3_270m", "llama32_1b"))
     p.add_argument("--stage", default="x12", help="decode_bench_<model>_<stage> (the runfiles used)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=8)
@@ -76,7 +76,7 @@ def main():
     elf = f"models/{a.model}/decode_{a.stage}.elf"
     if not os.path.exists(os.path.join(runfiles, elf)):
         raise SystemExit(f"{runfiles}/{elf} is missing: ./bazelw build --config=opt //tools/bench:{target}")
-    weights = f"external/{a.model}/model.gguf" if a.model == "smollm2_135m" else "synthetic"
+    weights = f"external/{a.model}/model.gguf" if a.model in ("smollm2_135m", "gemma3_270m") else "synthetic"
     cands = [parse_candidate(c) for c in a.candidates]
     if len({c[0] for c in cands}) != len(cands):
         raise SystemExit("candidate names must differ")
