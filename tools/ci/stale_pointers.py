@@ -15,8 +15,8 @@ comments and code alike: a label in a usage string misleads as much as one in a
 comment.
 
 What counts as a pointer (and nothing else does):
-  - A Bazel label of this workspace: `//` not preceded by a word character, `@`, `:`
-    or `/` (so not `@repo//x`, not `https://x`), then a package path of lower-case
+  - A Bazel label of this workspace: `//` not preceded by a word character, `@`, `:`,
+    `/` or `>` (so not `@repo//x`, not `@<name>//x`, not `https://x`), then a package path of lower-case
     letters, digits, `_`, `-`, `.`, `/` (possibly empty), then optionally `:` and a
     target name (letters, digits, `_ - . + / =`). It holds when the package's
     directory has a BUILD file and the target is a file in that package, a target
@@ -76,7 +76,7 @@ ALLOWED = {
 
 ALLOWED_USED = set()
 
-LABEL_RE = re.compile(r"(?<![\w@:/])//([a-z0-9_.\-/]*)(?::([A-Za-z0-9_\-.+/=]+))?")
+LABEL_RE = re.compile(r"(?<![\w@:/>])//([a-z0-9_.\-/]*)(?::([A-Za-z0-9_\-.+/=]+))?")
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 TEMPLATE_CHARS = ("<", "{", "*", "$", "%")
 
