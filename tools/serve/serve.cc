@@ -79,7 +79,8 @@ ABSL_FLAG(std::string, model_name, "",
           "the model's id in /v1/models and the replies (\"\": the model file's name without extension)");
 ABSL_FLAG(int, max_queue, 16, "requests that may wait for the engine; more are answered 429 (>= 1)");
 ABSL_FLAG(int, parallel, 4,
-          "requests generated at once, batched into one run a step (1: one after another); the rest wait");
+          "requests generated at once, batched into one run a step (1: one after another); the rest wait. "
+          "Each holds a KV cache of --max_context positions, allocated at start");
 ABSL_FLAG(int, prompt_rows_per_step, 32,
           "the most prompt tokens one batched step reads beside the running requests' decode rows");
 
