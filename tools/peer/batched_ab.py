@@ -98,7 +98,7 @@ def run_dk(a):
     cmd = [a.batch_bench, "--elf", a.elf, "--weights", a.gguf, "--rounds", "1", "--steps", str(a.steps),
            "--prompt_tokens", str(a.prompt_tokens), "--batches", ",".join(map(str, a.batches)),
            "--threads", str(a.threads)]
-    out = subprocess.run(cmd, text=True, capture_output=True)
+    out = subprocess.run(cmd, text=True, capture_output=True, timeout=a.timeout)
     if out.returncode != 0:
         raise SystemExit(f"batch_bench failed: {out.stderr}")
     tok = {"1": float(re.search(r"median: 1 sequence ([\d.]+) tok/s", out.stdout).group(1))}
@@ -109,10 +109,12 @@ def run_dk(a):
 
 def run_llama(a):
     env = dict(os.environ, PEER_NO_EXTRA_BUFTS="1", PYTHONDONTWRITEBYTECODE="1")
+    if a.omp_passive:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     cmd = [sys.executable, os.path.abspath(__file__), "llama", "--gguf", a.gguf, "--steps", str(a.steps),
            "--prompt_tokens", str(a.prompt_tokens), "--batches", ",".join(map(str, a.batches)),
            "--threads", str(a.threads)]
-    out = subprocess.run(cmd, text=True, capture_output=True, env=env)
+    out = subprocess.run(cmd, text=True, capture_output=True, env=env, timeout=a.timeout)
     if out.returncode != 0:
         raise SystemExit(f"llama.cpp side failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])["tok_s"]
@@ -122,7 +124,8 @@ def cmd_ab(a):
     ns = ["1"] + [str(n) for n in a.batches]
     rows = []
     print(f"batched_ab: {os.path.basename(a.gguf)}, {a.elf}; {a.threads} threads, {a.prompt_tokens} prompt tokens, "
-          f"{a.steps} steps a measurement", flush=True)
+          f"{a.steps} steps a measurement; llama.cpp OMP_WAIT_POLICY="
+          f"{'PASSIVE' if a.omp_passive else '(its default)'}", flush=True)
     print("pair  GB/s  load  first      " + "  ".join(f"N={n}: dk / llama tok/s (x)" for n in ns), flush=True)
     for p in range(a.pairs):
         gbs = float(re.search(r"read_bandwidth_GBps=([\d.]+)", subprocess.run([a.read_bandwidth], text=True, capture_output=True).stdout).group(1))
@@ -161,6 +164,10 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--prompt_tokens", type=int, default=64)
     p.add_argument("--steps", type=int, default=32)
+    p.add_argument("--omp_passive", action="store_true",
+                   help="llama.cpp's OpenMP threads sleep at barriers instead of spinning (OMP_WAIT_POLICY=PASSIVE): "
+                        "its spinning collapses when other processes hold the cores")
+    p.add_argument("--timeout", type=float, default=600, help="seconds one engine's run may take")
     p.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4, 8])
     a = p.parse_args()
     if a.command == "llama":
