@@ -25,6 +25,9 @@
 // SIGTERM or SIGINT: stop accepting connections, finish the requests already running
 // or streaming (those still queued get 503), exit 0. A second signal exits 1 at once.
 #include <signal.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -549,6 +552,14 @@ int main(int argc, char** argv) {
   });
   server.Routes(http);
 
+  // cpp-httplib (Debian's compiled library) listens with a backlog of 5; clients whose
+  // requests end in the same batched step reconnect together. The listening socket is
+  // kept here and listened on again with a longer backlog (Linux takes a second listen).
+  int listen_fd = -1;
+  http.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   const std::string host = absl::GetFlag(FLAGS_host);
   int port = absl::GetFlag(FLAGS_port);
   if (port == 0) {
@@ -559,6 +570,10 @@ int main(int argc, char** argv) {
   if (port < 0) {
     return Fail(absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", absl::GetFlag(FLAGS_port),
                                                     " (in use, or not an address of this machine)")));
+  }
+  if (listen_fd >= 0 && ::listen(listen_fd, 256) != 0) {
+    std::fprintf(stderr, "[serve] warning: a listen backlog of 256 was refused (%s); cpp-httplib's 5 stays\n",
+                 std::strerror(errno));
   }
   std::printf("serve: listening on http://%s:%d\n", host.c_str(), port);
   std::fflush(stdout);
