@@ -168,6 +168,8 @@ absl::Status Engine::Impl::Open() {
   session_options.validate = tool.validate;
   session_options.max_context = options.max_context;
   session_options.prefill_rows = options.prefill_chunk;
+  session_options.sequences = tool.sequences;
+  session_options.batch_rows = tool.batch_rows;
   DK_ASSIGN_OR_RETURN(session, dk::runtime::CpuSession::OpenOwning(program, options.elf, std::move(weights),
                                                                    session_options));
   max_context = options.max_context > 0 ? options.max_context : static_cast<int>(program.model().max_context());
@@ -345,15 +347,10 @@ absl::StatusOr<GenerateResult> Engine::Complete(std::string_view prompt, const G
 
 absl::StatusOr<GenerateResult> Engine::Chat(absl::Span<const Message> messages, const GenerateOptions& options,
                                             const TextCallback& on_text) {
-  DK_ASSIGN_OR_RETURN(const dk::tokenizer::ChatTemplate* chat, impl_->ChatTemplate());
   DK_ASSIGN_OR_RETURN(const std::string text, FormatChat(messages, true));
   // The template writes BOS itself where the model wants one.
   DK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, Tokenize(text, false));
-  std::vector<uint32_t> stops;
-  if (!chat->end_of_turn().empty()) {
-    const int32_t end = impl_->tokenizer->TokenToId(chat->end_of_turn());
-    if (end >= 0) stops.push_back(static_cast<uint32_t>(end));
-  }
+  DK_ASSIGN_OR_RETURN(std::vector<uint32_t> stops, internal::EngineAccess::ChatStops(*this));
   return impl_->Run(ids, options, on_text, std::move(stops));
 }
 
@@ -392,6 +389,28 @@ std::string Engine::Describe() const {
                       " on ", m.session->device().description(), ", threads=", pool->num_threads(),
                       " prefill_chunk=", m.session->decoder().prefill_rows(), " context=", m.max_context,
                       " chat_format=", m.options.chat_format.empty() ? "model's own" : m.options.chat_format);
+}
+
+dk::runtime::Decoder& internal::EngineAccess::Decoder(Engine& engine) { return engine.impl_->decoder(); }
+
+const dk::tokenizer::Tokenizer& internal::EngineAccess::Tokenizer(const Engine& engine) {
+  return *engine.impl_->tokenizer;
+}
+
+absl::StatusOr<std::vector<uint32_t>> internal::EngineAccess::ChatStops(const Engine& engine) {
+  DK_ASSIGN_OR_RETURN(const dk::tokenizer::ChatTemplate* chat, engine.impl_->ChatTemplate());
+  std::vector<uint32_t> stops;
+  if (!chat->end_of_turn().empty()) {
+    const int32_t end = engine.impl_->tokenizer->TokenToId(chat->end_of_turn());
+    if (end >= 0) stops.push_back(static_cast<uint32_t>(end));
+  }
+  return stops;
+}
+
+bool internal::EngineAccess::IsGreedy(const SamplingOptions& sampling) { return decodekit::IsGreedy(sampling); }
+
+dk::runtime::SamplingOptions internal::EngineAccess::RuntimeSampling(const SamplingOptions& sampling) {
+  return ToRuntime(sampling);
 }
 
 }  // namespace decodekit

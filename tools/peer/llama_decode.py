@@ -55,7 +55,7 @@ LOAD_MODES = {"auto": L.LLAMA_LOAD_MODE_AUTO, "none": L.LLAMA_LOAD_MODE_NONE,
               "mmap": L.LLAMA_LOAD_MODE_MMAP}
 
 
-def open_model(path, threads, n_ctx, load_mode, n_batch=1):
+def open_model(path, threads, n_ctx, load_mode, n_batch=1, n_seq_max=1):
     L.llama_backend_init()
     mp = L.llama_model_default_params()  # a ctypes struct: set only fields it has
     mp.n_gpu_layers = 0
@@ -69,7 +69,9 @@ def open_model(path, threads, n_ctx, load_mode, n_batch=1):
     cp.n_ctx = n_ctx
     cp.n_batch = n_batch
     cp.n_ubatch = n_batch
-    cp.n_seq_max = 1
+    cp.n_seq_max = n_seq_max
+    if n_seq_max > 1:
+        cp.kv_unified = False  # a KV cache per sequence (n_ctx / n_seq_max positions each), as decodekit's
     cp.n_threads = threads
     cp.n_threads_batch = threads
     ctx = L.llama_init_from_model(model, cp)

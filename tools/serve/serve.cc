@@ -14,14 +14,20 @@
 // --host says otherwise; --port 0 picks a free port. Either way the first line on
 // stdout is "serve: listening on http://HOST:PORT".
 //
-// One sequence at a time: the engine holds one sequence (no batched decode yet), so
-// requests wait in a queue and run one after another on one engine thread, in arrival
-// order. More than --max_queue waiting is answered 429. A client that leaves
-// mid-stream ends its generation at the next piece of text.
+// Up to --parallel requests at a time, batched: one engine thread steps them together
+// (decodekit::BatchEngine, api/batch.h: one run of the program per step, a decode row for
+// each request generating and up to --prompt_rows_per_step prompt tokens of those
+// joining), each giving the answer it gives alone. The rest wait in a queue, in arrival
+// order, and join as others finish; more than --max_queue waiting is answered 429. A
+// client that leaves mid-stream ends its generation at the next step. Each request
+// starts with an empty KV cache (no prefix kept from an earlier request).
 //
 // SIGTERM or SIGINT: stop accepting connections, finish the requests already running
 // or streaming (those still queued get 503), exit 0. A second signal exits 1 at once.
 #include <signal.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +38,7 @@
 #include <cstring>
 #include <ctime>
 #include <deque>
+#include <map>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -48,6 +55,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "api/batch.h"
 #include "api/decodekit.h"
 #include "api/engine_internal.h"
 #include "elf/elf.h"
@@ -73,6 +81,11 @@ ABSL_FLAG(int, port, 8080, "the port (0: a free one, printed on the first line)"
 ABSL_FLAG(std::string, model_name, "",
           "the model's id in /v1/models and the replies (\"\": the model file's name without extension)");
 ABSL_FLAG(int, max_queue, 16, "requests that may wait for the engine; more are answered 429 (>= 1)");
+ABSL_FLAG(int, parallel, 4,
+          "requests generated at once, batched into one run a step (1: one after another); the rest wait. "
+          "Each holds a KV cache of --max_context positions, allocated at start");
+ABSL_FLAG(int, prompt_rows_per_step, 32,
+          "the most prompt tokens one batched step reads beside the running requests' decode rows");
 
 namespace {
 
@@ -108,6 +121,7 @@ struct Job {
   std::deque<std::string> pieces;  // streamed text not yet written
   std::string text;                // the whole reply (not streamed)
   const char* finish_reason = nullptr;
+  int joined_beside = 0;  // sequences in the batch when it joined (engine thread only)
 
   void Prepare(int prompt_tokens) {
     std::lock_guard<std::mutex> lock(mu);
@@ -138,11 +152,13 @@ struct Job {
   }
 };
 
-// The engine and the one thread that drives it: jobs run one at a time in arrival order.
+// The batch engine and the one thread that drives it: up to --parallel jobs run at
+// once, one step of all of them at a time (decodekit::BatchEngine); the rest wait in
+// arrival order and join as others finish.
 class EngineWorker {
  public:
-  EngineWorker(std::unique_ptr<decodekit::Engine> engine, int max_queue)
-      : engine_(std::move(engine)), max_queue_(max_queue), thread_([this] { Loop(); }) {}
+  EngineWorker(std::unique_ptr<decodekit::BatchEngine> batch, int max_queue)
+      : batch_(std::move(batch)), max_queue_(max_queue), thread_([this] { Loop(); }) {}
   ~EngineWorker() { Stop(); }
 
   // Queues a job; nullopt, or the 429 / 503 that refuses it.
@@ -159,7 +175,7 @@ class EngineWorker {
     cv_.notify_all();
     return std::nullopt;
   }
-  // From now on queued and new jobs are refused with 503; the running one finishes.
+  // From now on queued and new jobs are refused with 503; the running ones finish.
   void Drain() {
     std::lock_guard<std::mutex> lock(mu_);
     draining_ = true;
@@ -177,33 +193,51 @@ class EngineWorker {
 
  private:
   void Loop() {
+    decodekit::BatchEngine& batch = *batch_;
     for (;;) {
-      std::shared_ptr<Job> job;
+      std::vector<std::shared_ptr<Job>> joining;
       bool refuse = false;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return !queue_.empty() || stopped_; });
-        if (queue_.empty()) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
+        // Idle: sleep until a job comes. Busy: take what the free slots allow, and step.
+        if (!batch.busy()) cv_.wait(lock, [&] { return !queue_.empty() || stopped_; });
+        if (queue_.empty() && !batch.busy()) return;  // stopped, nothing left
         refuse = draining_;
+        const int free = batch.options().sequences - batch.running() - batch.waiting();
+        while (!queue_.empty() && (refuse || static_cast<int>(joining.size()) < free)) {
+          joining.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
       }
-      if (refuse) {
-        job->Finish(ServerError(503, "the server is shutting down"));
-      } else if (job->cancelled) {
-        job->Finish(ServerError(499, "the client closed the connection"));
-      } else {
-        Run(*job);
+      for (std::shared_ptr<Job>& job : joining) {
+        if (refuse) {
+          job->Finish(ServerError(503, "the server is shutting down"));
+        } else if (job->cancelled) {
+          job->Finish(ServerError(499, "the client closed the connection"));
+        } else {
+          Start(std::move(job));
+        }
+      }
+      // Clients gone before their first piece of text (a callback would end the others).
+      for (auto& [id, job] : running_) {
+        if (job->cancelled) batch.Cancel(id);
+      }
+      for (decodekit::BatchDone& done : batch.Step()) {
+        auto it = running_.find(done.id);
+        if (it == running_.end()) continue;
+        End(*it->second, done.result);
+        running_.erase(it);
       }
     }
   }
 
   // Tokenizes the prompt (to check it against the context before a stream starts),
-  // then generates through Complete / Chat, which keep the KV cache of the prefix the
-  // prompt shares with the previous request's.
-  void Run(Job& job) {
+  // then adds it to the batch as Engine::Complete / Chat would run it.
+  void Start(std::shared_ptr<Job> job_ptr) {
+    Job& job = *job_ptr;
     const Request& r = job.request;
-    decodekit::Engine& engine = *engine_;
+    decodekit::BatchEngine& batch = *batch_;
+    const decodekit::Engine& engine = batch.engine();
     absl::StatusOr<std::vector<int32_t>> ids;
     if (r.endpoint == Endpoint::kChat) {
       absl::StatusOr<std::string> text = engine.FormatChat(r.messages);
@@ -226,29 +260,35 @@ class EngineWorker {
     if (absl::Status s = decodekit::ValidateGenerateOptions(options); !s.ok()) {
       return job.Finish(BadRequest(s.message()));
     }
-    job.Prepare(n);
-    const auto on_text = [&job](std::string_view text) {
-      if (job.cancelled) return false;
-      if (job.request.stream) job.Push(text);
+    // The callback runs on this thread inside Step; the job outlives its sequence.
+    Job* j = &job;
+    const auto on_text = [j](std::string_view text) {
+      if (j->cancelled) return false;
+      if (j->request.stream) j->Push(text);
       return true;
     };
-    absl::StatusOr<decodekit::GenerateResult> result = r.endpoint == Endpoint::kChat
-                                                           ? engine.Chat(r.messages, options, on_text)
-                                                           : engine.Complete(r.prompt, options, on_text);
+    job.joined_beside = batch.running() + batch.waiting();
+    absl::StatusOr<int> id = r.endpoint == Endpoint::kChat ? batch.AddChat(r.messages, options, on_text)
+                                                           : batch.AddCompletion(r.prompt, options, on_text);
+    if (!id.ok()) return job.Finish(BadRequest(id.status().message()));
+    job.Prepare(n);
+    running_[*id] = std::move(job_ptr);
+  }
+
+  void End(Job& job, const absl::StatusOr<decodekit::GenerateResult>& result) {
     if (!result.ok()) {
-      // The engine may hold a half-fed sequence: the next request starts afresh.
-      engine.Reset();
       return job.Finish(ServerError(500, absl::StrCat("generation failed: ", result.status().message())));
     }
-    // One line a request: what it cost, and why it stopped ("client gone": the stream's
-    // reader left, the generation ended at the next piece).
-    std::fprintf(stderr, "[serve] %s: %d prompt tokens (%d reused), %zu new tokens in %.0f + %.0f ms, stopped: %s\n",
-                 job.id.c_str(), n, result->reused_tokens, result->tokens.size(), result->prompt_ms, result->decode_ms,
-                 result->stop == decodekit::StopReason::kCallback ? "client gone"
-                                                                   : dk::serve::FinishReason(result->stop));
+    // One line a request: what it cost, how many ran beside it when it joined, and why
+    // it stopped ("client gone": the stream's reader left, the generation ended there).
+    std::fprintf(stderr,
+                 "[serve] %s: %d prompt tokens, joined beside %d, %zu new tokens in %.0f + %.0f ms, stopped: %s\n",
+                 job.id.c_str(), result->prompt_tokens, job.joined_beside, result->tokens.size(), result->prompt_ms,
+                 result->decode_ms,
+                 result->stop == decodekit::StopReason::kCallback ? "client gone" : dk::serve::FinishReason(result->stop));
     {
       std::lock_guard<std::mutex> lock(job.mu);
-      job.text = std::move(result->text);
+      job.text = result->text;
       job.usage.completion_tokens = static_cast<int>(result->tokens.size());
       job.finish_reason = dk::serve::FinishReason(result->stop);
     }
@@ -261,9 +301,10 @@ class EngineWorker {
     return e;
   }
 
-  std::unique_ptr<decodekit::Engine> engine_;
+  std::unique_ptr<decodekit::BatchEngine> batch_;
   const int max_queue_;
   std::mt19937_64 rng_{std::random_device{}()};  // seeds of requests that name none
+  std::map<int, std::shared_ptr<Job>> running_;   // by batch id (engine thread only)
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
@@ -443,10 +484,10 @@ int main(int argc, char** argv) {
 
   absl::SetProgramUsageMessage(
       "serve (--model FILE.gguf|CHECKPOINT_DIR [--stage S] | --elf DECODE.elf --weights W --tokenizer T) "
-      "[--host 127.0.0.1] [--port 8080 (0: any free one)] [--model_name NAME] [--max_queue 16]\n"
+      "[--host 127.0.0.1] [--port 8080 (0: any free one)] [--model_name NAME] [--max_queue 16] [--parallel 4]\n"
       "An OpenAI-compatible HTTP server: POST /v1/completions, POST /v1/chat/completions (stream: true for "
-      "server-sent events), GET /v1/models, GET /health. One engine with one sequence: requests queue and run "
-      "one at a time (no batching yet). SIGTERM finishes the running requests and exits 0.");
+      "server-sent events), GET /v1/models, GET /health. Up to --parallel requests run at once, batched into "
+      "one run a step; the rest queue. SIGTERM finishes the running requests and exits 0.");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
   const bool model = !absl::GetFlag(FLAGS_model).empty();
@@ -462,6 +503,8 @@ int main(int argc, char** argv) {
         model ? absl::OkStatus() : dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)),
         dk::cli::RequireRange("port", absl::GetFlag(FLAGS_port), 0, 65535),
         dk::cli::RequireRange("max_queue", absl::GetFlag(FLAGS_max_queue), 1, 4096),
+        dk::cli::RequireRange("parallel", absl::GetFlag(FLAGS_parallel), 1, 256),
+        dk::cli::RequireRange("prompt_rows_per_step", absl::GetFlag(FLAGS_prompt_rows_per_step), 1, 65536),
         dk::cli::RequireRange("max_context", absl::GetFlag(FLAGS_max_context), 0, dk::elf::kMaxDimension)}) {
     if (!s.ok()) return Fail(s, dk::kExitUsage);
   }
@@ -483,24 +526,40 @@ int main(int argc, char** argv) {
   decodekit::internal::ToolOptions tool;
   tool.pool = &dk::SharedThreadPool();
   tool.cpu = runtime->cpu;
-  absl::StatusOr<std::unique_ptr<decodekit::Engine>> engine = decodekit::internal::EngineAccess::Open(options, tool);
-  if (!engine.ok()) return Fail(engine.status());
-  std::fprintf(stderr, "[serve] %s\n[serve] runtime: %s\n", (*engine)->Describe().c_str(),
+  decodekit::BatchOptions batch_options;
+  batch_options.sequences = absl::GetFlag(FLAGS_parallel);
+  batch_options.prompt_rows = absl::GetFlag(FLAGS_prompt_rows_per_step);
+  absl::StatusOr<std::unique_ptr<decodekit::BatchEngine>> batch =
+      decodekit::internal::EngineAccess::OpenBatch(options, batch_options, tool);
+  if (!batch.ok()) return Fail(batch.status());
+  std::fprintf(stderr, "[serve] %s\n[serve] parallel=%d prompt_rows_per_step=%d; runtime: %s\n",
+               (*batch)->engine().Describe().c_str(), batch_options.sequences, batch_options.prompt_rows,
                runtime->Describe().c_str());
 
   const int max_queue = absl::GetFlag(FLAGS_max_queue);
-  EngineWorker worker(std::move(*engine), max_queue);
+  const int parallel = batch_options.sequences;
+  EngineWorker worker(std::move(*batch), max_queue);
   Server server(worker, ModelName(options));
   httplib::Server http;
-  // A thread per waiting request (each blocks on its job), and a few for /health and
-  // /v1/models while the queue is full.
-  http.new_task_queue = [max_queue] { return new httplib::ThreadPool(static_cast<size_t>(max_queue) + 5); };
+  // A thread per running or waiting request (each blocks on its job), and a few for
+  // /health and /v1/models while the queue is full.
+  http.new_task_queue = [max_queue, parallel] {
+    return new httplib::ThreadPool(static_cast<size_t>(max_queue + parallel) + 5);
+  };
   http.set_payload_max_length(size_t{16} << 20);
   http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     std::fprintf(stderr, "[serve] %s %s %d\n", req.method.c_str(), req.path.c_str(), res.status);
   });
   server.Routes(http);
 
+  // cpp-httplib (Debian's compiled library) listens with a backlog of 5; clients whose
+  // requests end in the same batched step reconnect together. The listening socket is
+  // kept here and listened on again with a longer backlog (Linux takes a second listen).
+  int listen_fd = -1;
+  http.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   const std::string host = absl::GetFlag(FLAGS_host);
   int port = absl::GetFlag(FLAGS_port);
   if (port == 0) {
@@ -511,6 +570,10 @@ int main(int argc, char** argv) {
   if (port < 0) {
     return Fail(absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", absl::GetFlag(FLAGS_port),
                                                     " (in use, or not an address of this machine)")));
+  }
+  if (listen_fd >= 0 && ::listen(listen_fd, 256) != 0) {
+    std::fprintf(stderr, "[serve] warning: a listen backlog of 256 was refused (%s); cpp-httplib's 5 stays\n",
+                 std::strerror(errno));
   }
   std::printf("serve: listening on http://%s:%d\n", host.c_str(), port);
   std::fflush(stdout);

@@ -5,7 +5,8 @@ Starts tools/serve on loopback (--port 0) over SmolLM2-135M-Instruct's decode_gg
 talks to it with the `openai` Python package (pinned wheels unpacked next to SITE_MARKER) and
 curl. The server's answers are checked against tools/generate, which drives the same API in
 one process: greedy completions and chat answers are the same text, seeded sampling is the
-same draw, usage counts the prompt tokens generate reports. Then: streaming (server-sent
+same draw, usage counts the prompt tokens generate reports; so is each of four requests sent at
+once (batched two at a time, --parallel 2). Then: streaming (server-sent
 events) gives the non-streamed text, a seed repeats, stop strings cut, bad requests get an
 OpenAI-style 4xx body and leave the server up, and SIGTERM in the middle of a stream finishes
 that stream and exits 0.
@@ -56,7 +57,8 @@ def generate(prompt, new_tokens, *extra):
 
 def start_server():
     err = open(os.path.join(TMP, "serve.stderr"), "w")
-    proc = subprocess.Popen([SERVE, *MODEL_FLAGS, "--port", "0", "--model_name", MODEL, "--max_queue", "4"],
+    proc = subprocess.Popen([SERVE, *MODEL_FLAGS, "--port", "0", "--model_name", MODEL, "--max_queue", "4",
+                             "--parallel", "2"],
                             stdout=subprocess.PIPE, stderr=err, text=True)
     line = []
     reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
@@ -158,6 +160,40 @@ def main():
         check(s.choices[0].text == ref_text.split(".")[0] and s.choices[0].finish_reason == "stop",
               f"stop '.': {s.choices[0].text!r} ({s.choices[0].finish_reason}) from {ref_text!r}")
 
+        # Concurrent requests (two batched at a time under --parallel 2, the others queued
+        # and joining as those finish): each gets the text it got alone.
+        log_at = len(open(os.path.join(TMP, "serve.stderr")).read())
+        results = {}
+
+        def run(name, call):
+            try:
+                results[name] = call()
+            except Exception as e:  # reported below as a mismatch
+                results[name] = repr(e)
+
+        calls = {
+            "greedy": lambda: client.completions.create(model=MODEL, prompt=prompt, max_tokens=12,
+                                                        temperature=0).choices[0].text,
+            "chat": lambda: client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": question}],
+                                                           max_tokens=24, temperature=0).choices[0].message.content,
+            "sampled": lambda: sample(7),
+            "streamed chat": lambda: "".join(
+                ch.choices[0].delta.content or "" for ch in client.chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": question}], max_tokens=24, temperature=0,
+                    stream=True) if ch.choices),
+        }
+        want = {"greedy": ref_text, "chat": chat_text, "sampled": sampled_ref, "streamed chat": chat_text}
+        threads = [threading.Thread(target=run, args=(name, call)) for name, call in calls.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        for name in calls:
+            check(results.get(name) == want[name], f"concurrent {name}: {results.get(name)!r} != alone {want[name]!r}")
+        beside = [int(n) for n in re.findall(r"joined beside (\d+),",
+                                             open(os.path.join(TMP, "serve.stderr")).read()[log_at:])]
+        check(len(beside) == 4 and max(beside) >= 1, f"the concurrent requests never ran together: joined beside {beside}")
+
         # Bad requests: 4xx with OpenAI's error body, and the server stays up.
         expect_error(lambda: client.completions.create(model=MODEL, prompt="x", max_tokens=-1), 400, "max_tokens",
                      None, "expected 1 to", "max_tokens -1")
@@ -186,14 +222,15 @@ def main():
         with urllib.request.urlopen(base + "/health", timeout=10) as h:
             check(json.loads(h.read()) == {"status": "ok"}, "health")
 
-        # A full queue: while a long stream runs, 8 requests at once against --max_queue 4;
-        # those past the queue get 429, the rest their answer. Then the stream's client
-        # leaves: its generation stops there, not at max_tokens.
-        # (480 tokens: about 1.5 s on a quiet host, the most the 512-position context allows.)
-        long = client.completions.create(model=MODEL, prompt=story, max_tokens=480, temperature=0, stream=True,
-                                          extra_body={"ignore_eos": True})
-        first = next(iter(long))
-        check(first.choices[0].text != "", "the long stream's first chunk")
+        # A full queue: while two long streams hold both slots, 8 requests at once against
+        # --max_queue 4; those past the queue get 429, the rest their answer. Then the
+        # streams' clients leave: their generations stop there, not at max_tokens.
+        # (480 tokens: a few seconds on a quiet host, the most the 512-position context allows.)
+        longs = [client.completions.create(model=MODEL, prompt=story, max_tokens=480, temperature=0, stream=True,
+                                           extra_body={"ignore_eos": True}) for _ in range(2)]
+        for long in longs:
+            first = next(iter(long))
+            check(first.choices[0].text != "", "a long stream's first chunk")
         statuses = []
 
         def short():
@@ -203,18 +240,19 @@ def main():
         threads = [threading.Thread(target=short) for _ in range(8)]
         for t in threads:
             t.start()
-        # The 4 past the queue are answered at once; then the stream's client leaves (a
-        # server that never answers 429 answers nothing until the stream ends by itself).
+        # The 4 past the queue are answered at once; then the streams' clients leave (a
+        # server that never answers 429 answers nothing until the streams end by themselves).
         deadline = time.time() + 60
         while len(statuses) < 4 and time.time() < deadline:
             time.sleep(0.01)
-        long.close()
+        for long in longs:
+            long.close()
         for t in threads:
             t.join(120)
         check(sorted(statuses) == [200] * 4 + [429] * 4, f"8 requests against a queue of 4: {sorted(statuses)}")
         log = open(os.path.join(TMP, "serve.stderr")).read()
         gone = re.findall(r"(\d+) new tokens in [\d.]+ \+ [\d.]+ ms, stopped: client gone", log)
-        check(len(gone) == 1 and int(gone[0]) < 480, f"the abandoned stream's log line: {gone}")
+        check(len(gone) == 2 and all(int(n) < 480 for n in gone), f"the abandoned streams' log lines: {gone}")
 
         # SIGTERM mid-stream: the stream finishes whole, then the server exits 0.
         stream = client.completions.create(model=MODEL, prompt=story, max_tokens=120, temperature=0, stream=True)
