@@ -164,9 +164,11 @@ def main():
         # and joining as those finish): each gets the text it got alone.
         log_at = len(open(os.path.join(TMP, "serve.stderr")).read())
         results = {}
+        start = threading.Barrier(4)  # the four requests leave together, not as their threads happen to start
 
         def run(name, call):
             try:
+                start.wait(60)
                 results[name] = call()
             except Exception as e:  # reported below as a mismatch
                 results[name] = repr(e)
