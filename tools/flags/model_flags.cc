@@ -25,17 +25,21 @@ ABSL_FLAG(int, max_context, 0,
 
 namespace dk::tools {
 
+absl::Status CheckModelFlags(const std::string& elf_flag) {
+  const bool model = !absl::GetFlag(FLAGS_model).empty();
+  if (!model && !absl::GetFlag(FLAGS_stage).empty()) return absl::InvalidArgumentError("--stage goes with --model");
+  if (model && !elf_flag.empty()) {
+    return absl::InvalidArgumentError("--model builds the decode ELF: give --model or --elf, not both");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<ModelChoice>> ModelFromFlags(const char* tool, const std::string& elf_flag,
                                                           const std::string& weights_flag,
                                                           const std::string& tokenizer_flag) {
+  DK_RETURN_IF_ERROR(CheckModelFlags(elf_flag));
   const std::string model_flag = absl::GetFlag(FLAGS_model);
-  if (model_flag.empty()) {
-    if (!absl::GetFlag(FLAGS_stage).empty()) return absl::InvalidArgumentError("--stage goes with --model");
-    return std::nullopt;
-  }
-  if (!elf_flag.empty()) {
-    return absl::InvalidArgumentError("--model builds the decode ELF: give --model or --elf, not both");
-  }
+  if (model_flag.empty()) return std::nullopt;
   const int max_context = absl::GetFlag(FLAGS_max_context);
   if (max_context < 0) return absl::InvalidArgumentError(absl::StrCat("--max_context ", max_context, " is negative"));
   ModelChoice c;

@@ -33,6 +33,10 @@ struct ModelChoice {
   std::string tokenizer;
 };
 
+// The flag combinations --model allows: InvalidArgument for --elf beside it (`elf_flag`)
+// or --stage without it. For a tool's up-front usage checks; ModelFromFlags makes it too.
+absl::Status CheckModelFlags(const std::string& elf_flag);
+
 // nullopt without --model. With it: InvalidArgument for --elf given too (`elf_flag`),
 // for an unknown --stage; the chain's errors (an unsupported architecture is
 // Unimplemented, naming the key). Prints chain::Describe on stderr, prefixed by `tool`.

@@ -491,13 +491,7 @@ int main(int argc, char** argv) {
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (absl::Status s = dk::cli::RequireNoPositional(args); !s.ok()) return Fail(s, dk::kExitUsage);
   const bool model = !absl::GetFlag(FLAGS_model).empty();
-  if (model && !absl::GetFlag(FLAGS_elf).empty()) {
-    return Fail(absl::InvalidArgumentError("--model builds the decode ELF: give --model or --elf, not both"),
-                dk::kExitUsage);
-  }
-  if (!model && !absl::GetFlag(FLAGS_stage).empty()) {
-    return Fail(absl::InvalidArgumentError("--stage goes with --model"), dk::kExitUsage);
-  }
+  if (absl::Status s = dk::tools::CheckModelFlags(absl::GetFlag(FLAGS_elf)); !s.ok()) return Fail(s, dk::kExitUsage);
   for (const absl::Status& s :
        {model ? absl::OkStatus() : dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
         model ? absl::OkStatus() : dk::cli::RequireFlag("tokenizer", absl::GetFlag(FLAGS_tokenizer)),
