@@ -15,36 +15,14 @@
 #include "elf/elf.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu/session.h"
-#include "tools/cpp/runfiles/runfiles.h"
+#include "tests/e2e/stage_model.h"
 
 namespace dk {
 namespace {
 
-using bazel::tools::cpp::runfiles::Runfiles;
-
-std::string Path(const std::string& rel) {
-  static std::unique_ptr<Runfiles> runfiles(Runfiles::CreateForTest());
-  return runfiles->Rlocation(rel);
-}
-
 constexpr int kContext = 256;
 
-struct Model {
-  elf::Program program;
-  std::shared_ptr<const weights::Weights> weights;
-};
-
-Model Load(const std::string& elf, const std::string& gguf = "smollm2_135m/model.gguf") {
-  Model m;
-  auto program = elf::ReadElfFile(Path(elf));
-  EXPECT_TRUE(program.ok()) << program.status();
-  if (!program.ok()) return m;
-  m.program = *program;
-  auto w = runtime::LoadWeightsSpec(Path(gguf), m.program.model());
-  EXPECT_TRUE(w.ok()) << w.status();
-  if (w.ok()) m.weights = *w;
-  return m;
-}
+using Model = e2e::StageModel;
 
 std::unique_ptr<runtime::CpuSession> Open(const Model& m, int sequences, int batch_rows) {
   runtime::SessionOptions options;
@@ -161,7 +139,7 @@ std::vector<Trace> Batched(runtime::Decoder& d, const std::vector<Sequence>& seq
 
 void ExpectBatchedEqualsAlone(const std::string& elf, int slots, const std::vector<Sequence>& seqs) {
   const bool gemma = elf.find("gemma3") != std::string::npos;
-  const Model m = Load(elf, gemma ? "gemma3_270m/model.gguf" : "smollm2_135m/model.gguf");
+  const Model m = e2e::LoadStage(elf, gemma ? "gemma3_270m/model.gguf" : "smollm2_135m/model.gguf");
   ASSERT_NE(m.weights, nullptr);
   const int vocab = m.program.model().vocab();
   auto alone = Open(m, 1, 1);
@@ -219,7 +197,7 @@ TEST(BatchTest, ThreeSequencesGemma3) {
 }
 
 TEST(BatchTest, RefusesBadRows) {
-  const Model m = Load("decodekit/models/smollm2_135m/decode_gguf.elf");
+  const Model m = e2e::LoadStage("decodekit/models/smollm2_135m/decode_gguf.elf", "smollm2_135m/model.gguf");
   ASSERT_NE(m.weights, nullptr);
   auto s = Open(m, 2, 4);
   ASSERT_NE(s, nullptr);

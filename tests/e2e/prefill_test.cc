@@ -13,17 +13,10 @@
 #include "gtest/gtest.h"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
-#include "tools/cpp/runfiles/runfiles.h"
+#include "tests/e2e/stage_model.h"
 
 namespace dk {
 namespace {
-
-using bazel::tools::cpp::runfiles::Runfiles;
-
-std::string Path(const std::string& rel) {
-  static std::unique_ptr<Runfiles> runfiles(Runfiles::CreateForTest());
-  return runfiles->Rlocation(rel);
-}
 
 // Deterministic ids spread over the vocabulary, with repeats (as text has).
 std::vector<uint32_t> Prompt(int n, int vocab) {
@@ -32,22 +25,7 @@ std::vector<uint32_t> Prompt(int n, int vocab) {
   return ids;
 }
 
-struct Model {
-  elf::Program program;
-  std::shared_ptr<const weights::Weights> weights;
-};
-
-Model Load(const std::string& elf, const std::string& weights) {
-  Model m;
-  auto program = elf::ReadElfFile(Path(elf));
-  EXPECT_TRUE(program.ok()) << program.status();
-  if (!program.ok()) return m;
-  m.program = *program;
-  auto w = runtime::LoadWeightsSpec(Path(weights), m.program.model());
-  EXPECT_TRUE(w.ok()) << w.status();
-  if (w.ok()) m.weights = *w;
-  return m;
-}
+using Model = e2e::StageModel;
 
 std::unique_ptr<runtime::CpuSession> Open(const Model& m, int rows) {
   runtime::SessionOptions options;
@@ -87,7 +65,7 @@ void ExpectSame(const Model& m, int rows, int prompt_len, int split, int decode)
 class Smollm2Stages : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Smollm2Stages, ChunkedPromptEqualsTokenByToken) {
-  const Model m = Load(std::string("decodekit/models/smollm2_135m/") + GetParam() + ".elf", "smollm2_135m/model.gguf");
+  const Model m = e2e::LoadStage(std::string("decodekit/models/smollm2_135m/") + GetParam() + ".elf", "smollm2_135m/model.gguf");
   ASSERT_NE(m.weights, nullptr);
   if (absl::StartsWith(GetParam(), "npu2")) {
     // npu2 runs a chunk as GEMMs over whole tiles of 64 rows: chunks of 64, a short last one.
@@ -102,14 +80,14 @@ INSTANTIATE_TEST_SUITE_P(Chain, Smollm2Stages,
                                            "decode_x12", "decode_q8", "decode_gguf", "npu2_opt"));
 
 TEST(Gemma3, ChunkedPromptPastTheSlidingWindowEqualsTokenByToken) {
-  const Model m = Load("decodekit/models/gemma3_270m/decode_gguf.elf", "gemma3_270m/model.gguf");
+  const Model m = e2e::LoadStage("decodekit/models/gemma3_270m/decode_gguf.elf", "gemma3_270m/model.gguf");
   ASSERT_NE(m.weights, nullptr);
   ASSERT_EQ(m.program.model().sliding_window(), 512);
   ExpectSame(m, /*rows=*/128, /*prompt_len=*/530, /*split=*/300, /*decode=*/2);
 }
 
 TEST(Prefill, BadChunkAndTooLongPromptAreClearErrors) {
-  const Model m = Load("decodekit/models/smollm2_135m/decode_x12.elf", "smollm2_135m/model.gguf");
+  const Model m = e2e::LoadStage("decodekit/models/smollm2_135m/decode_x12.elf", "smollm2_135m/model.gguf");
   ASSERT_NE(m.weights, nullptr);
   runtime::SessionOptions options;
   options.prefill_rows = -1;
