@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "elf/internal.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
@@ -138,37 +139,38 @@ absl::Status CheckGemmaFeatures(const ModelShape& m) {
 namespace {
 
 // An enum value's lower-case name, or "<what>(<number>)" for a number the enum lacks.
-template <typename Enum>
-std::string LowerName(const std::string& name, const char* what, Enum value) {
-  return name.empty() ? absl::StrCat(what, "(", static_cast<int>(value), ")") : absl::AsciiStrToLower(name);
+std::string LowerName(const google::protobuf::EnumDescriptor* e, const char* what, int value) {
+  const google::protobuf::EnumValueDescriptor* v = e->FindValueByNumber(value);
+  return v == nullptr ? absl::StrCat(what, "(", value, ")") : absl::AsciiStrToLower(v->name());
 }
 
 // The value whose lower-case name is `name` (never a number, never upper case).
-template <typename Enum, typename Parse>
-std::optional<Enum> ParseLower(absl::string_view name, Parse parse) {
-  Enum value;
-  if (name != absl::AsciiStrToLower(name) || !parse(absl::AsciiStrToUpper(name), &value)) return std::nullopt;
-  return value;
+template <typename Enum>
+std::optional<Enum> ParseLower(const google::protobuf::EnumDescriptor* e, absl::string_view name) {
+  if (name != absl::AsciiStrToLower(name)) return std::nullopt;
+  const google::protobuf::EnumValueDescriptor* v = e->FindValueByName(absl::AsciiStrToUpper(name));
+  if (v == nullptr) return std::nullopt;
+  return static_cast<Enum>(v->number());
 }
 
 }  // namespace
 
-std::string FamilyName(ModelShape::Family f) { return LowerName(ModelShape::Family_Name(f), "family", f); }
+std::string FamilyName(ModelShape::Family f) { return LowerName(ModelShape::Family_descriptor(), "family", f); }
 std::string ActivationName(ModelShape::FfnActivation a) {
-  return LowerName(ModelShape::FfnActivation_Name(a), "ffn_activation", a);
+  return LowerName(ModelShape::FfnActivation_descriptor(), "ffn_activation", a);
 }
 std::string AttentionTypeName(ModelShape::AttentionType t) {
-  return LowerName(ModelShape::AttentionType_Name(t), "attention_type", t);
+  return LowerName(ModelShape::AttentionType_descriptor(), "attention_type", t);
 }
-std::string HostStepName(HostStep::Kind k) { return LowerName(HostStep::Kind_Name(k), "host_step", k); }
+std::string HostStepName(HostStep::Kind k) { return LowerName(HostStep::Kind_descriptor(), "host_step", k); }
 std::optional<ModelShape::Family> ParseFamily(absl::string_view name) {
-  return ParseLower<ModelShape::Family>(name, [](const std::string& n, ModelShape::Family* v) { return ModelShape::Family_Parse(n, v); });
+  return ParseLower<ModelShape::Family>(ModelShape::Family_descriptor(), name);
 }
 std::optional<ModelShape::FfnActivation> ParseActivation(absl::string_view name) {
-  return ParseLower<ModelShape::FfnActivation>(name, [](const std::string& n, ModelShape::FfnActivation* v) { return ModelShape::FfnActivation_Parse(n, v); });
+  return ParseLower<ModelShape::FfnActivation>(ModelShape::FfnActivation_descriptor(), name);
 }
 std::optional<ModelShape::AttentionType> ParseAttentionType(absl::string_view name) {
-  return ParseLower<ModelShape::AttentionType>(name, [](const std::string& n, ModelShape::AttentionType* v) { return ModelShape::AttentionType_Parse(n, v); });
+  return ParseLower<ModelShape::AttentionType>(ModelShape::AttentionType_descriptor(), name);
 }
 
 absl::Status ValidateModelShape(const ModelShape& m) {
