@@ -68,23 +68,6 @@ struct GemvWeight {
   const uint8_t* bytes = nullptr;
 };
 
-// One GEMV y = W x of `shape` on `w` with `variants`: what the tuner times.
-void RunGemvOnce(const cpu::GemvShape& shape, const uint8_t* w, const kernels::GemvVariants& variants,
-                 const bf16* x, float* y, ThreadPool* pool) {
-  const size_t rows = shape.rows, cols = shape.cols;
-  switch (shape.format) {
-    case formats::WeightFormat::kBf16RowMajor:
-      return kernels::Gemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
-    case formats::WeightFormat::kBf16Packed:
-      return kernels::PackedGemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
-    case formats::WeightFormat::kBf16X12:
-      return kernels::X12Gemv(w, rows, cols, x, y, pool, variants);
-    default:
-      return kernels::QuantGemv(shape.format, kernels::QuantActivations::kInt8, w, rows, cols, x, y, pool,
-                                variants);
-  }
-}
-
 kernels::GemvVariants VariantsOf(const CpuDeviceOptions& options) {
   kernels::GemvVariants v;
   v.bf16_dot = options.gemv_bf16dot;
@@ -388,7 +371,7 @@ class CpuDevice final : public Device {
       const std::vector<cpu::GemvChoice> chosen = cpu::TuneGemvs(
           requests,
           [&](const cpu::GemvShape& shape, const kernels::GemvVariants& v) {
-            for (const uint8_t* w : by_shape.at(shape)) RunGemvOnce(shape, w, v, x.data(), y.data(), pool_);
+            for (const uint8_t* w : by_shape.at(shape)) cpu::RunGemv(shape, w, v, x.data(), y.data(), pool_);
             if (options_.gemv_tune_pass_done) options_.gemv_tune_pass_done(shape.rows, shape.cols, v);
           },
           o, &warning);

@@ -63,7 +63,8 @@ struct CpuDeviceOptions {
   // fields then say what is forced: gemv_bf16dot / gemv_vnni false and gemv_prefetch
   // kOn / kOff fix that variant, true and kAuto leave it to the measurement. Off by
   // default here, so that tests do not depend on wall time; tools turn it on
-  // (--gemv_tune). Every variant gives the same bits: only the speed changes.
+  // (--gemv_tune). Only variants that give the default's bits are timed (prefetch on /
+  // off); gemv_bf16dot and gemv_vnni change bits and are taken as given.
   bool gemv_tune = false;
   std::string gemv_tune_cache;  // cache directory of the timings ("": none)
   std::function<int64_t()> gemv_tune_clock;  // the tuner's clock (null: steady_clock)

@@ -397,14 +397,15 @@ elf::Program TwoGemvs() {
     model { name: "toy" rms_eps: 1e-5 }
     bos { name: "wq" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 544 weight_tensor: "wq"
           block_format: Q8_0 }
-    bos { name: "w" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 1024 weight_tensor: "w" }
+    bos { name: "w" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 1024 weight_tensor: "w"
+          layout: "packed_panel_v1" }
     bos { name: "x" shape: 64 dtype: BF16 category: WRITE size_bytes: 128 }
     bos { name: "y" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
     bos { name: "z" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
     steps { group { name: "g" entry_symbol: "g"
       launches { kernel_symbol: "dk_gemv_q8_0_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 64 }
         bindings { param: "w" bo: "wq" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }
-      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 64 }
+      launches { kernel_symbol: "dk_gemv_bf16_packed" params { key: "rows" value: 8 } params { key: "cols" value: 64 }
         bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "z" } } } }
   )pb", &p));
   return p;
@@ -427,8 +428,8 @@ TEST(CpuDevice, GemvTuneSaysWhatEachShapeRunsAndWhy) {
   const std::vector<std::string> lines = CpuGemvChoices(*f.device);
   ASSERT_EQ(lines.size(), 2u);
   const size_t q8 = cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size();
-  const size_t bf16 = cpu::GemvCandidates(formats::WeightFormat::kBf16RowMajor, {}).size();
-  EXPECT_EQ(lines[0].rfind("row_major 8x64: ", 0), 0u) << lines[0];
+  const size_t bf16 = cpu::GemvCandidates(formats::WeightFormat::kBf16Packed, {}).size();
+  EXPECT_EQ(lines[0].rfind("packed_panel_v1 8x64: ", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1].rfind("q8_0 8x64: ", 0), 0u) << lines[1];
   EXPECT_EQ(lines[0].find(" measured ") != std::string::npos, bf16 > 1) << lines[0];
   EXPECT_EQ(lines[1].find(" measured ") != std::string::npos, q8 > 1) << lines[1];
@@ -438,13 +439,19 @@ TEST(CpuDevice, GemvTuneSaysWhatEachShapeRunsAndWhy) {
   EXPECT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 2u);
   const std::string d = f.device->description();
   EXPECT_NE(d.find("; GEMV variants (tuning took "), std::string::npos) << d;
-  EXPECT_NE(d.find(" s): row_major 8x64: "), std::string::npos) << d;
+  EXPECT_NE(d.find(" s): packed_panel_v1 8x64: "), std::string::npos) << d;
 
   cpu.gemv_vnni = false;
   Fixture forced = Load(TwoGemvs(), /*validate=*/false, cpu);
   ASSERT_TRUE(forced.elf);
   EXPECT_EQ(CpuGemvChoices(*forced.device)[1], "q8_0 8x64: no-vnni, the only candidate");
   EXPECT_FALSE(CpuLaunchGemvVariants(*forced.elf)[0].vnni);
+  cpu.gemv_prefetch = CpuDeviceOptions::Prefetch::kOff;
+  Fixture no_prefetch = Load(TwoGemvs(), /*validate=*/false, cpu);
+  ASSERT_TRUE(no_prefetch.elf);
+  EXPECT_EQ(CpuGemvChoices(*no_prefetch.device)[0].find(", the only candidate") != std::string::npos, true)
+      << CpuGemvChoices(*no_prefetch.device)[0];
+  EXPECT_FALSE(CpuLaunchGemvVariants(*no_prefetch.elf)[1].prefetch);
 
   Fixture untuned = Load(TwoGemvs(), /*validate=*/false);
   EXPECT_TRUE(CpuGemvChoices(*untuned.device).empty());
@@ -453,45 +460,49 @@ TEST(CpuDevice, GemvTuneSaysWhatEachShapeRunsAndWhy) {
 }
 
 // The launch runs what was measured fastest: a fake clock that makes the default
-// (VNNI) passes three times slower than the Highway ones makes the device run
-// Highway int8.
+// (this CPU's prefetch setting) passes three times slower than the other's makes the
+// device run the other.
 TEST(CpuDevice, GemvTuneRunsTheMeasuredFastestVariant) {
-  if (cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size() < 2) GTEST_SKIP() << "no VNNI here";
+  if (cpu::GemvCandidates(formats::WeightFormat::kBf16Packed, {}).size() < 2) GTEST_SKIP() << "no vdpbf16ps here";
   elf::Program p = TwoGemvs();
-  p.mutable_steps(0)->mutable_group()->mutable_launches()->RemoveLast();  // the Q8_0 GEMV alone
-  p.mutable_bos()->RemoveLast();
+  p.mutable_steps(0)->mutable_group()->mutable_launches()->DeleteSubrange(0, 1);  // the packed GEMV alone
+  const bool slow = kernels::GemvVariants().prefetch;  // the default's
   int64_t now = 0;
   CpuDeviceOptions cpu;
   cpu.gemv_tune = true;
   cpu.gemv_tune_clock = [&now] { return now; };
-  cpu.gemv_tune_pass_done = [&now](int64_t, int64_t, const kernels::GemvVariants& v) { now += v.vnni ? 3000 : 1000; };
+  cpu.gemv_tune_pass_done = [&now, slow](int64_t, int64_t, const kernels::GemvVariants& v) {
+    now += v.prefetch == slow ? 3000 : 1000;
+  };
   Fixture f = Load(p, /*validate=*/false, cpu);
   ASSERT_TRUE(f.elf);
   ASSERT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 1u);
-  EXPECT_FALSE(CpuLaunchGemvVariants(*f.elf)[0].vnni);
-  EXPECT_EQ(CpuGemvChoices(*f.device)[0], "q8_0 8x64: no-vnni, measured 0.001 ms vs vnni 0.003 ms (default vnni)");
+  EXPECT_EQ(CpuLaunchGemvVariants(*f.elf)[0].prefetch, !slow);
+  const std::string fast_name = slow ? "dot" : "dot+prefetch", slow_name = slow ? "dot+prefetch" : "dot";
+  EXPECT_EQ(CpuGemvChoices(*f.device)[0], "packed_panel_v1 8x64: " + fast_name + ", measured 0.001 ms vs " + slow_name +
+                                              " 0.003 ms (default " + slow_name + ")");
 }
 
 // A launch with several weights (rms_gemv3: q 16x64, k and v 8x64) runs the candidate
 // its weights take least time with together, which need not be its largest shape's:
-// 16x64 alone is faster without VNNI (1.0 against 1.2), but k and v, 2 of the 3
+// 16x64 alone is faster without prefetch (1.0 against 1.2), but k and v, 2 of the 3
 // weights, are twice as fast with it (per weight 0.5 against 1.0): 2.2 against 3.0.
 TEST(CpuDevice, GemvTuneGivesASeveralWeightLaunchItsLeastTotalTime) {
-  if (cpu::GemvCandidates(formats::WeightFormat::kQ8_0, {}).size() < 2) GTEST_SKIP() << "no VNNI here";
+  if (cpu::GemvCandidates(formats::WeightFormat::kBf16Packed, {}).size() < 2) GTEST_SKIP() << "no vdpbf16ps here";
   elf::Program p;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
     schema_version: 1
     model { name: "toy" rms_eps: 1e-5 }
-    bos { name: "w0" shape: [16, 64] dtype: BF16 category: STATIC size_bytes: 1088 weight_tensor: "q" block_format: Q8_0 }
-    bos { name: "w1" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 544 weight_tensor: "k" block_format: Q8_0 }
-    bos { name: "w2" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 544 weight_tensor: "v" block_format: Q8_0 }
+    bos { name: "w0" shape: [16, 64] dtype: BF16 category: STATIC size_bytes: 2048 weight_tensor: "q" layout: "packed_panel_v1" }
+    bos { name: "w1" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 1024 weight_tensor: "k" layout: "packed_panel_v1" }
+    bos { name: "w2" shape: [8, 64] dtype: BF16 category: STATIC size_bytes: 1024 weight_tensor: "v" layout: "packed_panel_v1" }
     bos { name: "x" shape: 64 dtype: BF16 category: WRITE size_bytes: 128 }
     bos { name: "norm" shape: 64 dtype: BF16 category: STATIC size_bytes: 128 }
     bos { name: "y0" shape: 16 dtype: BF16 category: OUTPUT size_bytes: 32 }
     bos { name: "y1" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
     bos { name: "y2" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
     steps { group { name: "g" entry_symbol: "g"
-      launches { kernel_symbol: "dk_rms_gemv3_q8_0_rowmajor"
+      launches { kernel_symbol: "dk_rms_gemv3_bf16_packed"
         params { key: "rows0" value: 16 } params { key: "rows1" value: 8 } params { key: "rows2" value: 8 }
         params { key: "cols" value: 64 }
         bindings { param: "x" bo: "x" } bindings { param: "norm" bo: "norm" }
@@ -503,17 +514,17 @@ TEST(CpuDevice, GemvTuneGivesASeveralWeightLaunchItsLeastTotalTime) {
   cpu.gemv_tune = true;
   cpu.gemv_tune_clock = [&now] { return now; };
   cpu.gemv_tune_pass_done = [&now](int64_t rows, int64_t, const kernels::GemvVariants& v) {
-    if (rows == 16) now += v.vnni ? 1'200'000'000 : 1'000'000'000;  // one weight of this shape
-    if (rows == 8) now += v.vnni ? 1'000'000'000 : 2'000'000'000;   // a pass over two
+    if (rows == 16) now += v.prefetch ? 1'200'000'000 : 1'000'000'000;  // one weight of this shape
+    if (rows == 8) now += v.prefetch ? 1'000'000'000 : 2'000'000'000;   // a pass over two
   };
   Fixture f = Load(p, /*validate=*/false, cpu);
   ASSERT_TRUE(f.elf);
   const std::vector<std::string> lines = CpuGemvChoices(*f.device);
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[0].rfind("q8_0 8x64: vnni, measured", 0), 0u) << lines[0];
-  EXPECT_EQ(lines[1].rfind("q8_0 16x64: no-vnni, measured", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[0].rfind("packed_panel_v1 8x64: dot+prefetch, measured", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("packed_panel_v1 16x64: dot, measured", 0), 0u) << lines[1];
   ASSERT_EQ(CpuLaunchGemvVariants(*f.elf).size(), 1u);
-  EXPECT_TRUE(CpuLaunchGemvVariants(*f.elf)[0].vnni);
+  EXPECT_TRUE(CpuLaunchGemvVariants(*f.elf)[0].prefetch);
 }
 
 // A second device with the same cache reads the choices without timing anything.

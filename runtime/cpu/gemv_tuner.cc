@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/gemv_x12.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -121,6 +122,22 @@ std::string Ms(int64_t ns) { return absl::StrFormat("%.3f ms", ns / 1e6); }
 
 }  // namespace
 
+void RunGemv(const GemvShape& shape, const uint8_t* w, const GemvVariants& variants, const bf16* x, float* y,
+             ThreadPool* pool) {
+  const size_t rows = shape.rows, cols = shape.cols;
+  switch (shape.format) {
+    case formats::WeightFormat::kBf16RowMajor:
+      return kernels::Gemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
+    case formats::WeightFormat::kBf16Packed:
+      return kernels::PackedGemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
+    case formats::WeightFormat::kBf16X12:
+      return kernels::X12Gemv(w, rows, cols, x, y, pool, variants);
+    default:
+      return kernels::QuantGemv(shape.format, kernels::QuantActivations::kInt8, w, rows, cols, x, y, pool,
+                                variants);
+  }
+}
+
 std::string GemvShape::Name() const { return absl::StrCat(formats::Name(format), " ", rows, "x", cols); }
 
 std::vector<GemvVariants> GemvCandidates(formats::WeightFormat format, const GemvVariantPolicy& policy) {
@@ -136,19 +153,16 @@ std::vector<GemvVariants> GemvCandidates(formats::WeightFormat format, const Gem
     loops.push_back(loop);
     out.push_back(v);
   };
-  for (bool dot : {true, false}) {
-    if (policy.bf16_dot && *policy.bf16_dot != dot) continue;
-    for (bool vnni : {true, false}) {
-      if (policy.vnni && *policy.vnni != vnni) continue;
-      for (bool prefetch : {true, false}) {
-        if (policy.prefetch && *policy.prefetch != prefetch) continue;
-        GemvVariants v;
-        v.bf16_dot = dot;
-        v.vnni = vnni;
-        v.prefetch = prefetch;
-        add(v);
-      }
-    }
+  // Only loops that compute the default's bits are candidates (a choice made by timing
+  // must never change a token): software prefetch on or off. vdpbf16ps and the widening
+  // loop round differently, and so do the VNNI and Highway int8 loops (their int32 lanes
+  // hold different element groups before the per-lane scaling): those stay forced-only
+  // (--gemv_bf16dot, --gemv_vnni; kernels/gemv/gemv_variants.h).
+  for (bool prefetch : {true, false}) {
+    if (policy.prefetch && *policy.prefetch != prefetch) continue;
+    GemvVariants v = base;
+    v.prefetch = prefetch;
+    add(v);
   }
   return out;
 }

@@ -1,8 +1,11 @@
 // Chooses each GEMV weight shape's kernel variants (kernels/gemv/gemv_variants.h) by
 // timing them on this machine. The CPUID flags do not say which inner loop is faster:
 // on a Zen 4 the VNNI Q8_0 loop ran 1.7x slower than the Highway int8 one, on a Zen 5
-// the other way round, with the same flags. Every variant computes the same bits, so
-// the choice changes speed only, never a token.
+// the other way round, with the same flags. A timing differs from run to run, so only
+// loops that compute the default's bits are candidates (today: software prefetch on or
+// off; GemvCandidates, tested bit for bit in gemv_tuner_test): the choice changes speed
+// only, never a token. vdpbf16ps / widening and VNNI / Highway int8 round differently,
+// so they are forced by flag, never chosen by time.
 //
 // For each shape the candidates are the distinct loops this CPU can take for its
 // format (GemvCandidates); each is timed as whole passes over every weight of that
@@ -28,11 +31,13 @@
 
 #include "formats/weight_format.h"
 #include "kernels/gemv/gemv_variants.h"
+#include "util/bf16.h"
+#include "util/thread_pool.h"
 
 namespace dk::runtime::cpu {
 
 // Bump when the candidates or their loops change: older cache entries then no longer match.
-inline constexpr int kGemvVariantSetVersion = 2;
+inline constexpr int kGemvVariantSetVersion = 3;
 // Another candidate replaces the default only when at least this much faster (timing noise).
 inline constexpr double kKeepDefaultWithin = 0.02;
 // After the second round and later ones, a candidate this many times slower than the
@@ -90,6 +95,11 @@ struct GemvChoice {
   // from the cache; "...: vnni, the only candidate" when nothing was timed).
   std::string Line() const;
 };
+
+// One GEMV y = W x of `shape` on the weight bytes `w` (its format's layout) with
+// `variants`: what the tuner times, pass by pass.
+void RunGemv(const GemvShape& shape, const uint8_t* w, const kernels::GemvVariants& variants, const bf16* x,
+             float* y, ThreadPool* pool);
 
 // One pass of `variants` over every weight of `shape` (what is timed).
 using GemvPassFn = std::function<void(const GemvShape&, const kernels::GemvVariants&)>;

@@ -1,6 +1,9 @@
 #include "runtime/cpu/gemv_tuner.h"
 
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -9,6 +12,9 @@
 #include "gtest/gtest.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
+#include "kernels/gemv/gemv_quant_ref.h"
+#include "kernels/gemv/gemv_x12.h"
+#include "util/thread_pool.h"
 
 namespace dk::runtime::cpu {
 namespace {
@@ -279,20 +285,82 @@ TEST(GemvTuner, AnUnwritableCacheIsAWarningNotAFailure) {
 // The candidates are this CPU's distinct loops, the default first, forced fields fixed.
 TEST(GemvTuner, CandidatesAreTheDistinctLoopsWithTheDefaultFirst) {
   const std::vector<GemvVariants> q8 = GemvCandidates(WeightFormat::kQ8_0, {});
-  ASSERT_FALSE(q8.empty());
+  ASSERT_EQ(q8.size(), 1u);  // VNNI / Highway int8 change the bits: forced only
   EXPECT_EQ(q8[0], GemvVariants());
-  EXPECT_EQ(q8.size(), kernels::QuantGemvUsesVnni() ? 2u : 1u);
   GemvVariantPolicy no_vnni;
   no_vnni.vnni = false;
   const std::vector<GemvVariants> forced = GemvCandidates(WeightFormat::kQ8_0, no_vnni);
   ASSERT_EQ(forced.size(), 1u);
   EXPECT_FALSE(forced[0].vnni);
   const bool dot = kernels::GemvUsesBf16Dot();
-  EXPECT_EQ(GemvCandidates(WeightFormat::kBf16X12, {}).size(), dot ? 3u : 1u);
-  EXPECT_EQ(GemvCandidates(WeightFormat::kBf16RowMajor, {}).size(), dot ? 2u : 1u);  // its loop never prefetches
+  EXPECT_EQ(GemvCandidates(WeightFormat::kBf16X12, {}).size(), dot ? 2u : 1u);  // prefetch on / off
+  EXPECT_EQ(GemvCandidates(WeightFormat::kBf16RowMajor, {}).size(), 1u);  // its loop never prefetches
+  for (WeightFormat f : formats::kAllWeightFormats) {
+    for (const GemvVariants& v : GemvCandidates(f, {})) {
+      EXPECT_TRUE(v.bf16_dot) << formats::Name(f);
+      EXPECT_TRUE(v.vnni) << formats::Name(f);
+    }
+  }
   GemvVariantPolicy prefetch_on;
   prefetch_on.prefetch = true;
   for (const GemvVariants& v : GemvCandidates(WeightFormat::kBf16Packed, prefetch_on)) EXPECT_TRUE(v.prefetch);
+}
+
+// The weight bytes of a [rows, cols] matrix in `format`'s layout: random narrow bf16
+// values (as trained weights are) packed, or random GGUF blocks.
+std::vector<uint8_t> WeightBytes(WeightFormat format, size_t rows, size_t cols, uint32_t seed) {
+  if (formats::IsBlockFormat(format)) return kernels::ref::RandomBlocks(format, rows, cols, seed);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.06f, 0.06f);
+  std::vector<bf16> w(rows * cols);
+  for (bf16& e : w) e = F32ToBf16(u(rng));
+  std::vector<uint8_t> out;
+  if (format == WeightFormat::kBf16RowMajor) {
+    out.resize(w.size() * sizeof(bf16));
+    std::memcpy(out.data(), w.data(), out.size());
+  } else if (format == WeightFormat::kBf16Packed) {
+    out.resize(kernels::PackedGemvElements(rows, cols) * sizeof(bf16));
+    kernels::PackGemvWeights(w.data(), rows, cols, reinterpret_cast<bf16*>(out.data()));
+  } else {
+    out.resize(kernels::X12GemvBytes(rows, cols));
+    kernels::PackX12GemvWeights(w.data(), rows, cols, out.data());
+  }
+  return out;
+}
+
+// The tuner picks among a shape's candidates by time, and times differ from run to
+// run: a candidate that computed other bits than the default would make a stage's
+// tokens depend on how busy the machine was when it tuned. Every candidate of every
+// format computes the default's bits, alone and on pools (row splits at other rows).
+TEST(GemvTuner, EveryCandidateComputesTheDefaultsBits) {
+  ThreadPool pool2(2), pool3(3);
+  const size_t shapes[][2] = {{8, 256}, {61, 512}, {576, 1536}, {1536, 768}};
+  size_t compared = 0;
+  for (WeightFormat format : formats::kAllWeightFormats) {
+    const std::vector<GemvVariants> candidates = GemvCandidates(format, {});
+    for (const auto& s : shapes) {
+      const size_t rows = s[0], cols = s[1];
+      const GemvShape shape{format, static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
+      const std::vector<uint8_t> w = WeightBytes(format, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+      std::mt19937 rng(static_cast<uint32_t>(cols));
+      std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+      std::vector<bf16> x(cols);
+      for (bf16& e : x) e = F32ToBf16(u(rng));
+      std::vector<float> want(rows);
+      RunGemv(shape, w.data(), candidates[0], x.data(), want.data(), nullptr);
+      for (const GemvVariants& v : candidates) {
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+          std::vector<float> got(rows, -1.0f);
+          RunGemv(shape, w.data(), v, x.data(), got.data(), pool);
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), rows * sizeof(float)), 0)
+              << shape.Name() << ": " << GemvVariantName(format, v) << " on "
+              << (pool ? pool->num_threads() : 1) << " threads differs from " << GemvVariantName(format, candidates[0]);
+          ++compared;
+        }
+      }
+    }
+  }
+  std::printf("%zu candidate runs compared\n", compared);
 }
 
 TEST(GemvTuner, CpuIdentityNamesTheModel) {

@@ -20,8 +20,11 @@ ABSL_FLAG(int, host_spin, -1,
 ABSL_FLAG(bool, device_thread, false, "run launch groups on a device-side thread (XRT's shape)");
 ABSL_FLAG(bool, team_runs, true, "run a launch group as one team run of the pool where it can");
 ABSL_FLAG(bool, kernel_times, false, "time each kernel symbol's launches (decode_bench prints them)");
-ABSL_FLAG(bool, gemv_bf16dot, true, "bf16 GEMVs use vdpbf16ps where the CPU has AVX512_BF16");
-ABSL_FLAG(bool, gemv_vnni, true, "quantized GEMVs use vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI");
+ABSL_FLAG(bool, gemv_bf16dot, true,
+          "bf16 GEMVs use vdpbf16ps where the CPU has AVX512_BF16 (false: the widening loop, other bits)");
+ABSL_FLAG(bool, gemv_vnni, true,
+          "quantized GEMVs use vpdpbusd where the CPU has AVX512-VNNI or AVX-VNNI (false: Highway int8, other "
+          "bits)");
 ABSL_FLAG(std::string, prefill_chunk, "auto",
           "prompt tokens one run of the decode program processes (the batched prefill): a number from 1 "
           "(one at a time) to the model's context, or auto (512, fewer when the context is shorter or a "
@@ -29,9 +32,10 @@ ABSL_FLAG(std::string, prefill_chunk, "auto",
 ABSL_FLAG(std::string, gemv_prefetch, "auto",
           "software prefetch in the packed bf16 GEMVs: auto (on for Intel CPUs), on or off");
 ABSL_FLAG(bool, gemv_tune, true,
-          "time each GEMV weight shape's kernel variants when a program loads and run the fastest (about a "
-          "second for a 1B model, nothing when cached); --gemv_bf16dot=false, --gemv_vnni=false and "
-          "--gemv_prefetch=on/off then force that variant. false: the variants exactly as those flags say");
+          "time each GEMV weight shape's kernel variants that compute the same bits (software prefetch on / "
+          "off) when a program loads and run the fastest (about a second for a 1B model, nothing when "
+          "cached; never changes a token); --gemv_prefetch=on/off then forces it. false: the variants exactly "
+          "as the flags say");
 ABSL_FLAG(std::string, gemv_tune_cache, "",
           "directory of the GEMV tuning cache (default: $XDG_CACHE_HOME/decodekit/gemv_tune or "
           "~/.cache/decodekit/gemv_tune; none: no cache)");
