@@ -156,14 +156,18 @@ absl::Status Engine::Impl::Open() {
   DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*tokenizer, program.model().vocab(), tokenizer_path,
                                                             absl::StrCat("ELF ", options.elf)));
   DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerMatchesWeights(*tokenizer, tokenizer_path, options.weights));
-  DK_ASSIGN_OR_RETURN(dk::weights::Weights weights, dk::runtime::ReadWeightsSpec(options.weights, program, options.max_context));
-  dk::runtime::SessionOptions session_options;
+  // The engine's own pool (unless a tool lends its one) loads the weights and runs the
+  // kernels, so that engines on other threads share no pool with this one.
   if (tool.pool == nullptr) {
     dk::ThreadPoolOptions pool_options;
     pool_options.num_threads = options.threads;
     pool = std::make_unique<dk::ThreadPool>(pool_options);
   }
-  session_options.pool = tool.pool != nullptr ? tool.pool : pool.get();
+  dk::ThreadPool* const threads = tool.pool != nullptr ? tool.pool : pool.get();
+  DK_ASSIGN_OR_RETURN(dk::weights::Weights weights,
+                      dk::runtime::ReadWeightsSpec(options.weights, program, options.max_context, threads));
+  dk::runtime::SessionOptions session_options;
+  session_options.pool = threads;
   session_options.cpu = tool.cpu;
   session_options.validate = tool.validate;
   session_options.max_context = options.max_context;

@@ -35,7 +35,7 @@ elf::BlockFormat BlockFormatOf(GgmlType type) {
 // the kernels read their format.
 absl::StatusOr<Tensor> LoadGgufTensor(const GgufFile& f, const GgufTensorInfo& info, const std::string& name,
                                       const std::vector<int64_t>& dims, const elf::ModelShape& shape,
-                                      bool blocks_only) {
+                                      bool blocks_only, ThreadPool* pool) {
   auto where = [&] { return absl::StrCat("tensor \"", info.name, "\" (", name, ") in ", f.name()); };
   Tensor t;
   t.shape.assign(info.dims.rbegin(), info.dims.rend());  // ggml order -> PyTorch order
@@ -87,7 +87,7 @@ absl::StatusOr<Tensor> LoadGgufTensor(const GgufFile& f, const GgufTensorInfo& i
     return t;  // never kept as blocks: they hold 1 + w
   }
   const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(cols, 1));
-  ParallelChunks(rows, rows_per_chunk, [&](int64_t r0, int64_t r1) {
+  ParallelChunks(pool, rows, rows_per_chunk, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t hf_row = n_head > 0 ? GgufQkRowToHfRow(r, rows, n_head) : r;
       DequantizeToBf16(type, src + r * rb, cols, dst + hf_row * cols);
@@ -123,7 +123,7 @@ absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::st
 
 absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
                                         const std::function<bool(absl::string_view)>& select,
-                                        const BlocksOnly& blocks_only) {
+                                        const BlocksOnly& blocks_only, ThreadPool* pool) {
   DK_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> owned, GgufFile::Open(path));
   // Kept mapped while the weights live: the StoredBlocks point into it.
   const std::shared_ptr<const GgufFile> file(std::move(owned));
@@ -141,7 +141,7 @@ absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
     if (exp == expected.end()) continue;  // no HF counterpart (e.g. rope_freqs)
     if (select && !select(name)) continue;
     DK_ASSIGN_OR_RETURN(Tensor t, LoadGgufTensor(*f, info, name, exp->second, shape,
-                                                 blocks_only != nullptr && blocks_only(name)));
+                                                 blocks_only != nullptr && blocks_only(name), pool));
     w.Add(name, std::move(t));
   }
   // Dequantizing touched every page; the blocks are read again (from the page cache)
@@ -153,8 +153,8 @@ absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
 
 absl::StatusOr<Weights> LoadGguf(const std::string& path) { return LoadGguf(path, nullptr); }
 
-absl::StatusOr<Weights> LoadGguf(const std::string& path, const BlocksOnly& blocks_only) {
-  DK_ASSIGN_OR_RETURN(Weights w, LoadGgufTensors(path, nullptr, blocks_only));
+absl::StatusOr<Weights> LoadGguf(const std::string& path, const BlocksOnly& blocks_only, ThreadPool* pool) {
+  DK_ASSIGN_OR_RETURN(Weights w, LoadGgufTensors(path, nullptr, blocks_only, pool));
   DK_RETURN_IF_ERROR(CheckWeights(w, w.shape()));
   return w;
 }

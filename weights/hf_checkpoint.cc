@@ -389,7 +389,7 @@ std::string HfConfigJson(const elf::ModelShape& s) {
   return cfg.dump(2) + "\n";
 }
 
-absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir) {
+absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir, ThreadPool* pool) {
   if (!IsDirectory(dir)) {
     return absl::NotFoundError(absl::StrCat("HF checkpoint directory ", dir, " not found"));
   }
@@ -461,7 +461,7 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir) {
                                                      " has shape ", ShapeStr(info->shape),
                                                      ", expected ", ShapeStr(dims)));
     }
-    DK_ASSIGN_OR_RETURN(Tensor t, file->ReadBf16(*info));
+    DK_ASSIGN_OR_RETURN(Tensor t, file->ReadBf16(*info, pool));
     w.Add(name, std::move(t));
   }
   return w;

@@ -201,7 +201,7 @@ const SafetensorsTensorInfo* SafetensorsFile::Find(absl::string_view name) const
   return &*it;
 }
 
-absl::StatusOr<Tensor> SafetensorsFile::ReadBf16(const SafetensorsTensorInfo& info) const {
+absl::StatusOr<Tensor> SafetensorsFile::ReadBf16(const SafetensorsTensorInfo& info, ThreadPool* pool) const {
   GgmlType type;
   if (info.dtype == "BF16") {
     type = GgmlType::kBF16;
@@ -225,7 +225,7 @@ absl::StatusOr<Tensor> SafetensorsFile::ReadBf16(const SafetensorsTensorInfo& in
   const int esize = DtypeSize(info.dtype);
   const uint8_t* src = data_ + data_start_ + info.begin;
   bf16* dst = t.data.data();
-  ParallelChunks(n, int64_t{1} << 20, [&](int64_t b, int64_t e) {
+  ParallelChunks(pool, n, int64_t{1} << 20, [&](int64_t b, int64_t e) {
     DequantizeToBf16(type, src + b * esize, e - b, dst + b);
   });
   return t;

@@ -49,8 +49,9 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   // The tensor converted to bf16 (BF16 copied; F16 -> f32 exactly -> bf16 RNE;
-  // F32 -> bf16 RNE). Unimplemented naming the tensor for other dtypes.
-  absl::StatusOr<Tensor> ReadBf16(const SafetensorsTensorInfo& info) const;
+  // F32 -> bf16 RNE). Unimplemented naming the tensor for other dtypes. Converted on
+  // `pool` (null: on the caller).
+  absl::StatusOr<Tensor> ReadBf16(const SafetensorsTensorInfo& info, ThreadPool* pool = nullptr) const;
 
  private:
   SafetensorsFile() = default;

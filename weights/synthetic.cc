@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "util/thread_pool.h"
 #include "weights/common.h"
+#include "weights/parallel.h"
 #include "weights/weights.h"
 
 namespace dk::weights {
@@ -59,7 +60,7 @@ bf16 SyntheticNormElement(uint64_t key, uint64_t i, bool plus_one) {
 
 }  // namespace
 
-absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed) {
+absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed, ThreadPool* pool) {
   Weights w;
   w.set_source(absl::StrCat("synthetic(seed=", seed, ")"));
   w.set_shape(shape);
@@ -94,7 +95,7 @@ absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint6
     for (int64_t b = 0; b < jobs[j].numel; b += kChunk) tasks.push_back({j, b});
   }
   const bool norm_plus_one = shape.norm_plus_one();
-  SharedThreadPool().Run(static_cast<int64_t>(tasks.size()), [&](int64_t task, int) {
+  ParallelChunks(pool, static_cast<int64_t>(tasks.size()), 1, [&](int64_t task, int64_t) {
     const Job& job = jobs[tasks[task].first];
     const int64_t begin = tasks[task].second;
     const int64_t end = std::min(begin + kChunk, job.numel);

@@ -159,17 +159,17 @@ absl::Status CheckWeights(const Weights& w, const elf::ModelShape& shape) {
 
 absl::StatusOr<Weights> LoadWeights(const std::string& path) { return LoadWeights(path, nullptr); }
 
-absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& blocks_only) {
+absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& blocks_only, ThreadPool* pool) {
   absl::StatusOr<OpenedPath> opened = OpenUserPath(path, "weights", PathKinds::kFileOrDirectory);
   if (absl::IsNotFound(opened.status())) {
     return absl::NotFoundError(absl::StrCat(opened.status().message(),
                                             " (expected an HF checkpoint directory or a .gguf file)"));
   }
   if (!opened.ok()) return opened.status();
-  if (opened->is_directory) return LoadHfCheckpoint(path);
+  if (opened->is_directory) return LoadHfCheckpoint(path, pool);
   // By content, not by name: a GGUF file starts with its magic.
   DK_ASSIGN_OR_RETURN(std::string magic, ReadHead(*opened, path, 4));
-  if (magic == "GGUF") return LoadGguf(path, blocks_only);
+  if (magic == "GGUF") return LoadGguf(path, blocks_only, pool);
   return absl::InvalidArgumentError(absl::StrCat(
       "weights ", path, " are not a GGUF file (", magic.size() < 4 ? "shorter than" : "no",
       " GGUF magic) and not an HF checkpoint directory"));

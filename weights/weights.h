@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "elf/program.pb.h"
 #include "util/aligned_buffer.h"
+#include "util/thread_pool.h"
 #include "util/bf16.h"
 
 namespace dk::weights {
@@ -135,7 +136,7 @@ std::string HfConfigJson(const elf::ModelShape& shape);
 // BF16, F16 or F32. Only the tensors ExpectedTensors() lists are loaded (others, and
 // lm_head.weight when tie_word_embeddings is true, are ignored, as transformers does),
 // so the digest matches the state dict transformers builds.
-absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
+absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir, ThreadPool* pool = nullptr);
 
 // GGUF (general.architecture llama, qwen2, qwen3 or gemma3; gguf_arch.h holds what
 // each converter writes): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the
@@ -149,8 +150,10 @@ absl::StatusOr<Weights> LoadHfCheckpoint(const std::string& dir);
 // from the rope_freqs.weight tensor llama.cpp's converter stores it as (its parameters
 // recovered by matching the table; a table of no Llama 3 scaling is refused);
 // rope.scaling.type metadata other than "none" is refused.
-// Loaders and MakeSyntheticWeights split work over SharedThreadPool(): call them from
-// one thread at a time, never from inside a pool task.
+// Loaders and MakeSyntheticWeights convert on the `pool` they are given (null, the
+// default: on the calling thread alone), never from inside one of its tasks. A pool
+// runs one job at a time: two loads at once on two threads need a pool each (an
+// Engine passes its own).
 absl::StatusOr<Weights> LoadGguf(const std::string& path);
 
 // Which tensors a loader may leave without bf16 values: those a decode ELF reads
@@ -162,14 +165,16 @@ using BlocksOnly = std::function<bool(absl::string_view hf_name)>;
 
 // As LoadGguf, the tensors `blocks_only` names kept as blocks only: a Q4_K_M 8B then
 // needs its file's bytes, not 2 bytes per parameter of bf16 besides.
-absl::StatusOr<Weights> LoadGguf(const std::string& path, const BlocksOnly& blocks_only);
+absl::StatusOr<Weights> LoadGguf(const std::string& path, const BlocksOnly& blocks_only,
+                                 ThreadPool* pool = nullptr);
 
 // As LoadGguf, only the tensors whose HF name `select` accepts (all when it is
 // empty), without checking that the model is complete: a few tensors of a big file,
 // or of one whose other tensors' types cannot be dequantized.
 absl::StatusOr<Weights> LoadGgufTensors(const std::string& path,
                                         const std::function<bool(absl::string_view)>& select,
-                                        const BlocksOnly& blocks_only = nullptr);
+                                        const BlocksOnly& blocks_only = nullptr,
+                                        ThreadPool* pool = nullptr);
 
 // The model shape a GGUF's metadata describes, as LoadGguf reads it; reads only the
 // header and rope_freqs.weight (no weight is dequantized, whatever its type).
@@ -183,7 +188,8 @@ absl::StatusOr<std::map<std::string, std::string>> GgufStoredTypes(const std::st
 // (whatever its name); NotFound when `path` does not exist, InvalidArgument otherwise.
 absl::StatusOr<Weights> LoadWeights(const std::string& path);
 // As LoadWeights; a GGUF's tensors `blocks_only` names kept as blocks only (LoadGguf).
-absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& blocks_only);
+absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& blocks_only,
+                                    ThreadPool* pool = nullptr);
 
 // Deterministic synthetic weights for `shape`: the same seed gives the same bytes on
 // every machine. Linear and embedding weights ~ uniform with std 0.02 (HF's
@@ -192,7 +198,8 @@ absl::StatusOr<Weights> LoadWeights(const std::string& path, const BlocksOnly& b
 // function of (seed, FNV-1a-64(name), i) (splitmix64 mixing), so any slice can be
 // generated independently and in parallel. ResourceExhausted when a tensor cannot
 // be allocated (a valid but huge shape), never an abort.
-absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed = 1);
+absl::StatusOr<Weights> MakeSyntheticWeights(const elf::ModelShape& shape, uint64_t seed = 1,
+                                             ThreadPool* pool = nullptr);
 
 // Writes `w` as an HF checkpoint directory (config.json of its family in bfloat16,
 // model.safetensors) that transformers loads. Writes the tensors

@@ -22,16 +22,16 @@ constexpr char kEmbedding[] = "model.embed_tokens.weight";
 }  // namespace
 
 absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec,
-                                                const elf::ModelShape& model) {
+                                                const elf::ModelShape& model, ThreadPool* pool) {
   if (spec == "synthetic" || absl::StartsWith(spec, "synthetic:")) {
     uint64_t seed = 1;
     if (spec != "synthetic" && (spec.size() == 10 || !absl::SimpleAtoi(spec.substr(10), &seed))) {
       return absl::InvalidArgumentError(
           absl::StrCat("weights '", spec, "': the seed after 'synthetic:' must be a decimal number"));
     }
-    return weights::MakeSyntheticWeights(model, seed);
+    return weights::MakeSyntheticWeights(model, seed, pool);
   }
-  return weights::LoadWeights(spec);
+  return weights::LoadWeights(spec, nullptr, pool);
 }
 
 weights::BlocksOnly GgufBlocksOnly(const elf::Program& program) {
@@ -95,18 +95,18 @@ int64_t MemAvailableBytes() {
 }
 
 absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec, const elf::Program& program,
-                                                int max_context) {
+                                                int max_context, ThreadPool* pool) {
   const bool synthetic = spec == "synthetic" || absl::StartsWith(spec, "synthetic:");
   const weights::BlocksOnly blocks_only = synthetic ? nullptr : GgufBlocksOnly(program);
   DK_RETURN_IF_ERROR(CheckSessionMemory(EstimateSessionMemory(program, blocks_only, max_context), MemAvailableBytes(),
                                         absl::StrCat("a session of model ", program.model().name())));
-  if (synthetic) return ReadWeightsSpec(spec, program.model());
-  return weights::LoadWeights(spec, blocks_only);
+  if (synthetic) return ReadWeightsSpec(spec, program.model(), pool);
+  return weights::LoadWeights(spec, blocks_only, pool);
 }
 
 absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
-    const std::string& spec, const elf::ModelShape& model) {
-  DK_ASSIGN_OR_RETURN(weights::Weights w, ReadWeightsSpec(spec, model));
+    const std::string& spec, const elf::ModelShape& model, ThreadPool* pool) {
+  DK_ASSIGN_OR_RETURN(weights::Weights w, ReadWeightsSpec(spec, model, pool));
   return std::make_shared<const weights::Weights>(std::move(w));
 }
 

@@ -20,16 +20,17 @@
 namespace dk::runtime {
 
 // "synthetic" or "synthetic:SEED" for synthetic weights of the ELF's model shape;
-// else a checkpoint directory or a .gguf file.
+// else a checkpoint directory or a .gguf file. Loaded on `pool` (null: on the
+// caller alone; weights/weights.h).
 absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec,
-                                                const elf::ModelShape& model);
+                                                const elf::ModelShape& model, ThreadPool* pool = nullptr);
 // As ReadWeightsSpec, for a session of `program`: a GGUF's tensors that `program`
 // reads only as the file's own blocks (GgufBlocksOnly) are loaded as blocks only,
 // and the load is refused (ResourceExhausted, with the figures) before anything is
 // allocated when EstimateSessionMemory exceeds the host's MemAvailable (`max_context`:
 // SessionOptions::max_context, 0 the model's).
 absl::StatusOr<weights::Weights> ReadWeightsSpec(const std::string& spec, const elf::Program& program,
-                                                int max_context = 0);
+                                                int max_context = 0, ThreadPool* pool = nullptr);
 
 // The tensors every weight BO of `program` reads as the file's own blocks
 // (blocks_as_stored), and in such a GGUF stage the embedding, unless a BO reads its
@@ -59,7 +60,7 @@ int64_t MemAvailableBytes();
 
 // ReadWeightsSpec's weights, to share read-only between sessions (Open).
 absl::StatusOr<std::shared_ptr<const weights::Weights>> LoadWeightsSpec(
-    const std::string& spec, const elf::ModelShape& model);
+    const std::string& spec, const elf::ModelShape& model, ThreadPool* pool = nullptr);
 
 // Test only (tests/mutations): given the CPU host ops a session built and the
 // program's model, returns the host ops the session uses instead (a wrapper that

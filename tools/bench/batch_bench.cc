@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   const int context = prompt + steps + 1;
   std::fprintf(stderr, "[batch_bench] loading %s ...\n", absl::GetFlag(FLAGS_elf).c_str());
   absl::StatusOr<dk::weights::Weights> weights =
-      dk::runtime::ReadWeightsSpec(absl::GetFlag(FLAGS_weights), *program, context);
+      dk::runtime::ReadWeightsSpec(absl::GetFlag(FLAGS_weights), *program, context, &dk::SharedThreadPool());
   if (!weights.ok()) return Fail(weights.status());
   dk::runtime::SessionOptions options;
   options.max_context = context;

@@ -123,7 +123,7 @@ std::unique_ptr<Setup> OpenSetup(benchmark::State& state, int threads) {
   options.prefill_rows = g_runtime.prefill_rows;
   const auto t0 = std::chrono::steady_clock::now();
   if (!g_weights) {
-    auto again = dk::runtime::ReadWeightsSpec(g_weights_spec, g_program);
+    auto again = dk::runtime::ReadWeightsSpec(g_weights_spec, g_program, 0, &dk::SharedThreadPool());
     if (!again.ok()) {
       state.SkipWithError(std::string(again.status().message()).c_str());
       return nullptr;
@@ -510,7 +510,7 @@ int main(int argc, char** argv) {
         dk::kExitUsage);
   }
   const auto t_weights = std::chrono::steady_clock::now();
-  auto weights = dk::runtime::ReadWeightsSpec(weights_spec, g_program);
+  auto weights = dk::runtime::ReadWeightsSpec(weights_spec, g_program, 0, &dk::SharedThreadPool());
   if (!weights.ok()) return Fail(weights.status());
   g_weights = *std::move(weights);
   g_weights_ms = MsSince(t_weights);

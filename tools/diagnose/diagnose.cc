@@ -46,6 +46,7 @@
 #include "util/exit_codes.h"
 #include "util/status.h"
 #include "util/read_file.h"
+#include "util/thread_pool.h"
 #include "util/user_path.h"
 
 ABSL_FLAG(std::string, elf, "", "a decode ELF whose layer outputs are host values (baseline `decode`)");
@@ -234,7 +235,7 @@ absl::Status LoadReference(Inputs& in) {
 // The weights (a loud warning when they are not HF's), a session, and the prompt fed.
 absl::Status RunPrompt(Inputs& in) {
   std::fprintf(stderr, "[diagnose] loading weights (%s) ...\n", in.weights_spec.c_str());
-  DK_ASSIGN_OR_RETURN(auto weights, dk::runtime::LoadWeightsSpec(in.weights_spec, in.program.model()));
+  DK_ASSIGN_OR_RETURN(auto weights, dk::runtime::LoadWeightsSpec(in.weights_spec, in.program.model(), &dk::SharedThreadPool()));
   in.digest = weights->Digest();
   if (in.digest != in.hf.weights_digest) {
     std::fprintf(stderr,

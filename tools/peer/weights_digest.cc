@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "util/thread_pool.h"
 #include "util/user_path.h"
 #include "weights/weights.h"
 
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> digests;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string path = dk::UserPath(args[i]);
-    auto w = dk::weights::LoadWeights(path);
+    auto w = dk::weights::LoadWeights(path, nullptr, &dk::SharedThreadPool());
     if (!w.ok()) {
       std::fprintf(stderr, "weights_digest: %s\n", std::string(w.status().message()).c_str());
       return 1;

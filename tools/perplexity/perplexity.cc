@@ -30,6 +30,7 @@
 #include "util/exit_codes.h"
 #include "util/read_file.h"
 #include "util/status.h"
+#include "util/thread_pool.h"
 #include "util/user_path.h"
 
 ABSL_FLAG(std::string, elf, "", "the stage judged (a decode ELF)");
@@ -70,7 +71,7 @@ int ScoreRows(int window, int64_t vocab) {
 
 absl::Status Open(Stage& s, const dk::tools::RuntimeOptions& runtime, int window) {
   DK_ASSIGN_OR_RETURN(s.program, dk::elf::ReadElfFile(s.elf));
-  DK_ASSIGN_OR_RETURN(dk::weights::Weights w, dk::runtime::ReadWeightsSpec(s.weights, s.program, window));
+  DK_ASSIGN_OR_RETURN(dk::weights::Weights w, dk::runtime::ReadWeightsSpec(s.weights, s.program, window, &dk::SharedThreadPool()));
   dk::runtime::SessionOptions options;
   options.cpu = runtime.cpu;
   options.prefill_rows = runtime.prefill_rows;

@@ -276,7 +276,7 @@ absl::Status LoadWeights(Profile& p) {
   const std::string spec = g_src.weights;
   p.progress.Line(absl::StrCat("loading weights (", ShownPath(spec), ") ..."));
   const auto t = Clock::now();
-  DK_ASSIGN_OR_RETURN(p.weights, dk::runtime::LoadWeightsSpec(spec, p.model()));
+  DK_ASSIGN_OR_RETURN(p.weights, dk::runtime::LoadWeightsSpec(spec, p.model(), &dk::SharedThreadPool()));
   p.record.weights_source = ShownPath(p.weights->source());
   p.record.weights_digest = p.weights->Digest();
   p.progress.Line(absl::StrFormat("weights %s (%s) loaded in %.1f s: %s", p.record.weights_source,

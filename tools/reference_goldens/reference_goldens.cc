@@ -38,6 +38,7 @@
 #include "util/exit_codes.h"
 #include "util/read_file.h"
 #include "util/status.h"
+#include "util/thread_pool.h"
 #include "util/user_path.h"
 #include "verify/reference/reference_goldens.h"
 #include "weights/model_file.h"
@@ -78,9 +79,9 @@ absl::StatusOr<dk::weights::Weights> Weights(const dk::elf::ModelShape& shape, c
     if (spec != "synthetic" && !absl::SimpleAtoi(spec.substr(10), &seed)) {
       return absl::InvalidArgumentError(absl::StrCat("--weights ", spec, ": expected synthetic or synthetic:SEED"));
     }
-    return dk::weights::MakeSyntheticWeights(shape, seed);
+    return dk::weights::MakeSyntheticWeights(shape, seed, &dk::SharedThreadPool());
   }
-  return dk::weights::LoadWeights(spec);
+  return dk::weights::LoadWeights(spec, nullptr, &dk::SharedThreadPool());
 }
 
 absl::Status Run() {

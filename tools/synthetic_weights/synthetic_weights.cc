@@ -22,6 +22,7 @@
 #include "util/exit_codes.h"
 #include "util/read_file.h"
 #include "util/status.h"
+#include "util/thread_pool.h"
 #include "util/user_path.h"
 #include "weights/model_file.h"
 #include "weights/weights.h"
@@ -63,7 +64,7 @@ absl::Status Run() {
   }
   auto t0 = std::chrono::steady_clock::now();
   DK_ASSIGN_OR_RETURN(const dk::weights::Weights w,
-                      dk::weights::MakeSyntheticWeights(shape, absl::GetFlag(FLAGS_seed)));
+                      dk::weights::MakeSyntheticWeights(shape, absl::GetFlag(FLAGS_seed), &dk::SharedThreadPool()));
   const double make_s = Since(t0);
   t0 = std::chrono::steady_clock::now();
   const std::string digest = w.Digest();

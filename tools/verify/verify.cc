@@ -38,6 +38,7 @@
 #include "util/exit_codes.h"
 #include "util/read_file.h"
 #include "util/status.h"
+#include "util/thread_pool.h"
 #include "verify/gate.h"
 #include "verify/goldens.h"
 #include "verify/kld_bounds.h"
@@ -150,7 +151,7 @@ absl::Status Load(const Sources& src, Inputs& in) {
     DK_ASSIGN_OR_RETURN(in.goldens, dk::verify::LoadGoldens(absl::GetFlag(FLAGS_goldens)));
   }
   DK_ASSIGN_OR_RETURN(in.program, dk::elf::ReadElfFile(src.elf));
-  DK_ASSIGN_OR_RETURN(in.setup.weights, dk::runtime::LoadWeightsSpec(src.weights, in.program.model()));
+  DK_ASSIGN_OR_RETURN(in.setup.weights, dk::runtime::LoadWeightsSpec(src.weights, in.program.model(), &dk::SharedThreadPool()));
   if (!src.tokenizer.empty()) {
     DK_ASSIGN_OR_RETURN(in.tokenizer, dk::tokenizer::Tokenizer::Load(src.tokenizer));
     DK_RETURN_IF_ERROR(dk::tokenizer::CheckTokenizerFitsModel(*in.tokenizer, in.program.model().vocab(),
@@ -310,7 +311,7 @@ absl::StatusOr<bool> KldGate(const Sources& src, const Inputs& in) {
   options.score_rows = static_cast<int>(std::min<int64_t>(
       wo.window - 1, std::max<int64_t>(1, (int64_t{256} << 20) / (in.program.model().vocab() * 8))));
   // The reference's own weights, never the (possibly mutated) candidate's.
-  DK_ASSIGN_OR_RETURN(dk::weights::Weights ref_weights, dk::runtime::ReadWeightsSpec(src.weights, ref_program, wo.window));
+  DK_ASSIGN_OR_RETURN(dk::weights::Weights ref_weights, dk::runtime::ReadWeightsSpec(src.weights, ref_program, wo.window, &dk::SharedThreadPool()));
   DK_ASSIGN_OR_RETURN(auto ref, dk::runtime::CpuSession::OpenOwning(ref_program, ref_elf, std::move(ref_weights), options));
   options.wrap_host = in.setup.wrap_host;
   DK_ASSIGN_OR_RETURN(auto stage, dk::runtime::CpuSession::Open(in.program, src.elf, in.setup.weights, options));
