@@ -337,6 +337,17 @@ struct TeamMember {
   size_t next_call = 0;
 };
 
+}  // namespace internal
+
+// The pool thread index of the calling thread, for per-thread scratch used outside a
+// pool task: a team member's pool thread inside a team run (ThreadPool::RunTeam,
+// whose body runs on every member), else 0 (a pool's caller is its thread 0).
+inline int CallerThread() {
+  return internal::t_team_member != nullptr ? internal::t_team_member->thread : 0;
+}
+
+namespace internal {
+
 // Waits (spins, then yields the core) until every unit of `c` is done.
 void TeamBarrier(const TeamMember& m, TeamCall& c);
 

@@ -31,9 +31,6 @@ struct Job {
 absl::Status Validate(const char* who, const AttentionDims& d, const void* q,
                       const void* k, const void* v, size_t pos, const void* out,
                       float scale);
-// The calling thread's scratch of at least `floats` floats, 64-byte aligned (grown,
-// never shrunk; shared by all attention entry points).
-float* ThreadScratch(size_t floats);
 
 // body(task, thread) for every task in [0, tasks), on `pool` or (nullptr) the caller.
 template <typename F>

@@ -97,12 +97,6 @@ absl::Status Validate(const char* who, const AttentionDims& d, const void* q,
   return absl::OkStatus();
 }
 
-float* ThreadScratch(size_t floats) {
-  thread_local AlignedBuffer<float> scratch;
-  if (scratch.size() < floats) scratch = AlignedBuffer<float>(floats);
-  return scratch.data();
-}
-
 }  // namespace attention_internal
 
 namespace {
@@ -110,13 +104,12 @@ namespace {
 using attention_internal::Job;
 using attention_internal::kMaxBlock;
 using attention_internal::ScratchLayout;
-using attention_internal::ThreadScratch;
 using attention_internal::Validate;
 
 template <typename OutT>
 absl::Status Attend(const AttentionDims& dims, const bf16* q, const bf16* k,
                     const bf16* v, size_t pos, OutT* out, ThreadPool* pool,
-                    std::optional<float> scale_opt) {
+                    std::optional<float> scale_opt, KernelScratch* given) {
   const float scale = scale_opt.has_value()
                           ? *scale_opt
                           : 1.0f / std::sqrt(static_cast<float>(dims.head_dim));
@@ -132,12 +125,13 @@ absl::Status Attend(const AttentionDims& dims, const bf16* q, const bf16* k,
   }
   const size_t scratch_floats = ScratchLayout(dims.max_ctx, dims.head_dim).total;
   const int64_t tasks = static_cast<int64_t>(dims.n_kv_heads * blocks);
-  auto body = [&](int64_t t, int) {
+  const CallScratch scratch_of(given, static_cast<int>(threads));
+  auto body = [&](int64_t t, int thread) {
     const size_t g = static_cast<size_t>(t) / blocks, b = static_cast<size_t>(t) % blocks;
     const size_t lo = SplitPoint(group, blocks, b, 1);
     const size_t hi = SplitPoint(group, blocks, b + 1, 1);
     if (lo == hi) return;
-    float* scratch = ThreadScratch(scratch_floats);
+    float* scratch = scratch_of->Get<float>(thread, kAttentionScratch, scratch_floats);
     if constexpr (std::is_same_v<OutT, float>) {
       HWY_DYNAMIC_DISPATCH(HeadsF32)(job, g, g * group + lo, hi - lo, scratch, out);
     } else {
@@ -152,14 +146,16 @@ absl::Status Attend(const AttentionDims& dims, const bf16* q, const bf16* k,
 
 absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
                              const bf16* k_cache, const bf16* v_cache, size_t pos,
-                             bf16* out, ThreadPool* pool, std::optional<float> scale) {
-  return Attend(dims, q, k_cache, v_cache, pos, out, pool, scale);
+                             bf16* out, ThreadPool* pool, std::optional<float> scale,
+                             KernelScratch* scratch) {
+  return Attend(dims, q, k_cache, v_cache, pos, out, pool, scale, scratch);
 }
 
 absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
                              const bf16* k_cache, const bf16* v_cache, size_t pos,
-                             float* out, ThreadPool* pool, std::optional<float> scale) {
-  return Attend(dims, q, k_cache, v_cache, pos, out, pool, scale);
+                             float* out, ThreadPool* pool, std::optional<float> scale,
+                             KernelScratch* scratch) {
+  return Attend(dims, q, k_cache, v_cache, pos, out, pool, scale, scratch);
 }
 
 const char* AttentionTargetName() {

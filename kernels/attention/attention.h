@@ -14,10 +14,12 @@
 // Parallel over (kv head, block of its query heads) on `pool` (nullptr: the caller
 // alone); each K and V row is read once per block of up to 4 query heads, so for
 // llama-style GQA (4 query heads per kv head) the cache is streamed exactly once.
-// Dispatches to the best Highway target at run time, accepts any pointer alignment
-// and allocates nothing per call once the per-thread scratch (O(max_ctx) floats)
-// has grown. Thread-safety: concurrent calls from different threads are safe if
-// they use different pools (the pool itself is single-owner).
+// Dispatches to the best Highway target at run time and accepts any pointer
+// alignment. Per-thread scratch (O(max_ctx) floats) comes from `scratch`, the
+// caller's (slot kAttentionScratch of each pool thread): given one, a call
+// allocates nothing once it has grown; null, the call allocates its own.
+// Thread-safety: concurrent calls from different threads are safe if they use
+// different pools and different scratch (each is single-owner).
 #ifndef DK_KERNELS_ATTENTION_ATTENTION_H_
 #define DK_KERNELS_ATTENTION_ATTENTION_H_
 
@@ -25,6 +27,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "kernels/common/scratch.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
 
@@ -45,12 +48,12 @@ struct AttentionDims {
 absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
                              const bf16* k_cache, const bf16* v_cache, size_t pos,
                              bf16* out, ThreadPool* pool,
-                             std::optional<float> scale = std::nullopt);
+                             std::optional<float> scale = std::nullopt, KernelScratch* scratch = nullptr);
 // Same, without the final bf16 rounding.
 absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
                              const bf16* k_cache, const bf16* v_cache, size_t pos,
                              float* out, ThreadPool* pool,
-                             std::optional<float> scale = std::nullopt);
+                             std::optional<float> scale = std::nullopt, KernelScratch* scratch = nullptr);
 
 // Causal attention of m query rows at consecutive positions (a prompt chunk): row
 // i < m, q + i * q_stride ([n_heads][head_dim]), at position pos0 + i attends to the
@@ -68,12 +71,14 @@ absl::Status DecodeAttention(const AttentionDims& dims, const bf16* q,
 absl::Status CausalAttention(const AttentionDims& dims, const bf16* q, size_t q_stride,
                              size_t m, size_t pos0, size_t window, const bf16* k_cache,
                              const bf16* v_cache, bf16* out, size_t out_stride,
-                             ThreadPool* pool, std::optional<float> scale = std::nullopt);
+                             ThreadPool* pool, std::optional<float> scale = std::nullopt,
+                             KernelScratch* scratch = nullptr);
 // Same, without the final bf16 rounding.
 absl::Status CausalAttention(const AttentionDims& dims, const bf16* q, size_t q_stride,
                              size_t m, size_t pos0, size_t window, const bf16* k_cache,
                              const bf16* v_cache, float* out, size_t out_stride,
-                             ThreadPool* pool, std::optional<float> scale = std::nullopt);
+                             ThreadPool* pool, std::optional<float> scale = std::nullopt,
+                             KernelScratch* scratch = nullptr);
 
 // Name of the Highway target the dispatcher picks on this machine (e.g. "AVX3").
 const char* AttentionTargetName();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -151,6 +152,39 @@ TEST(DecodeAttention, RejectsBadArguments) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   for (const bf16& o : out) ASSERT_EQ(o.bits, 0x1234) << "wrote on error";
+}
+
+}  // namespace
+}  // namespace dk::kernels
+
+namespace dk::kernels {
+namespace {
+
+// Given a KernelScratch, both kernels work in it (each pool thread in its own
+// buffers) and give the same bytes as with a scratch of their own.
+TEST(AttentionScratch, WorksInTheCallersScratch) {
+  const Case c = MakeCase({8, 2}, 64, 1.0f);
+  ThreadPool pool(2);
+  KernelScratch scratch(pool.num_threads());
+  const size_t n = c.dims.n_heads * c.dims.head_dim;
+  std::vector<bf16> own(n), given(n);
+  ASSERT_TRUE(DecodeAttention(c.dims, c.q.data(), c.k.data(), c.v.data(), 500, own.data(), &pool).ok());
+  ASSERT_TRUE(
+      DecodeAttention(c.dims, c.q.data(), c.k.data(), c.v.data(), 500, given.data(), &pool, std::nullopt, &scratch)
+          .ok());
+  EXPECT_EQ(std::memcmp(own.data(), given.data(), n * sizeof(bf16)), 0);
+  EXPECT_GT(scratch.bytes(), 0u);
+  KernelScratch rows_scratch(pool.num_threads());
+  std::vector<bf16> rows_own(n), rows_given(n);
+  ASSERT_TRUE(CausalAttention(c.dims, c.q.data(), n, 1, 500, 0, c.k.data(), c.v.data(), rows_own.data(), n, &pool)
+                  .ok());
+  ASSERT_TRUE(CausalAttention(c.dims, c.q.data(), n, 1, 500, 0, c.k.data(), c.v.data(), rows_given.data(), n, &pool,
+                              std::nullopt, &rows_scratch)
+                  .ok());
+  EXPECT_EQ(std::memcmp(rows_own.data(), rows_given.data(), n * sizeof(bf16)), 0);
+  // One row of CausalAttention is DecodeAttention's.
+  EXPECT_EQ(std::memcmp(rows_given.data(), given.data(), n * sizeof(bf16)), 0);
+  EXPECT_GT(rows_scratch.bytes(), 0u);
 }
 
 }  // namespace

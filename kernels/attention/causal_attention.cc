@@ -194,7 +194,7 @@ template <typename OutT>
 absl::Status AttendRows(const AttentionDims& dims, const bf16* q, size_t q_stride,
                         size_t m, size_t pos0, size_t window, const bf16* k,
                         const bf16* v, OutT* out, size_t out_stride, ThreadPool* pool,
-                        std::optional<float> scale_opt) {
+                        std::optional<float> scale_opt, KernelScratch* given) {
   const float scale = scale_opt.has_value()
                           ? *scale_opt
                           : 1.0f / std::sqrt(static_cast<float>(dims.head_dim));
@@ -218,13 +218,14 @@ absl::Status AttendRows(const AttentionDims& dims, const bf16* q, size_t q_strid
   const size_t blocks = std::min(m, std::max((m + block_rows - 1) / block_rows, wanted));
   const size_t scratch_floats = (m + blocks - 1) / blocks * row_floats;
   const size_t n_kv = dims.n_kv_heads;
-  auto body = [&](int64_t t, int) {
+  const CallScratch scratch_of(given, static_cast<int>(threads));
+  auto body = [&](int64_t t, int thread) {
     // Later rows attend more positions: hand those out first.
     const size_t b = blocks - 1 - static_cast<size_t>(t) / n_kv;
     const size_t g = static_cast<size_t>(t) % n_kv;
     const size_t r0 = SplitPoint(m, blocks, b, 1), r1 = SplitPoint(m, blocks, b + 1, 1);
     if (r0 == r1) return;
-    float* scratch = attention_internal::ThreadScratch(scratch_floats);
+    float* scratch = scratch_of->Get<float>(thread, kAttentionScratch, scratch_floats);
     if constexpr (std::is_same_v<OutT, float>) {
       HWY_DYNAMIC_DISPATCH(RowBlockF32)(job, g, r0, r1, scratch, out, out_stride);
     } else {
@@ -240,17 +241,19 @@ absl::Status AttendRows(const AttentionDims& dims, const bf16* q, size_t q_strid
 absl::Status CausalAttention(const AttentionDims& dims, const bf16* q, size_t q_stride,
                              size_t m, size_t pos0, size_t window, const bf16* k_cache,
                              const bf16* v_cache, bf16* out, size_t out_stride,
-                             ThreadPool* pool, std::optional<float> scale) {
+                             ThreadPool* pool, std::optional<float> scale,
+                             KernelScratch* scratch) {
   return AttendRows(dims, q, q_stride, m, pos0, window, k_cache, v_cache, out,
-                    out_stride, pool, scale);
+                    out_stride, pool, scale, scratch);
 }
 
 absl::Status CausalAttention(const AttentionDims& dims, const bf16* q, size_t q_stride,
                              size_t m, size_t pos0, size_t window, const bf16* k_cache,
                              const bf16* v_cache, float* out, size_t out_stride,
-                             ThreadPool* pool, std::optional<float> scale) {
+                             ThreadPool* pool, std::optional<float> scale,
+                             KernelScratch* scratch) {
   return AttendRows(dims, q, q_stride, m, pos0, window, k_cache, v_cache, out,
-                    out_stride, pool, scale);
+                    out_stride, pool, scale, scratch);
 }
 
 }  // namespace dk::kernels

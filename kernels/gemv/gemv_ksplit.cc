@@ -69,22 +69,22 @@ inline float ToF32(bf16 v) { return Bf16ToF32(v); }
 
 template <typename XT, typename YT>
 void Run(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const XT* x, YT* y,
-         ThreadPool* pool) {
+         ThreadPool* pool, KernelScratch* scratch) {
   DK_CHECK(KSplitGemvShapeOk(cols, k_chunk));
   if (rows == 0) return;
   // x as f32 (the kernel's operand), and for bf16 y the f32 sums before their one
-  // rounding, in per-thread scratch of the caller.
-  thread_local AlignedBuffer<float> xs, ys;
-  if (xs.size() < cols) xs = AlignedBuffer<float>(cols);
-  for (size_t k = 0; k < cols; ++k) xs.data()[k] = ToF32(x[k]);
+  // rounding, in the calling thread's scratch.
+  const CallScratch s(scratch, pool != nullptr ? pool->num_threads() : 1);
+  const int thread = CallerThread();
+  float* xs = s->Get<float>(thread, kKSplitX, cols);
+  for (size_t k = 0; k < cols; ++k) xs[k] = ToF32(x[k]);
   float* out;
   if constexpr (std::is_same_v<YT, float>) {
     out = y;
   } else {
-    if (ys.size() < rows) ys = AlignedBuffer<float>(rows);
-    out = ys.data();
+    out = s->Get<float>(thread, kKSplitY, rows);
   }
-  const float* xf = xs.data();
+  const float* xf = xs;
   ParallelRanges(pool, rows, [&](size_t r0, size_t r1, int) {  // one stream per thread
     HWY_DYNAMIC_DISPATCH(Rows)(w, packed, cols, k_chunk, r0, r1, xf, out);
   });
@@ -100,20 +100,20 @@ bool KSplitGemvShapeOk(size_t cols, size_t k_chunk) {
 }
 
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const float* x,
-                float* y, ThreadPool* pool) {
-  Run(w, packed, rows, cols, k_chunk, x, y, pool);
+                float* y, ThreadPool* pool, KernelScratch* scratch) {
+  Run(w, packed, rows, cols, k_chunk, x, y, pool, scratch);
 }
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const bf16* x,
-                float* y, ThreadPool* pool) {
-  Run(w, packed, rows, cols, k_chunk, x, y, pool);
+                float* y, ThreadPool* pool, KernelScratch* scratch) {
+  Run(w, packed, rows, cols, k_chunk, x, y, pool, scratch);
 }
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const float* x,
-                bf16* y, ThreadPool* pool) {
-  Run(w, packed, rows, cols, k_chunk, x, y, pool);
+                bf16* y, ThreadPool* pool, KernelScratch* scratch) {
+  Run(w, packed, rows, cols, k_chunk, x, y, pool, scratch);
 }
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const bf16* x,
-                bf16* y, ThreadPool* pool) {
-  Run(w, packed, rows, cols, k_chunk, x, y, pool);
+                bf16* y, ThreadPool* pool, KernelScratch* scratch) {
+  Run(w, packed, rows, cols, k_chunk, x, y, pool, scratch);
 }
 
 }  // namespace dk::kernels

@@ -17,6 +17,7 @@
 #include <cstddef>
 
 #include "util/bf16.h"
+#include "kernels/common/scratch.h"
 #include "util/thread_pool.h"
 
 namespace dk::kernels {
@@ -25,13 +26,13 @@ namespace dk::kernels {
 bool KSplitGemvShapeOk(size_t cols, size_t k_chunk);
 
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const float* x,
-                float* y, ThreadPool* pool);
+                float* y, ThreadPool* pool, KernelScratch* scratch = nullptr);
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const bf16* x,
-                float* y, ThreadPool* pool);
+                float* y, ThreadPool* pool, KernelScratch* scratch = nullptr);
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const float* x,
-                bf16* y, ThreadPool* pool);
+                bf16* y, ThreadPool* pool, KernelScratch* scratch = nullptr);
 void KSplitGemv(const bf16* w, bool packed, size_t rows, size_t cols, size_t k_chunk, const bf16* x,
-                bf16* y, ThreadPool* pool);
+                bf16* y, ThreadPool* pool, KernelScratch* scratch = nullptr);
 
 }  // namespace dk::kernels
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "elf/elf.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_quant.h"
 #include "kernels/gemv/gemv_x12.h"
@@ -149,6 +150,7 @@ class CpuDevice final : public Device {
   CpuDevice(const DeviceOptions& options, const CpuDeviceOptions& cpu, ThreadPool* pool)
       : validator_(std::make_shared<cpu::Validator>()),
         pool_(pool ? pool : &SharedThreadPool()),
+        scratch_(pool_->num_threads()),
         options_(cpu),
         spin_(SpinIterations(cpu, *pool_)),
         variants_(VariantsOf(cpu)) {
@@ -204,6 +206,7 @@ class CpuDevice final : public Device {
       weights.emplace_back();
       for (int j = 0; j < g.launches_size(); ++j) {
         LaunchOp op;
+        op.scratch = &scratch_;
         op.where = absl::StrCat("ELF '", elf_name, "', group '", g.name(), "', launch ", j, " (",
                                 g.launches(j).kernel_symbol(), ")");
         weights.back().emplace_back();
@@ -518,6 +521,9 @@ class CpuDevice final : public Device {
   std::shared_ptr<cpu::Validator> validator_;
   std::shared_ptr<cpu::StaticArena> arena_ = std::make_shared<cpu::StaticArena>();
   ThreadPool* pool_;
+  // The kernels' per-thread scratch, one set per thread of pool_: this device's alone,
+  // freed with it (every LaunchOp points here).
+  kernels::KernelScratch scratch_;
   const CpuDeviceOptions options_;
   const int spin_;
   const kernels::GemvVariants variants_;  // every launch's (CpuDeviceOptions) unless tuned

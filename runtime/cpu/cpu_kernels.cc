@@ -84,7 +84,7 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
 void RunGemvKSplit(const LaunchOp& op, ThreadPool* pool) {
   WithXY(op, [&](const auto* x, auto* y) {
     kernels::KSplitGemv(op.At<bf16>(0), op.format == formats::WeightFormat::kBf16Packed, op.p[0], op.p[1],
-                        op.p[2], x, y, pool);
+                        op.p[2], x, y, pool, op.scratch);
   });
 }
 void RunRmsNorm(const LaunchOp& op, ThreadPool*) {

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "elf/program.pb.h"
 #include "formats/weight_format.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_variants.h"
 #include "registry/registry.pb.h"
 #include "runtime/cpu/cpu_bo.h"
@@ -42,6 +43,8 @@ struct LaunchOp {
   bool x_f32 = false, y_f32 = false;
   // The GEMV's inner loops: the device's choice for this launch's weight shape.
   kernels::GemvVariants gemv;
+  // The kernels' per-thread scratch: the device's (indexed by the pool's thread).
+  kernels::KernelScratch* scratch = nullptr;
   std::string where;         // "ELF 'x', group 'g', launch i (symbol)"
   int time_slot = -1;        // with kernel timing: its symbol's entry
   int64_t weight_bytes = 0;  // with kernel timing: the weight bytes it streams

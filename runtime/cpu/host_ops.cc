@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "elf/elf.h"
 #include "kernels/attention/attention.h"
+#include "kernels/common/scratch.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/gemv/gemv.h"
 #include "kernels/gemv/gemv_x12.h"
@@ -30,6 +31,7 @@ class CpuHostOps final : public HostOps {
         embedding_(embedding),
         max_context_(max_context),
         pool_(pool),
+        scratch_(pool->num_threads()),
         rope_(std::move(rope)),
         rope_local_(std::move(rope_local)),
         // Gemma: the embedding times bf16(sqrt(hidden)) (a bf16 buffer in HF).
@@ -269,7 +271,7 @@ class CpuHostOps final : public HostOps {
     const size_t layer = b.step->layer() * kv_stride_;
     return kernels::DecodeAttention(Dims(), static_cast<const bf16*>(r.in), cache.k.data() + layer + first * hd,
                                     cache.v.data() + layer + first * hd, position - first,
-                                    static_cast<bf16*>(r.out), pool_, Scale());
+                                    static_cast<bf16*>(r.out), pool_, Scale(), &scratch_);
   }
   // Attention for `m` token rows from `first_row` (positions position..position + m - 1)
   // in one call: each row as Attention() gives it (kernels::CausalAttention is
@@ -281,7 +283,8 @@ class CpuHostOps final : public HostOps {
     const size_t layer = b.step->layer() * kv_stride_;
     return kernels::CausalAttention(Dims(), static_cast<const bf16*>(r.in), b.row_bytes[0] / sizeof(bf16), m,
                                     position, window, caches_[0].k.data() + layer, caches_[0].v.data() + layer,
-                                    static_cast<bf16*>(r.out), b.row_bytes[2] / sizeof(bf16), pool_, Scale());
+                                    static_cast<bf16*>(r.out), b.row_bytes[2] / sizeof(bf16), pool_, Scale(),
+                                    &scratch_);
   }
   // Writes the k best ids (i32) and their logits to the step's values, best first;
   // entries past the finite logits found hold id -1 (and NaN).
@@ -308,6 +311,7 @@ class CpuHostOps final : public HostOps {
   const EmbeddingRows* embedding_;
   const int max_context_;
   ThreadPool* pool_;
+  kernels::KernelScratch scratch_;  // the attention kernels', one per pool thread
   kernels::RopeTable rope_;
   std::optional<kernels::RopeTable> rope_local_;  // sliding layers' (Gemma 3)
   const float embedding_scale_;                   // 0: none
