@@ -20,7 +20,9 @@
 //
 // Errors are absl::Status values (a bad file, a prompt past the context, bad
 // options); nothing aborts. Thread-safety: one thread drives an Engine; separate
-// Engines may run on separate threads.
+// Engines may run on separate threads at once, from Open on: each owns its thread pool
+// (EngineOptions::threads), its weights and its kernels' scratch, and they share no
+// mutable state (docs/architecture.md, "One context per engine").
 #ifndef DECODEKIT_API_DECODEKIT_H_
 #define DECODEKIT_API_DECODEKIT_H_
 
