@@ -1,4 +1,4 @@
-"""verify_test and verify_chain: the verify gate under `bazel test`."""
+"""verify_test and verify_chain: the verify gate under `bazel test`; verify_tokens: a stage's greedy run, once."""
 
 load("//rules:providers.bzl", "DecodeElfInfo")
 load("//rules:shell.bzl", "shell_exec", "shell_flag", "shell_quote", "shell_runfile_flag")
@@ -210,7 +210,9 @@ verify_test = rule(
           "is reported, not gated; after such a stage, the numeric check is reported, not " +
           "gated). The goldens' weights digest must match the weights. " +
           "`parent` must be the stage before `elf` in its DecodeElfInfo.stages (checked at " +
-          "analysis). Flags after `--` override the defaults (--weights, --goldens, ...).",
+          "analysis). With `tokens` / `parent_tokens` (verify_tokens of `elf` / `parent` over " +
+          "the same prompts, checked at analysis), the greedy runs are read from the build's " +
+          "files instead of decoded. Flags after `--` override the defaults (--weights, --goldens, ...).",
     test = True,
     attrs = {
         "elf": attr.label(mandatory = True, providers = [DecodeElfInfo]),
@@ -322,7 +324,11 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
     says so: quantize_weights), for which that agreement is only reported. `<name>` is a test_suite of them all. With
     full_prompts > 0, `<name>_full_<S>` and the suite `<name>_full` do the same on
     that many prompts. Each stage is its own test, so a change to the last stage
-    re-runs only that stage's tests.
+    re-runs only that stage's tests. Each stage's greedy decode runs once per suite, in
+    a build action `<suite>_tokens_<S>` (verify_tokens, also for a stage left out by
+    `only` that is a tested stage's parent): `<suite>_<S>` reads it for the gate, and
+    the next stage's test for the parent comparison; each test decodes only its
+    teacher-forced run (verify/README.md). The long tests decode as before.
 
     Args:
       name: the suite's name, e.g. "verify".
@@ -353,7 +359,8 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
         The baseline-speed stages (decode, decode_aligned, decode_bo) cost minutes on
         8 prompts and are checked on 2 by `<name>_<S>`; their full suite is left out
         where CI time matters.
-      **kwargs: passed to every test (e.g. tags, size).
+      **kwargs: passed to every test (e.g. tags, size); tags and visibility also to the
+        verify_tokens targets.
     """
     stages = [":" + s for s in _chain(final)]
     for arg, names in [("only", only), ("full_stages", full_stages)]:

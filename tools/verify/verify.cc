@@ -267,6 +267,15 @@ absl::Status VerifyChain(const Sources& src, const Inputs& in, bool* passed) {
 // The gate, and with --parent_elf the parent's tokens; *passed says whether both hold.
 absl::StatusOr<bool> KldGate(const Sources& src, const Inputs& in);
 
+// A tokens file refused: say how to decode instead (a verify test run with other
+// --weights or --goldens after `--` no longer matches the build's file).
+absl::StatusOr<std::vector<dk::verify::Sequence>> WithDecodeHint(
+    absl::StatusOr<std::vector<dk::verify::Sequence>> read, const char* flag) {
+  if (read.ok()) return read;
+  return absl::Status(read.status().code(),
+                      absl::StrCat(read.status().message(), " (--", flag, "= decodes instead of reading a file)"));
+}
+
 absl::Status Verify(const Inputs& in, bool* passed, const Sources* kld) {
   const std::string elf = absl::GetFlag(FLAGS_elf);
   const std::string parent_elf = absl::GetFlag(FLAGS_parent_elf);
@@ -281,7 +290,7 @@ absl::Status Verify(const Inputs& in, bool* passed, const Sources* kld) {
   const std::string parent_tokens = absl::GetFlag(FLAGS_parent_tokens);
   std::optional<std::vector<dk::verify::Sequence>> recorded;
   if (!tokens.empty()) {
-    DK_ASSIGN_OR_RETURN(recorded, dk::verify::ReadGreedyTokens(tokens, elf, in.setup));
+    DK_ASSIGN_OR_RETURN(recorded, WithDecodeHint(dk::verify::ReadGreedyTokens(tokens, elf, in.setup), "tokens"));
     std::printf("verify: the greedy tokens of %s were read from %s (made by the build: verify --write_tokens)\n",
                 elf.c_str(), tokens.c_str());
   }
@@ -291,7 +300,9 @@ absl::Status Verify(const Inputs& in, bool* passed, const Sources* kld) {
     parent.emplace();
     parent->name = parent_elf;
     if (!parent_tokens.empty()) {
-      DK_ASSIGN_OR_RETURN(parent->sequences, dk::verify::ReadGreedyTokens(parent_tokens, parent_elf, in.setup));
+      DK_ASSIGN_OR_RETURN(parent->sequences, WithDecodeHint(dk::verify::ReadGreedyTokens(parent_tokens, parent_elf,
+                                                                                         in.setup),
+                                                            "parent_tokens"));
       std::printf("verify: the greedy tokens of %s were read from %s (made by the build: verify --write_tokens)\n",
                   parent_elf.c_str(), parent_tokens.c_str());
     } else {
