@@ -1,7 +1,81 @@
-"""verify_test and verify_chain: the verify gate under `bazel test`."""
+"""verify_test and verify_chain: the verify gate under `bazel test`; verify_tokens: a stage's greedy run, once."""
 
 load("//rules:providers.bzl", "DecodeElfInfo")
 load("//rules:shell.bzl", "shell_exec", "shell_flag", "shell_quote", "shell_runfile_flag")
+
+VerifyTokensInfo = provider(
+    doc = "A stage's greedy run over the first `prompts` golden prompts, written by verify_tokens.",
+    fields = {
+        "tokens": "File: the run (verify/greedy_tokens.h)",
+        "elf": "File: the decode ELF that ran",
+        "prompts": "int: how many golden prompts",
+        "validate": "bool: whether the run checked the BO protocol",
+    },
+)
+
+def _verify_tokens_impl(ctx):
+    info = ctx.attr.elf[DecodeElfInfo]
+    out = ctx.actions.declare_file(ctx.label.name + ".json")
+    args = ctx.actions.args()
+    args.add("--elf", info.elf)
+    args.add("--goldens", ctx.file.goldens)
+    args.add("--prompts", str(ctx.attr.prompts))
+    args.add("--weights", ctx.file.weights if ctx.file.weights else "synthetic")
+    args.add("--gemv_tune=false")  # as verify_test: no choice by wall time
+    if not ctx.attr.validate:
+        args.add("--novalidate")
+    args.add("--write_tokens", out)
+    inputs = [info.elf, ctx.file.goldens] + ([ctx.file.weights] if ctx.file.weights else [])
+    ctx.actions.run(
+        # The verify binary of the target configuration, the one the tests run: no
+        # second build of the runtime for the exec configuration, and a sanitizer
+        # build (--config=asan) decodes under its sanitizer here too.
+        executable = ctx.executable._verify,
+        arguments = [args],
+        inputs = inputs,
+        outputs = [out],
+        mnemonic = "VerifyTokens",
+        progress_message = "Greedy decode of %s over %d golden prompts" % (ctx.attr.elf.label, ctx.attr.prompts),
+    )
+    return [
+        DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out])),
+        VerifyTokensInfo(tokens = out, elf = info.elf, prompts = ctx.attr.prompts, validate = ctx.attr.validate),
+    ]
+
+verify_tokens = rule(
+    implementation = _verify_tokens_impl,
+    doc = "Runs `elf`'s greedy decode on the CPU backend over the first `prompts` golden " +
+          "prompts (verify --write_tokens) and writes the run, with the SHA-256 of the ELF, " +
+          "the weights digest and the prompts, to `<name>.json`: a verify_test reads it as " +
+          "`tokens` (its stage's run, for the top-5 gate) or `parent_tokens` (its parent's, " +
+          "for the exact comparison) instead of decoding again, and verify refuses a file " +
+          "made from other bytes. verify_chain makes one per stage and suite.",
+    attrs = {
+        "elf": attr.label(mandatory = True, providers = [DecodeElfInfo]),
+        "goldens": attr.label(mandatory = True, allow_single_file = [".json"]),
+        "prompts": attr.int(default = 2, values = [1, 2, 3, 4, 5, 6, 7, 8]),
+        "weights": attr.label(allow_single_file = True, doc = "Weights file; none: synthetic."),
+        "validate": attr.bool(default = True, doc = "Check the BO protocol while running."),
+        "_verify": attr.label(default = Label("//tools/verify"), executable = True, cfg = "target"),
+    },
+)
+
+def _check_tokens(ctx, attr, elf_target):
+    """The VerifyTokensInfo of ctx.attr.<attr>, after checking it is elf_target's run of this test's prompts."""
+    tokens = getattr(ctx.attr, attr)[VerifyTokensInfo]
+    elf = elf_target[DecodeElfInfo].elf
+    if tokens.elf != elf or tokens.prompts != ctx.attr.prompts or (ctx.attr.validate and not tokens.validate):
+        fail("verify_test %s: %s %s is the run of %s over %d prompts%s, not of %s over %d" % (
+            ctx.label,
+            attr,
+            getattr(ctx.attr, attr).label,
+            tokens.elf.short_path,
+            tokens.prompts,
+            "" if tokens.validate else " (unvalidated)",
+            elf.short_path,
+            ctx.attr.prompts,
+        ))
+    return tokens
 
 def _verify_test_impl(ctx):
     info = ctx.attr.elf[DecodeElfInfo]
@@ -42,6 +116,19 @@ def _verify_test_impl(ctx):
         parent = ctx.attr.parent[DecodeElfInfo]
         args.append(shell_flag("parent_elf", parent.elf.short_path))
         files.append(parent.elf)
+        if ctx.attr.parent_tokens:
+            parent_tokens = _check_tokens(ctx, "parent_tokens", ctx.attr.parent)
+            args.append(shell_runfile_flag("parent_tokens", parent_tokens.tokens))
+            files.append(parent_tokens.tokens)
+    elif ctx.attr.parent_tokens:
+        fail("verify_test %s: parent_tokens without parent" % ctx.label)
+    if ctx.attr.tokens:
+        if ctx.attr.mutation or not ctx.attr.greedy:
+            # The file holds the unbroken ELF's greedy run.
+            fail("verify_test %s: tokens does not go with mutation or greedy = False" % ctx.label)
+        tokens = _check_tokens(ctx, "tokens", ctx.attr.elf)
+        args.append(shell_runfile_flag("tokens", tokens.tokens))
+        files.append(tokens.tokens)
     if info.stages[-1].changes_numerics:
         # A stage that changes the arithmetic (quantize_weights) cannot generate exactly
         # its parent's tokens, nor stay within the bf16-rounding tolerance of the numeric
@@ -123,7 +210,9 @@ verify_test = rule(
           "is reported, not gated; after such a stage, the numeric check is reported, not " +
           "gated). The goldens' weights digest must match the weights. " +
           "`parent` must be the stage before `elf` in its DecodeElfInfo.stages (checked at " +
-          "analysis). Flags after `--` override the defaults (--weights, --goldens, ...).",
+          "analysis). With `tokens` / `parent_tokens` (verify_tokens of `elf` / `parent` over " +
+          "the same prompts, checked at analysis), the greedy runs are read from the build's " +
+          "files instead of decoded. Flags after `--` override the defaults (--weights, --goldens, ...).",
     test = True,
     attrs = {
         "elf": attr.label(mandatory = True, providers = [DecodeElfInfo]),
@@ -131,6 +220,17 @@ verify_test = rule(
         "goldens": attr.label(mandatory = True, allow_single_file = [".json"]),
         "prompts": attr.int(default = 2, values = [1, 2, 3, 4, 5, 6, 7, 8]),
         "weights": attr.label(allow_single_file = True, doc = "Weights file; none: synthetic."),
+        "tokens": attr.label(
+            providers = [VerifyTokensInfo],
+            doc = "verify_tokens of `elf` over these prompts: the gate reads `elf`'s greedy run " +
+                  "from it (checked at analysis and by verify) instead of running it. None: the " +
+                  "test runs it.",
+        ),
+        "parent_tokens": attr.label(
+            providers = [VerifyTokensInfo],
+            doc = "verify_tokens of `parent` over these prompts: the parent comparison reads " +
+                  "the parent's greedy run from it instead of running `parent`. None: the test runs it.",
+        ),
         "tokenizer": attr.label(allow_single_file = True, doc = "For readable reports."),
         "validate": attr.bool(default = True, doc = "Check the BO protocol while running."),
         "greedy": attr.bool(
@@ -224,7 +324,11 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
     says so: quantize_weights), for which that agreement is only reported. `<name>` is a test_suite of them all. With
     full_prompts > 0, `<name>_full_<S>` and the suite `<name>_full` do the same on
     that many prompts. Each stage is its own test, so a change to the last stage
-    re-runs only that stage's tests.
+    re-runs only that stage's tests. Each stage's greedy decode runs once per suite, in
+    a build action `<suite>_tokens_<S>` (verify_tokens, also for a stage left out by
+    `only` that is a tested stage's parent): `<suite>_<S>` reads it for the gate, and
+    the next stage's test for the parent comparison; each test decodes only its
+    teacher-forced run (verify/README.md). The long tests decode as before.
 
     Args:
       name: the suite's name, e.g. "verify".
@@ -255,7 +359,8 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
         The baseline-speed stages (decode, decode_aligned, decode_bo) cost minutes on
         8 prompts and are checked on 2 by `<name>_<S>`; their full suite is left out
         where CI time matters.
-      **kwargs: passed to every test (e.g. tags, size).
+      **kwargs: passed to every test (e.g. tags, size); tags and visibility also to the
+        verify_tokens targets.
     """
     stages = [":" + s for s in _chain(final)]
     for arg, names in [("only", only), ("full_stages", full_stages)]:
@@ -268,22 +373,48 @@ def verify_chain(name, final, goldens, weights = None, tokenizer = None, full_pr
     slow_kwargs = dict(kwargs, tags = kwargs.get("tags", []) + slow_tags)
     for suite, prompts in suites.items():
         tests = []
-        for i, stage in enumerate(stages):
-            if only != None and stage not in only:
-                continue
-            if suite != name and full_stages != None and stage not in full_stages:
-                continue
+        suite_kwargs = kwargs if suite == name else slow_kwargs
+        tested = [
+            i
+            for i, stage in enumerate(stages)
+            if (only == None or stage in only) and (suite == name or full_stages == None or stage in full_stages)
+        ]
+
+        # Each stage's greedy run once, in a build action: read by its own test (the
+        # gate) and by its child's (the parent comparison), which no longer decode it.
+        needed = {}
+        for i in tested:
+            needed[i] = True
+            if i > 0:
+                needed[i - 1] = True  # a stage left out by `only` is still a parent
+        tokens = {}
+        for i in sorted(needed.keys()):
+            tokens[i] = ":%s_tokens_%s" % (suite, stages[i].lstrip(":").replace("/", "_"))
+            verify_tokens(
+                name = tokens[i][1:],
+                elf = stages[i],
+                goldens = goldens,
+                prompts = prompts,
+                weights = weights,
+                # The tests' tags (manual, sanitizer_slow, ...) select these as well.
+                tags = suite_kwargs.get("tags", []),
+                visibility = kwargs.get("visibility"),
+            )
+        for i in tested:
+            stage = stages[i]
             test = "%s_%s" % (suite, stage.lstrip(":").replace("/", "_"))
             verify_test(
                 name = test,
                 elf = stage,
                 parent = stages[i - 1] if i > 0 else None,
+                tokens = tokens[i],
+                parent_tokens = tokens[i - 1] if i > 0 else None,
                 goldens = goldens,
                 prompts = prompts,
                 weights = weights,
                 tokenizer = tokenizer,
                 kld_scheme = _kld_scheme(stage) if kld and suite == name and tokenizer else "",
-                **(kwargs if suite == name else slow_kwargs)
+                **suite_kwargs
             )
             tests.append(":" + test)
         if long_goldens and suite == name:

@@ -59,19 +59,30 @@ absl::StatusOr<std::vector<Sequence>> RunGoldenPrompts(const GateSetup& setup,
 
 absl::StatusOr<StageGate> RunStageGate(const GateSetup& setup, const elf::Program& program,
                                        const std::string& elf_name, const std::string& name,
-                                       const StageGate* parent) {
+                                       const StageGate* parent, const std::vector<Sequence>* greedy) {
   if (!setup.greedy && !setup.numeric) {
     return absl::InvalidArgumentError("the gate needs the greedy run, the numeric run, or both");
   }
   if (!setup.greedy && parent != nullptr) {
     return absl::InvalidArgumentError("the parent's tokens are compared on the greedy run only");
   }
+  if (greedy != nullptr && (!setup.greedy || static_cast<int>(greedy->size()) != setup.prompts)) {
+    return absl::InvalidArgumentError(absl::StrCat("a recorded greedy run needs setup.greedy and ", setup.prompts,
+                                                   " sequences (it has ", greedy->size(), ")"));
+  }
+  DK_RETURN_IF_ERROR(CheckGoldens(setup));
   StageGate stage;
   stage.name = name;
-  DK_ASSIGN_OR_RETURN(auto session, OpenSession(setup, program, elf_name));
   const int tokens = setup.goldens->new_tokens;
   const std::vector<GoldenPrompt> prompts = Prompts(setup);
-  if (setup.greedy) {
+  // The session (its weights packed for the program) only when something runs.
+  std::unique_ptr<runtime::CpuSession> session;
+  if (setup.numeric || (setup.greedy && greedy == nullptr)) {
+    DK_ASSIGN_OR_RETURN(session, OpenSession(setup, program, elf_name));
+  }
+  if (greedy != nullptr) {
+    stage.sequences = *greedy;
+  } else if (setup.greedy) {
     DK_ASSIGN_OR_RETURN(stage.sequences, RunGreedy(session->decoder(), prompts, tokens));
   }
   if (setup.numeric) {

@@ -80,10 +80,13 @@ absl::StatusOr<std::vector<Sequence>> RunGoldenPrompts(const GateSetup& setup,
 
 // CheckGoldens, RunGoldenPrompts, the top-5 gate, and with `parent` (an earlier
 // StageGate over the same setup) the exact comparison with its tokens. `name` labels
-// the stage in the reports; `elf_name` names the ELF in run errors.
+// the stage in the reports; `elf_name` names the ELF in run errors. `greedy`: this
+// program's greedy run, made earlier over the same setup (greedy_tokens.h, which
+// checks that); it stands for RunGoldenPrompts, which then does not run.
 absl::StatusOr<StageGate> RunStageGate(const GateSetup& setup, const elf::Program& program,
                                        const std::string& elf_name, const std::string& name,
-                                       const StageGate* parent = nullptr);
+                                       const StageGate* parent = nullptr,
+                                       const std::vector<Sequence>* greedy = nullptr);
 
 }  // namespace dk::verify
 

@@ -10,6 +10,11 @@
 // (chain/model_elf.h) and verified in chain order, each against the goldens and
 // against its parent stage's tokens (reported only for a stage that changes numerics,
 // quantize_weights'), one "stage NAME: PASS|FAIL" line each; --stage verifies one.
+// With --write_tokens, verify only runs --elf's greedy decode over the prompts and
+// writes it to a file (verify/greedy_tokens.h; verify_chain's build action per stage);
+// --tokens and --parent_tokens read such files in place of running --elf's and
+// --parent_elf's greedy decode, after checking that each was made from that ELF's
+// bytes, these weights and these prompts.
 // The goldens are matched to the file by the weights digest they carry. Without
 // --goldens, the reference is the chain's own baseline stage (run first, over two
 // built-in prompts), and the report says so: not HF transformers.
@@ -41,6 +46,7 @@
 #include "util/thread_pool.h"
 #include "verify/gate.h"
 #include "verify/goldens.h"
+#include "verify/greedy_tokens.h"
 #include "verify/kld_bounds.h"
 #include "verify/mutations.h"
 #include "verify/numeric.h"
@@ -71,6 +77,15 @@ ABSL_FLAG(std::string, kld_text, "", "the KLD gate's text (@english_text//:text.
 ABSL_FLAG(std::string, kld_scheme, "", "the stage's weight scheme (quantize_weights' scheme: q8_0, q4_0, gguf)");
 ABSL_FLAG(int, kld_window, 256, "tokens per window of the KLD gate");
 ABSL_FLAG(int, kld_windows, 1, "windows of the KLD gate (the first of the text)");
+ABSL_FLAG(std::string, write_tokens, "",
+          "run --elf's greedy decode over the first --prompts golden prompts, write it to this file "
+          "(verify/greedy_tokens.h) and stop: no gate (verify_chain's build action)");
+ABSL_FLAG(std::string, tokens, "",
+          "--elf's greedy run, read from this file (made by --write_tokens) instead of running it; refused "
+          "unless it was made from --elf's bytes, these weights and these prompts");
+ABSL_FLAG(std::string, parent_tokens, "",
+          "--parent_elf's greedy run, read from this file (made by --write_tokens) instead of running "
+          "--parent_elf; refused unless it was made from --parent_elf's bytes, these weights and these prompts");
 ABSL_FLAG(std::string, test_mutation, "",
           "TEST ONLY (tests/mutations): break the candidate on purpose after the digest check, "
           "see verify/mutations.h");
@@ -253,6 +268,15 @@ absl::Status VerifyChain(const Sources& src, const Inputs& in, bool* passed) {
 // The gate, and with --parent_elf the parent's tokens; *passed says whether both hold.
 absl::StatusOr<bool> KldGate(const Sources& src, const Inputs& in);
 
+// A tokens file refused: say how to decode instead (a verify test run with other
+// --weights or --goldens after `--` no longer matches the build's file).
+absl::StatusOr<std::vector<dk::verify::Sequence>> WithDecodeHint(
+    absl::StatusOr<std::vector<dk::verify::Sequence>> read, const char* flag) {
+  if (read.ok()) return read;
+  return absl::Status(read.status().code(),
+                      absl::StrCat(read.status().message(), " (--", flag, "= decodes instead of reading a file)"));
+}
+
 absl::Status Verify(const Inputs& in, bool* passed, const Sources* kld) {
   const std::string elf = absl::GetFlag(FLAGS_elf);
   const std::string parent_elf = absl::GetFlag(FLAGS_parent_elf);
@@ -261,17 +285,35 @@ absl::Status Verify(const Inputs& in, bool* passed, const Sources* kld) {
               in.setup.weights->source().c_str(), in.runtime.Describe().c_str());
   // Which reference the goldens came from (HF transformers, or the reference decoder).
   std::printf("verify: reference %s\n", in.goldens.Reference().c_str());
+  // Greedy runs the build already made (verify_chain's <suite>_tokens_<stage>): read,
+  // after checking that they are these ELFs' over these weights and prompts.
+  const std::string tokens = absl::GetFlag(FLAGS_tokens);
+  const std::string parent_tokens = absl::GetFlag(FLAGS_parent_tokens);
+  std::optional<std::vector<dk::verify::Sequence>> recorded;
+  if (!tokens.empty()) {
+    DK_ASSIGN_OR_RETURN(recorded, WithDecodeHint(dk::verify::ReadGreedyTokens(tokens, elf, in.setup), "tokens"));
+    std::printf("verify: the greedy tokens of %s were read from %s (made by the build: verify --write_tokens)\n",
+                elf.c_str(), tokens.c_str());
+  }
   std::optional<dk::verify::StageGate> parent;
   if (!parent_elf.empty()) {
     if (!in.setup.greedy) return absl::InvalidArgumentError("--parent_elf needs the greedy run (--greedy)");
-    DK_ASSIGN_OR_RETURN(const dk::elf::Program parent_program, dk::elf::ReadElfFile(parent_elf));
     parent.emplace();
     parent->name = parent_elf;
-    DK_ASSIGN_OR_RETURN(parent->sequences,
-                        dk::verify::RunGoldenPrompts(in.setup, parent_program, parent_elf));
+    if (!parent_tokens.empty()) {
+      DK_ASSIGN_OR_RETURN(parent->sequences, WithDecodeHint(dk::verify::ReadGreedyTokens(parent_tokens, parent_elf,
+                                                                                         in.setup),
+                                                            "parent_tokens"));
+      std::printf("verify: the greedy tokens of %s were read from %s (made by the build: verify --write_tokens)\n",
+                  parent_elf.c_str(), parent_tokens.c_str());
+    } else {
+      DK_ASSIGN_OR_RETURN(const dk::elf::Program parent_program, dk::elf::ReadElfFile(parent_elf));
+      DK_ASSIGN_OR_RETURN(parent->sequences, dk::verify::RunGoldenPrompts(in.setup, parent_program, parent_elf));
+    }
   }
   DK_ASSIGN_OR_RETURN(const dk::verify::StageGate stage,
-                      dk::verify::RunStageGate(in.setup, in.program, elf, elf, parent ? &*parent : nullptr));
+                      dk::verify::RunStageGate(in.setup, in.program, elf, elf, parent ? &*parent : nullptr,
+                                               recorded ? &*recorded : nullptr));
   // A stage that changes numerics (--parent_report_only, e.g. quantize_weights): the
   // top-5 gate decides; the numeric check (a bf16-rounding tolerance) and the parent's
   // tokens are reported, not gated. A stage after one that changes numerics
@@ -326,6 +368,18 @@ absl::StatusOr<bool> KldGate(const Sources& src, const Inputs& in) {
   return ok;
 }
 
+// --write_tokens: --elf's greedy run over the prompts, to the file; no gate.
+absl::Status WriteTokens(const Inputs& in) {
+  const std::string elf = absl::GetFlag(FLAGS_elf);
+  const std::string out = absl::GetFlag(FLAGS_write_tokens);
+  DK_ASSIGN_OR_RETURN(const std::vector<dk::verify::Sequence> run,
+                      dk::verify::RunGoldenPrompts(in.setup, in.program, elf));
+  DK_RETURN_IF_ERROR(dk::verify::WriteGreedyTokens(out, elf, in.setup, run));
+  std::printf("verify: wrote the greedy tokens of %s over %d prompts of %s (weights %s) to %s\n", elf.c_str(),
+              in.setup.prompts, in.setup.goldens_name.c_str(), in.setup.weights->source().c_str(), out.c_str());
+  return absl::OkStatus();
+}
+
 int Fail(const absl::Status& s, int code = dk::kExitFailure) { return dk::ExitWithError("verify", s, code); }
 
 }  // namespace
@@ -341,6 +395,27 @@ int main(int argc, char** argv) {
   if (model && !absl::GetFlag(FLAGS_parent_elf).empty()) {
     return Fail(absl::InvalidArgumentError("--parent_elf goes with --elf (--model checks each stage against its parent)"),
                 dk::kExitUsage);
+  }
+  // What a recorded greedy run cannot stand for: a mutated candidate (the file holds the
+  // unbroken ELF's run), a gate without the greedy run, --model's chain.
+  const bool write = !absl::GetFlag(FLAGS_write_tokens).empty();
+  const bool read = !absl::GetFlag(FLAGS_tokens).empty() || !absl::GetFlag(FLAGS_parent_tokens).empty();
+  if (write || read) {
+    const char* flag = write ? "--write_tokens" : "--tokens / --parent_tokens";
+    const char* clash = model                                                 ? "--model"
+                        : !absl::GetFlag(FLAGS_test_mutation).empty()         ? "--test_mutation"
+                        : !absl::GetFlag(FLAGS_greedy)                        ? "--nogreedy"
+                        : write && read                                       ? "--tokens / --parent_tokens"
+                        : write && !absl::GetFlag(FLAGS_parent_elf).empty()   ? "--parent_elf"
+                        : write && !absl::GetFlag(FLAGS_kld_reference_elf).empty() ? "--kld_reference_elf"
+                                                                              : nullptr;
+    if (clash != nullptr) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(flag, " does not go with ", clash)), dk::kExitUsage);
+    }
+    if (!absl::GetFlag(FLAGS_parent_tokens).empty() && absl::GetFlag(FLAGS_parent_elf).empty()) {
+      return Fail(absl::InvalidArgumentError("--parent_tokens needs --parent_elf (the ELF they must come from)"),
+                  dk::kExitUsage);
+    }
   }
   for (const absl::Status& s : {model ? absl::OkStatus() : dk::cli::RequireFlag("elf", absl::GetFlag(FLAGS_elf)),
                                 model ? absl::OkStatus() : dk::cli::RequireFlag("goldens", absl::GetFlag(FLAGS_goldens)),
@@ -372,6 +447,10 @@ int main(int argc, char** argv) {
   in.setup.cpu = runtime->cpu;
   in.setup.prefill_rows = runtime->prefill_rows;
   if (absl::Status s = Load(src, in); !s.ok()) return Fail(s);
+  if (write) {
+    absl::Status s = WriteTokens(in);
+    return s.ok() ? dk::kExitOk : Fail(s);
+  }
   bool passed = false;
   if (absl::Status s = src.model ? VerifyChain(src, in, &passed)
                                          : Verify(in, &passed, absl::GetFlag(FLAGS_kld_reference_elf).empty() ? nullptr : &src); !s.ok()) return Fail(s);

@@ -13,4 +13,13 @@ expect_exit "--elf a directory" 1 "--elf: $TEST_TMPDIR is a directory, not a fil
   --elf "$TEST_TMPDIR" --goldens g.json
 expect_exit "missing --goldens" 1 "--goldens: $TEST_TMPDIR/none.json does not exist" \
   --elf "$elf" --goldens "$TEST_TMPDIR/none.json"
+# A recorded greedy run stands for none of these (verify/greedy_tokens.h).
+expect_exit "--tokens with --test_mutation" 2 "--tokens / --parent_tokens does not go with --test_mutation" \
+  --elf "$elf" --goldens g.json --tokens t.json --test_mutation drop_last_layer
+expect_exit "--write_tokens with --nogreedy" 2 "--write_tokens does not go with --nogreedy" \
+  --elf "$elf" --goldens g.json --write_tokens t.json --nogreedy
+expect_exit "--write_tokens with --tokens" 2 "--write_tokens does not go with --tokens / --parent_tokens" \
+  --elf "$elf" --goldens g.json --write_tokens t.json --tokens t.json
+expect_exit "--parent_tokens without --parent_elf" 2 "--parent_tokens needs --parent_elf" \
+  --elf "$elf" --goldens g.json --parent_tokens t.json
 finish
