@@ -13,8 +13,8 @@ out="${PEER_BUILD:-$here/.build}"
 req="$here/requirements.txt"
 want="$(sed -n 's/^llama-cpp-python==//p' "$req")"
 venv="${PEER_VENV:-$here/.venv}"
-# The sdist's digest (PyPI's sha256 for llama_cpp_python-0.3.36.tar.gz): another file under
-# that name fails here rather than building other sources.
+# The sha256 of llama_cpp_python-0.3.36.tar.gz as pip fetches it from PyPI: another file
+# under that name fails here rather than building other sources.
 sdist_sha256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 sdist="llama_cpp_python-$want.tar.gz"
 bin="$out/llama.cpp-build/bin"
