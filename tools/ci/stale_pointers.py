@@ -31,7 +31,7 @@ What counts as a pointer (and nothing else does):
     trailing `.`/`,`/`:`/`;` is punctuation, not part of it. It holds when the file or
     directory exists, or when a build makes it: `x.pb.h` / `x.pb.cc` beside an
     `x.proto`; a declared output of its package, or a file named after one of its
-    targets plus an extension (the launcher a rule writes: tests/profile/profile.sh);
+    a path through a directory .gitignore names (tools/peer/.venv, tools/peer/.build: a tool makes it).
     a path through a directory .gitignore names (tools/peer/.venv: a tool makes it).
   - A relative link of a Markdown file, `](target)` whose target has no scheme and does
     not start with `#`: it holds when the target (without its `#anchor`) exists
@@ -104,13 +104,15 @@ class Tree:
                 self.nested.add(os.path.relpath(dirpath, root))
                 dirnames[:] = []
         # Directories .gitignore names (virtual environments, caches): made by tools, never tracked.
+        # A name without "/" is ignored anywhere; a path (tools/peer/.build), under it.
         self.made = set()
+        self.made_paths = set()
         gitignore = os.path.join(root, ".gitignore")
         if os.path.exists(gitignore):
             for line in open(gitignore):
                 line = line.strip().strip("/")
-                if line and not line.startswith("#") and "*" not in line and "/" not in line:
-                    self.made.add(line)
+                if line and not line.startswith("#") and "*" not in line:
+                    (self.made_paths if "/" in line else self.made).add(line)
 
     def exists(self, rel):
         return os.path.exists(os.path.join(self.root, rel))
@@ -154,8 +156,8 @@ class Tree:
         if self.exists(path):
             return True
         parts = path.split("/")
-        if any(p in self.made for p in parts):
-            return True  # a tool's virtual environment or cache
+        if any(p in self.made for p in parts) or any(path == m or path.startswith(m + "/") for m in self.made_paths):
+            return True  # a tool's virtual environment, cache or build folder
         d, f = os.path.dirname(path), os.path.basename(path)
         for ext in (".pb.h", ".pb.cc"):  # protoc's outputs of a .proto beside them
             if f.endswith(ext) and self.exists(os.path.join(d, f[:-len(ext)] + ".proto")):
