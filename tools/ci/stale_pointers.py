@@ -31,8 +31,8 @@ What counts as a pointer (and nothing else does):
     trailing `.`/`,`/`:`/`;` is punctuation, not part of it. It holds when the file or
     directory exists, or when a build makes it: `x.pb.h` / `x.pb.cc` beside an
     `x.proto`; a declared output of its package, or a file named after one of its
+    targets plus an extension (the launcher a rule writes: tests/profile/profile.sh);
     a path through a directory .gitignore names (tools/peer/.venv, tools/peer/.build: a tool makes it).
-    a path through a directory .gitignore names (tools/peer/.venv: a tool makes it).
   - A relative link of a Markdown file, `](target)` whose target has no scheme and does
     not start with `#`: it holds when the target (without its `#anchor`) exists
     relative to the Markdown file's directory.
