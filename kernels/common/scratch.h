@@ -27,6 +27,41 @@ enum ScratchSlot : int {
   kAttentionScratch,  // the attention kernels' per-task rows (kernels/attention)
   kKSplitX,           // KSplitGemv's x as f32
   kKSplitY,           // KSplitGemv's f32 sums of a bf16 y
+  // A bf16-weight GEMV's prepared x (PrepareBf16X, gemv.cc), on the calling thread.
+  kGemvSplitX,        // x as even / odd f32 halves, zero-padded (the widening loops)
+  kGemvPaddedX,       // bf16 x zero-padded to whole chunks (the vdpbf16ps loops)
+  // A block-format GEMV's prepared x (PrepareQuantX, gemv_quant.cc), on the calling thread.
+  kQuantXF32,         // bf16 x widened to f32
+  kQuantQ,            // x quantized per 32-element block: int8 values,
+  kQuantD,            //   their scales,
+  kQuantSum,          //   their sums,
+  kQuantSx,           //   and scale * sum
+  kQuantQuad,         // q re-arranged for the AVX512-VNNI Q4 rows (QuadActivations)
+  kQuantSums16,       // q summed per 16 elements for the AVX512-VNNI Q6_K rows (Sums16)
+  kQuantActs,         // the Q8Activations a QuantX points at
+  // Per pool thread, inside the rows kernels.
+  kDpBf16Tiles,       // the vdpbf16ps multi-token kernels' spilled accumulators
+  kX12Tiles,          // the x12 multi-token kernels' spilled accumulators
+  kX12RowsY,          // X12Gemv's f32 rows of a bf16 y
+  kX12Panel,          // one x12 panel decoded to the packed layout (no vdpbf16ps)
+  // The fused GEMVs (gemv_fused.cc): f32 rows of weight j at kFusedAcc0 + j (as many
+  // as kMaxFusedWeights), then the RmsNorm'd x, on the calling thread.
+  kFusedAcc0,
+  kFusedAcc1,
+  kFusedAcc2,
+  kFusedNormedX,
+  // The GEMMs (gemm.cc): on the calling thread,
+  kGemmNormedX,       // the RmsNorm'd token rows,
+  kGemmPrepared,      // every token row's prepared x, copied out of the GEMV's slots,
+  kGemmRowsX,         // their Bf16X or QuantX,
+  kGemmActs,          // their Q8Activations,
+  kGemmPadded,        // their padded bf16 x pointers;
+  // per pool thread,
+  kGemmX12Rows,       // one token row's f32 x12 rows
+  kGemmX12Tile,       // an x12 tile rebuilt in the packed layout
+  kGemmBlockAcc,      // a block of f32 results of every token row
+  kGemmGate,          // SiLU*mul's f32 gate rows
+  kGemmUp,            // and up rows
   kScratchSlots
 };
 
@@ -88,6 +123,7 @@ class CallScratch {
     DK_CHECK(scratch_->threads() >= threads);
   }
   KernelScratch* operator->() const { return scratch_; }
+  KernelScratch& operator*() const { return *scratch_; }
 
  private:
   KernelScratch* scratch_;

@@ -18,15 +18,17 @@
 // Strides are in elements (each at least its row's length when m > 1). Every weight
 // of one call is in one format; cols % 32 == 0 for block formats (cols % 256 for the
 // K-quants). Outputs must not alias inputs. Parallel over weight rows on `pool`
-// (nullptr: the caller alone); any pointer alignment; per-thread scratch grows with
-// m x cols (the prepared token rows), for x12 at many token rows by one tile of
-// rebuilt weights (gemm.cc), and is kept. Thread-safety: as Gemv (gemv.h).
+// (nullptr: the caller alone); any pointer alignment; per-thread scratch, from
+// `scratch` as Gemv's, grows with m x cols (the prepared token rows), for x12 at many
+// token rows by one tile of rebuilt weights (gemm.cc), and is kept with the scratch.
+// Thread-safety: as Gemv (gemv.h).
 #ifndef DK_KERNELS_GEMV_GEMM_H_
 #define DK_KERNELS_GEMV_GEMM_H_
 
 #include <cstddef>
 
 #include "formats/weight_format.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_fused.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
@@ -38,29 +40,29 @@ namespace dk::kernels {
 // QuantGemv read it).
 void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
           size_t m, float* y, size_t y_stride, ThreadPool* pool,
-          const GemvVariants& variants = GemvVariants());
+          const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 void Gemm(WeightFormat format, const void* w, size_t rows, size_t cols, const bf16* x, size_t x_stride,
           size_t m, bf16* y, size_t y_stride, ThreadPool* pool,
-          const GemvVariants& variants = GemvVariants());
+          const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 // RmsNormGemv (gemv_fused.h) for m token rows: for j < n, y[j] row i (at y[j] + i *
 // y_stride[j], f32 if y_f32 else bf16) = W_j RmsNorm(X[i], norm, cols, eps).
 void RmsNormGemm(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm, float eps,
                  size_t cols, const FusedWeight* w, int n, void* const* y, const size_t* y_stride, bool y_f32,
                  ThreadPool* pool,
-          const GemvVariants& variants = GemvVariants());
+          const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 // RmsNormGemvSiluMul for m token rows (y row i at y + i * y_stride).
 void RmsNormGemmSiluMul(WeightFormat format, const bf16* x, size_t x_stride, size_t m, const bf16* norm,
                         float eps, size_t cols, FusedWeight gate, FusedWeight up, bf16* y, size_t y_stride,
                         ThreadPool* pool,
-          const GemvVariants& variants = GemvVariants());
+          const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 // GemvAdd for m token rows: y row i = residual row i + bf16(W X[i]) (residual row i
 // at residual + i * residual_stride).
 void GemmAdd(WeightFormat format, const bf16* x, size_t x_stride, size_t m, size_t cols, FusedWeight w,
              const bf16* residual, size_t residual_stride, bf16* y, size_t y_stride, ThreadPool* pool,
-          const GemvVariants& variants = GemvVariants());
+          const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 namespace internal {
 // Whether Gemm on `format` runs a register-blocked multi-row kernel on this CPU and

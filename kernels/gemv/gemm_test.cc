@@ -9,6 +9,7 @@
 #include "kernels/gemv/gemm.h"
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -340,6 +341,121 @@ TEST(Gemm, NoRowsOrNoTokensIsANoOp) {
   Gemm(WeightFormat::kBf16RowMajor, w.data(), 0, 64, x.data(), 64, 1, &y, 1, nullptr);
   Gemm(WeightFormat::kBf16RowMajor, w.data(), 1, 64, x.data(), 64, 0, &y, 1, nullptr);
   EXPECT_EQ(y, 7.0f);
+}
+
+}  // namespace
+}  // namespace dk::kernels
+
+namespace dk::kernels {
+namespace {
+
+// The single-row GEMV of a format in `scratch` (null: the call's own).
+template <typename YT>
+void SingleRow(WeightFormat f, const FusedWeight& w, size_t cols, const bf16* x, YT* y, ThreadPool* pool,
+               const GemvVariants& v, KernelScratch* scratch) {
+  if (formats::IsBlockFormat(f)) {
+    QuantGemv(f, QuantActivations::kInt8, static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool, v,
+              scratch);
+  } else if (f == WeightFormat::kBf16Packed) {
+    PackedGemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool, v, scratch);
+  } else if (f == WeightFormat::kBf16X12) {
+    X12Gemv(static_cast<const uint8_t*>(w.data), w.rows, cols, x, y, pool, v, scratch);
+  } else {
+    Gemv(static_cast<const bf16*>(w.data), w.rows, cols, x, y, pool, v, scratch);
+  }
+}
+
+// Every GEMV, fused and GEMM entry point works in the caller's KernelScratch when
+// given one (each alone in a fresh one leaves buffers in it), and, run one after
+// another in one scratch (as a CPU device runs a program's launches), gives the bits
+// it gives in a scratch of its own.
+TEST(GemvScratch, EveryEntryPointWorksInTheCallersScratch) {
+  ThreadPool pool(2);
+  GemvVariants plain;
+  plain.bf16_dot = false;
+  plain.vnni = false;
+  for (WeightFormat f : formats::kAllWeightFormats) {
+    for (const GemvVariants& v : {GemvVariants(), plain}) {
+      SCOPED_TRACE(::testing::Message() << formats::Name(f) << " " << v.Describe());
+      KernelScratch shared(pool.num_threads());
+      bool first_shape = true;
+      for (const Shape& s : ShapesOf(f)) {
+        SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols);
+        Matrix a(s.rows, s.cols, 71), b(s.rows, s.cols, 72);
+        const FusedWeight wa = a.As(f), wb = b.As(f);
+        const FusedWeight both[2] = {wa, wb};
+        const size_t m = 40;  // past kX12RebuildTokens: x12 rebuilds its tiles
+        const Tokens x(m, s.cols, 73, 3.0f), residual(m, s.rows, 74, 4.0f);
+        const auto norm = RandomBf16(s.cols, 75, 1.5f);
+        const size_t n = s.rows;
+        // Each entry point once, its output as bf16 values.
+        using Call = std::function<std::vector<bf16>(KernelScratch*)>;
+        const std::vector<Call> calls = {
+            [&](KernelScratch* sc) {
+              std::vector<float> y(n);
+              SingleRow(f, wa, s.cols, x.Row(0), y.data(), &pool, v, sc);
+              std::vector<bf16> out;
+              for (float e : y) out.push_back(F32ToBf16(e));
+              return out;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(n);
+              SingleRow(f, wb, s.cols, x.Row(1), y.data(), &pool, v, sc);
+              return y;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(m * n);
+              Gemm(f, wa.data, n, s.cols, x.p, x.stride, m, y.data(), n, &pool, v, sc);
+              return y;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(2 * n);
+              void* ys[2] = {y.data(), y.data() + n};
+              RmsNormGemv(f, x.Row(2), norm.data(), 1e-5f, s.cols, both, 2, ys, false, &pool, v, sc);
+              return y;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(n);
+              RmsNormGemvSiluMul(f, x.Row(3), norm.data(), 1e-5f, s.cols, wa, wb, y.data(), &pool, v, sc);
+              return y;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(n);
+              GemvAdd(f, x.Row(4), s.cols, wb, residual.Row(0), y.data(), &pool, v, sc);
+              return y;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(m * n);
+              void* ys[1] = {y.data()};
+              const size_t stride[1] = {n};
+              RmsNormGemm(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, &wa, 1, ys, stride, false, &pool, v, sc);
+              return y;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(m * n);
+              RmsNormGemmSiluMul(f, x.p, x.stride, m, norm.data(), 1e-5f, s.cols, wa, wb, y.data(), n, &pool, v, sc);
+              return y;
+            },
+            [&](KernelScratch* sc) {
+              std::vector<bf16> y(m * n);
+              GemmAdd(f, x.p, x.stride, m, s.cols, wb, residual.p, residual.stride, y.data(), n, &pool, v, sc);
+              return y;
+            },
+        };
+        for (size_t k = 0; k < calls.size(); ++k) {
+          SCOPED_TRACE(::testing::Message() << "entry point " << k);
+          if (first_shape) {
+            KernelScratch fresh(pool.num_threads());
+            calls[k](&fresh);
+            EXPECT_GT(fresh.bytes(), 0u) << "left nothing in the caller's scratch";
+          }
+          ExpectBitEqual(calls[k](nullptr), calls[k](&shared).data(), "in the caller's scratch");
+        }
+        first_shape = false;
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
 }
 
 }  // namespace

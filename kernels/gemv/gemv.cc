@@ -176,15 +176,13 @@ inline float ToF32(bf16 v) { return Bf16ToF32(v); }
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 // x split into even / odd elements, zero-padded to `padded_cols` / 2 each, in
-// per-thread scratch of the calling thread (grown, never shrunk).
+// thread `thread`'s buffer kGemvSplitX of `scratch`.
 template <typename XT>
 void SplitX(const XT* x, size_t cols, size_t padded_cols, const float** xe,
-            const float** xo) {
-  thread_local AlignedBuffer<float> scratch;
+            const float** xo, KernelScratch& scratch, int thread) {
   const size_t half = RoundUp(padded_cols, kChunkCols) / 2;
-  if (scratch.size() < 2 * half) scratch = AlignedBuffer<float>(2 * half);
-  float* e = scratch.data();
-  float* o = scratch.data() + half;
+  float* e = scratch.Get<float>(thread, kGemvSplitX, 2 * half);
+  float* o = e + half;
   size_t k = 0;
   for (; k + 1 < cols; k += 2) {
     e[k / 2] = ToF32(x[k]);
@@ -205,26 +203,28 @@ bool UseBf16Dot(const GemvVariants& v) {
          HWY_DYNAMIC_DISPATCH(IsAvx512Target)();
 }
 
-// x as bf16 zero-padded to whole chunks, in per-thread scratch of the caller.
-const bf16* PadX(const bf16* x, size_t cols) {
-  thread_local AlignedBuffer<bf16> scratch;
+// x as bf16 zero-padded to whole chunks, in thread `thread`'s buffer kGemvPaddedX
+// of `scratch`.
+const bf16* PadX(const bf16* x, size_t cols, KernelScratch& scratch, int thread) {
   const size_t padded = RoundUp(cols, kChunkCols);
-  if (scratch.size() < padded) scratch = AlignedBuffer<bf16>(padded);
-  std::memcpy(scratch.data(), x, cols * sizeof(bf16));
-  std::memset(static_cast<void*>(scratch.data() + cols), 0, (padded - cols) * sizeof(bf16));
-  return scratch.data();
+  bf16* out = scratch.Get<bf16>(thread, kGemvPaddedX, padded);
+  std::memcpy(out, x, cols * sizeof(bf16));
+  std::memset(static_cast<void*>(out + cols), 0, (padded - cols) * sizeof(bf16));
+  return out;
 }
 
 template <typename XT, typename YT>
 void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
-              ThreadPool* pool, const GemvVariants& v) {
+              ThreadPool* pool, const GemvVariants& v, KernelScratch* given) {
   if (rows == 0) return;
+  const CallScratch scratch(given, pool != nullptr ? pool->num_threads() : 1);
+  const int thread = CallerThread();
   // Units of 4 rows, one stream per thread (ParallelRanges).
   const size_t blocks = (rows + 3) / 4;
   auto row_range = [rows](size_t b) { return std::min(rows, 4 * b); };
   if constexpr (std::is_same_v<XT, bf16>) {
     if (UseBf16Dot(v)) {
-      const bf16* xp = PadX(x, cols);
+      const bf16* xp = PadX(x, cols, *scratch, thread);
       ParallelRanges(pool, blocks, [&](size_t b0, size_t b1, int) {
         internal::RowMajorRowsDpBf16(w, cols, row_range(b0), row_range(b1), xp, y);
       });
@@ -232,7 +232,7 @@ void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
     }
   }
   const float *xe, *xo;
-  SplitX(x, cols, cols, &xe, &xo);
+  SplitX(x, cols, cols, &xe, &xo, *scratch, thread);
   ParallelRanges(pool, blocks, [&](size_t b0, size_t b1, int) {
     const size_t r0 = row_range(b0), r1 = row_range(b1);
     if constexpr (std::is_same_v<YT, float>) {
@@ -245,14 +245,16 @@ void RowMajor(const bf16* w, size_t rows, size_t cols, const XT* x, YT* y,
 
 template <typename XT, typename YT>
 void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
-            ThreadPool* pool, const GemvVariants& v) {
+            ThreadPool* pool, const GemvVariants& v, KernelScratch* given) {
   if (rows == 0) return;
+  const CallScratch scratch(given, pool != nullptr ? pool->num_threads() : 1);
+  const int thread = CallerThread();
   const size_t padded_cols = RoundUp(cols, kChunkCols);
   const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
   const size_t chunks = padded_cols / kChunkCols;
   if constexpr (std::is_same_v<XT, bf16>) {
     if (UseBf16Dot(v)) {
-      const bf16* xp = PadX(x, cols);
+      const bf16* xp = PadX(x, cols, *scratch, thread);
       ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
         internal::PackedPanelsDpBf16(packed, rows, chunks, p0, p1, xp, y, v.prefetch);
       });
@@ -260,7 +262,7 @@ void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
     }
   }
   const float *xe, *xo;
-  SplitX(x, cols, padded_cols, &xe, &xo);
+  SplitX(x, cols, padded_cols, &xe, &xo, *scratch, thread);
   ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
     if constexpr (std::is_same_v<YT, float>) {
       HWY_DYNAMIC_DISPATCH(PackedF32)(packed, rows, chunks, p0, p1, xe, xo, y);
@@ -274,15 +276,15 @@ void Packed(const bf16* packed, size_t rows, size_t cols, const XT* x, YT* y,
 
 namespace internal {
 
-Bf16X PrepareBf16X(const bf16* x, size_t cols, const GemvVariants& v) {
+Bf16X PrepareBf16X(const bf16* x, size_t cols, const GemvVariants& v, KernelScratch& scratch, int thread) {
   Bf16X p;
   p.cols = cols;
   p.dot = UseBf16Dot(v);
   p.prefetch = v.prefetch;
   if (p.dot) {
-    p.padded = PadX(x, cols);
+    p.padded = PadX(x, cols, scratch, thread);
   } else {
-    SplitX(x, cols, cols, &p.xe, &p.xo);
+    SplitX(x, cols, cols, &p.xe, &p.xo, scratch, thread);
   }
   return p;
 }
@@ -309,37 +311,45 @@ void Bf16PackedRows(const bf16* packed, size_t rows, const Bf16X& x, size_t r0, 
 }  // namespace internal
 
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, float* y,
-          ThreadPool* pool, const GemvVariants& variants) {
-  RowMajor(w, rows, cols, x, y, pool, variants);
+          ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  RowMajor(w, rows, cols, x, y, pool, variants, scratch);
 }
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, float* y,
-          ThreadPool* pool, const GemvVariants& variants) {
-  RowMajor(w, rows, cols, x, y, pool, variants);
+          ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  RowMajor(w, rows, cols, x, y, pool, variants, scratch);
 }
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, bf16* y,
-          ThreadPool* pool, const GemvVariants& variants) {
-  RowMajor(w, rows, cols, x, y, pool, variants);
+          ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  RowMajor(w, rows, cols, x, y, pool, variants, scratch);
 }
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, bf16* y,
-          ThreadPool* pool, const GemvVariants& variants) {
-  RowMajor(w, rows, cols, x, y, pool, variants);
+          ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  RowMajor(w, rows, cols, x, y, pool, variants, scratch);
 }
 
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                float* y, ThreadPool* pool, const GemvVariants& variants) {
-  Packed(packed, rows, cols, x, y, pool, variants);
+                float* y, ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  Packed(packed, rows, cols, x, y, pool, variants, scratch);
 }
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                float* y, ThreadPool* pool, const GemvVariants& variants) {
-  Packed(packed, rows, cols, x, y, pool, variants);
+                float* y, ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  Packed(packed, rows, cols, x, y, pool, variants, scratch);
 }
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                bf16* y, ThreadPool* pool, const GemvVariants& variants) {
-  Packed(packed, rows, cols, x, y, pool, variants);
+                bf16* y, ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  Packed(packed, rows, cols, x, y, pool, variants, scratch);
 }
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                bf16* y, ThreadPool* pool, const GemvVariants& variants) {
-  Packed(packed, rows, cols, x, y, pool, variants);
+                bf16* y, ThreadPool* pool, const GemvVariants& variants,
+          KernelScratch* scratch) {
+  Packed(packed, rows, cols, x, y, pool, variants, scratch);
 }
 
 size_t PackedGemvElements(size_t rows, size_t cols) {

@@ -14,16 +14,18 @@
 // its panels as a single sequential stream and one x chunk serves 8 rows.
 //
 // All entry points are parallel over rows on `pool` (nullptr: the caller alone),
-// dispatch to the best Highway target at run time, accept any pointer alignment,
-// and allocate nothing per call once their per-thread scratch has grown.
-// Thread-safety: concurrent calls from different threads are safe if they use
-// different pools (the pool itself is single-owner).
+// dispatch to the best Highway target at run time and accept any pointer alignment.
+// Their per-thread scratch (x prepared, O(cols)) comes from `scratch`, the caller's
+// (scratch.h): given one, a call allocates nothing once it has grown; null, the call
+// allocates its own. Thread-safety: concurrent calls from different threads are safe
+// if they use different pools and different scratch (each is single-owner).
 #ifndef DK_KERNELS_GEMV_GEMV_H_
 #define DK_KERNELS_GEMV_GEMV_H_
 
 #include <cstddef>
 
 #include "formats/weight_format.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_variants.h"
 #include "util/aligned_buffer.h"
 #include "util/bf16.h"
@@ -34,13 +36,17 @@ namespace dk::kernels {
 // Row-major W [rows, cols]. `variants` picks the inner loop (gemv_variants.h; the
 // outputs are the same bits for every value).
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, float* y,
-          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, float* y,
-          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 void Gemv(const bf16* w, size_t rows, size_t cols, const float* x, bf16* y,
-          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 void Gemv(const bf16* w, size_t rows, size_t cols, const bf16* x, bf16* y,
-          ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+          ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 
 inline constexpr size_t kPanelRows = formats::kPanelRows;
 inline constexpr size_t kChunkCols = formats::kChunkCols;
@@ -68,13 +74,17 @@ PackedGemvWeights PackGemvWeights(const bf16* w, size_t rows, size_t cols,
 // y = W x with W in the packed layout (`packed` as written by PackGemvWeights for
 // the same rows, cols).
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                float* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+                float* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                float* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+                float* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const float* x,
-                bf16* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+                bf16* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 void PackedGemv(const bf16* packed, size_t rows, size_t cols, const bf16* x,
-                bf16* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants());
+                bf16* y, ThreadPool* pool, const GemvVariants& variants = GemvVariants(),
+          KernelScratch* scratch = nullptr);
 
 // Name of the Highway target the dispatcher picks on this machine (e.g. "AVX3"),
 // with "+BF16DOT" when bf16-x GEMVs under `variants` use vdpbf16ps (AVX512_BF16 CPUs).

@@ -165,12 +165,13 @@ constexpr size_t kSliceChunks = 32;
 // All token rows over rows [0, n) of one panel, n <= 8: out[t * out_stride + row].
 template <size_t kRows, size_t kTokens>
 void PanelAllTokens(const bf16* panel, size_t chunks, size_t n, const bf16* const* x, size_t m, float* out,
-                    size_t out_stride) {
+                    size_t out_stride, KernelScratch& scratch, int thread) {
   constexpr size_t kSlot = 2 * kRows * kTokens;  // accumulators of one tile
-  thread_local AlignedBuffer<float> scratch;
   const size_t floats = PanelSlots(m, kRows, kTokens) * kSlot * 16;
-  if (chunks > 2 * kSliceChunks && scratch.size() < floats) scratch = AlignedBuffer<float>(floats);
-  __m512* mem = reinterpret_cast<__m512*>(scratch.data());
+  // Short panels run in one slice and keep their accumulators in registers.
+  __m512* mem = chunks > 2 * kSliceChunks
+                    ? reinterpret_cast<__m512*>(scratch.Get<float>(thread, kDpBf16Tiles, floats))
+                    : nullptr;
   ForPanelSlices<kRows, kTokens>(chunks, kSliceChunks, n, m, [&](auto tokens, size_t c0, size_t c1, bool first,
                                                                  bool last, size_t r, size_t t, size_t slot) {
     PanelTile<kRows, tokens>(panel, c0, c1, first, last, r, x + t, mem + slot * kSlot, out + t * out_stride,
@@ -231,11 +232,13 @@ DK_BF16_TARGET inline void RowMajorTile(const bf16* w, size_t cols, size_t r, co
 }  // namespace
 
 void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
-                              const bf16* const* x, size_t m, float* out, size_t out_stride) {
+                              const bf16* const* x, size_t m, float* out, size_t out_stride,
+                              KernelScratch& scratch, int thread) {
   constexpr size_t kPanel = kPanelRows * kChunkCols;
   for (size_t p = p0; p < p1; ++p) {
     const size_t n = std::min(kPanelRows, rows - p * kPanelRows);
-    PanelAllTokens<4, 3>(packed + p * chunks * kPanel, chunks, n, x, m, out + (p - p0) * kPanelRows, out_stride);
+    PanelAllTokens<4, 3>(packed + p * chunks * kPanel, chunks, n, x, m, out + (p - p0) * kPanelRows, out_stride,
+                         scratch, thread);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 
+#include "kernels/common/scratch.h"
 #include "util/bf16.h"
 
 namespace dk::kernels::internal {
@@ -29,9 +30,11 @@ void PackedPanelsDpBf16(const bf16* packed, size_t rows, size_t chunks, size_t p
 
 // PackedPanelsDpBf16 for m token rows x[t] (each as `x` above) at once, each loaded
 // weight chunk applied to several of them: out[t * out_stride + r - 8 p0] for the rows
-// r of panels [p0, p1), bit-identical to PackedPanelsDpBf16 on x[t] alone.
+// r of panels [p0, p1), bit-identical to PackedPanelsDpBf16 on x[t] alone. Long
+// panels spill accumulators to thread `thread`'s buffer kDpBf16Tiles of `scratch`.
 void PackedPanelsDpBf16Tokens(const bf16* packed, size_t rows, size_t chunks, size_t p0, size_t p1,
-                              const bf16* const* x, size_t m, float* out, size_t out_stride);
+                              const bf16* const* x, size_t m, float* out, size_t out_stride,
+                              KernelScratch& scratch, int thread);
 
 // RowMajorRowsDpBf16 on rows [0, n) for m token rows x[t] at once:
 // out[t * out_stride + r], bit-identical to RowMajorRowsDpBf16 on x[t] alone.

@@ -32,43 +32,51 @@ struct PreparedX {
   internal::QuantX quant;
 };
 
-PreparedX Prepare(WeightFormat format, const bf16* x, size_t cols, const GemvVariants& v) {
+PreparedX Prepare(WeightFormat format, const bf16* x, size_t cols, const GemvVariants& v, KernelScratch& scratch,
+                  int thread) {
   PreparedX p{format, {}, {}};
   if (formats::IsBlockFormat(format)) {
     DK_CHECK(cols % formats::BlockElems(format) == 0);
-    p.quant = internal::PrepareQuantX(format, x, cols, v);
+    p.quant = internal::PrepareQuantX(format, x, cols, v, scratch, thread);
   } else {
-    p.bf16 = internal::PrepareBf16X(x, cols, v);
+    p.bf16 = internal::PrepareBf16X(x, cols, v, scratch, thread);
   }
   return p;
 }
 
-// acc[r] = (W x)[r] for r in [r0, r1).
-void Rows(const PreparedX& x, const FusedWeight& w, size_t r0, size_t r1, float* acc) {
+// acc[r] = (W x)[r] for r in [r0, r1), on pool thread `thread` (its buffers of `scratch`).
+void Rows(const PreparedX& x, const FusedWeight& w, size_t r0, size_t r1, float* acc, KernelScratch& scratch,
+          int thread) {
   switch (x.format) {
     case WeightFormat::kBf16RowMajor:
       return internal::Bf16RowMajorRows(static_cast<const bf16*>(w.data), x.bf16, r0, r1, acc);
     case WeightFormat::kBf16Packed:
       return internal::Bf16PackedRows(static_cast<const bf16*>(w.data), w.rows, x.bf16, r0, r1, acc);
     case WeightFormat::kBf16X12:
-      return internal::Bf16X12Rows(static_cast<const uint8_t*>(w.data), w.rows, x.bf16, r0, r1, acc);
+      return internal::Bf16X12Rows(static_cast<const uint8_t*>(w.data), w.rows, x.bf16, r0, r1, acc, scratch, thread);
     default:
       return internal::QuantRows(static_cast<const uint8_t*>(w.data), x.quant, r0, r1, acc);
   }
 }
 
-// Per-thread scratch of the calling thread (grown, never shrunk); `slot` keeps
-// two buffers of one call apart.
-template <typename T>
-T* Scratch(int slot, size_t n) {
-  thread_local AlignedBuffer<T> buffers[kMaxFusedWeights + 1];
-  if (buffers[slot].size() < n) buffers[slot] = AlignedBuffer<T>(n);
-  return buffers[slot].data();
+// The f32 rows of weight i of a call, in the calling thread's scratch (one slot per
+// weight, so that a call's buffers stay apart).
+static_assert(kFusedAcc0 + kMaxFusedWeights == kFusedNormedX, "a scratch slot per fused weight");
+float* Acc(KernelScratch& scratch, int thread, int i, size_t rows) {
+  return scratch.Get<float>(thread, kFusedAcc0 + i, rows);
 }
+
+// The scratch of one fused call and the thread it runs on (CallerThread()).
+struct FusedScratch {
+  FusedScratch(KernelScratch* given, ThreadPool* pool)
+      : scratch(given, pool != nullptr ? pool->num_threads() : 1), thread(CallerThread()) {}
+  CallScratch scratch;
+  int thread;
+};
 
 // The units of all weights i < n (unit_rows rows each, the last of a weight shorter)
 // spread over the pool as one job (ParallelRanges: one stream per thread); each
-// range calls body(i, r0, r1) once per weight for the rows [r0, r1) of its units of
+// range calls body(i, r0, r1, thread) once per weight for the rows [r0, r1) of its units of
 // that weight (r0 a multiple of unit_rows), so the per-call work of the rows kernels
 // is paid once per range, not per unit.
 template <typename F>
@@ -77,19 +85,20 @@ void ForUnits(const FusedWeight* w, int n, size_t unit_rows, ThreadPool* pool, c
   for (int i = 0; i < n; ++i) first[i + 1] = first[i] + (w[i].rows + unit_rows - 1) / unit_rows;
   const size_t units = first[n];
   if (units == 0) return;
-  ParallelRanges(pool, units, [&](size_t u0, size_t u1, int) {
+  ParallelRanges(pool, units, [&](size_t u0, size_t u1, int thread) {
     int i = 0;
     for (size_t u = u0; u < u1;) {
       while (u >= first[i + 1]) ++i;
       const size_t end = std::min(u1, first[i + 1]);
-      body(i, (u - first[i]) * unit_rows, std::min(w[i].rows, (end - first[i]) * unit_rows));
+      body(i, (u - first[i]) * unit_rows, std::min(w[i].rows, (end - first[i]) * unit_rows), thread);
       u = end;
     }
   });
 }
 
-const bf16* NormScratch(const bf16* x, const bf16* norm, float eps, size_t cols) {
-  bf16* xn = Scratch<bf16>(kMaxFusedWeights, cols);
+const bf16* NormScratch(const bf16* x, const bf16* norm, float eps, size_t cols, KernelScratch& scratch,
+                        int thread) {
+  bf16* xn = scratch.Get<bf16>(thread, kFusedNormedX, cols);
   RmsNorm(x, norm, cols, eps, xn);
   return xn;
 }
@@ -98,13 +107,15 @@ const bf16* NormScratch(const bf16* x, const bf16* norm, float eps, size_t cols)
 
 void RmsNormGemv(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
                  const FusedWeight* w, int n, void* const* y, bool y_f32, ThreadPool* pool,
-                 const GemvVariants& variants) {
+                 const GemvVariants& variants, KernelScratch* scratch) {
   DK_CHECK(n >= 1 && n <= kMaxFusedWeights);
-  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols), cols, variants);
+  const FusedScratch fs(scratch, pool);
+  KernelScratch& s = *fs.scratch;
+  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols, s, fs.thread), cols, variants, s, fs.thread);
   float* acc[kMaxFusedWeights];
-  for (int i = 0; i < n; ++i) acc[i] = y_f32 ? static_cast<float*>(y[i]) : Scratch<float>(i, w[i].rows);
-  ForUnits(w, n, kUnitRows, pool, [&](int i, size_t r0, size_t r1) {
-    Rows(px, w[i], r0, r1, acc[i]);
+  for (int i = 0; i < n; ++i) acc[i] = y_f32 ? static_cast<float*>(y[i]) : Acc(s, fs.thread, i, w[i].rows);
+  ForUnits(w, n, kUnitRows, pool, [&](int i, size_t r0, size_t r1, int thread) {
+    Rows(px, w[i], r0, r1, acc[i], s, thread);
     if (y_f32) return;
     bf16* out = static_cast<bf16*>(y[i]);
     for (size_t r = r0; r < r1; ++r) out[r] = F32ToBf16(acc[i][r]);
@@ -113,14 +124,16 @@ void RmsNormGemv(WeightFormat format, const bf16* x, const bf16* norm, float eps
 
 void RmsNormGemvSiluMul(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
                         FusedWeight gate, FusedWeight up, bf16* y, ThreadPool* pool,
-                        const GemvVariants& variants) {
+                        const GemvVariants& variants, KernelScratch* scratch) {
   DK_CHECK(gate.rows == up.rows);
-  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols), cols, variants);
-  float* g = Scratch<float>(0, gate.rows);
-  float* u = Scratch<float>(1, up.rows);
-  ForUnits(&gate, 1, kSiluUnitRows, pool, [&](int, size_t r0, size_t r1) {
-    Rows(px, gate, r0, r1, g);
-    Rows(px, up, r0, r1, u);
+  const FusedScratch fs(scratch, pool);
+  KernelScratch& s = *fs.scratch;
+  const PreparedX px = Prepare(format, NormScratch(x, norm, eps, cols, s, fs.thread), cols, variants, s, fs.thread);
+  float* g = Acc(s, fs.thread, 0, gate.rows);
+  float* u = Acc(s, fs.thread, 1, up.rows);
+  ForUnits(&gate, 1, kSiluUnitRows, pool, [&](int, size_t r0, size_t r1, int thread) {
+    Rows(px, gate, r0, r1, g, s, thread);
+    Rows(px, up, r0, r1, u, s, thread);
     bf16 gb[kSiluUnitRows], ub[kSiluUnitRows];
     for (size_t c0 = r0; c0 < r1; c0 += kSiluUnitRows) {  // SiluMul per unit, as the whole-length call splits
       const size_t c1 = std::min(r1, c0 + kSiluUnitRows);
@@ -134,11 +147,13 @@ void RmsNormGemvSiluMul(WeightFormat format, const bf16* x, const bf16* norm, fl
 }
 
 void GemvAdd(WeightFormat format, const bf16* x, size_t cols, FusedWeight w, const bf16* residual,
-             bf16* y, ThreadPool* pool, const GemvVariants& variants) {
-  const PreparedX px = Prepare(format, x, cols, variants);
-  float* acc = Scratch<float>(0, w.rows);
-  ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1) {
-    Rows(px, w, r0, r1, acc);
+             bf16* y, ThreadPool* pool, const GemvVariants& variants, KernelScratch* scratch) {
+  const FusedScratch fs(scratch, pool);
+  KernelScratch& s = *fs.scratch;
+  const PreparedX px = Prepare(format, x, cols, variants, s, fs.thread);
+  float* acc = Acc(s, fs.thread, 0, w.rows);
+  ForUnits(&w, 1, kUnitRows, pool, [&](int, size_t r0, size_t r1, int thread) {
+    Rows(px, w, r0, r1, acc, s, thread);
     bf16 o[kUnitRows];
     for (size_t c0 = r0; c0 < r1; c0 += kUnitRows) {
       const size_t c1 = std::min(r1, c0 + kUnitRows);

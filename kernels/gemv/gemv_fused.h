@@ -21,13 +21,15 @@
 // prefetchers follow two streams).
 //
 // Every weight of one call is in one format; cols % 32 == 0 for block formats.
-// Outputs must not alias inputs. Thread-safety: as Gemv (gemv.h).
+// Outputs must not alias inputs. Per-thread scratch (x prepared, each weight's f32
+// rows) comes from `scratch` as Gemv's. Thread-safety: as Gemv (gemv.h).
 #ifndef DK_KERNELS_GEMV_GEMV_FUSED_H_
 #define DK_KERNELS_GEMV_GEMV_FUSED_H_
 
 #include <cstddef>
 
 #include "formats/weight_format.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
@@ -51,18 +53,18 @@ inline constexpr int kMaxFusedWeights = 3;
 // xn = RmsNorm(x, norm, cols, eps).
 void RmsNormGemv(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
                  const FusedWeight* w, int n, void* const* y, bool y_f32, ThreadPool* pool,
-                 const GemvVariants& variants = GemvVariants());
+                 const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 // y[r] = bf16(bf16(silu(g_r)) * u_r), g = bf16(W_gate xn), u = bf16(W_up xn),
 // xn = RmsNorm(x, norm, cols, eps); gate.rows == up.rows.
 void RmsNormGemvSiluMul(WeightFormat format, const bf16* x, const bf16* norm, float eps, size_t cols,
                         FusedWeight gate, FusedWeight up, bf16* y, ThreadPool* pool,
-                 const GemvVariants& variants = GemvVariants());
+                 const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 // y[r] = bf16(residual[r] + bf16((W x)[r])).
 void GemvAdd(WeightFormat format, const bf16* x, size_t cols, FusedWeight w, const bf16* residual,
              bf16* y, ThreadPool* pool,
-                 const GemvVariants& variants = GemvVariants());
+                 const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 }  // namespace dk::kernels
 

@@ -58,9 +58,9 @@ void KQuantRowsVnni(WeightFormat format, const uint8_t* w, size_t cols, size_t r
 void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, size_t n, const Q8Activations* x,
                           size_t m, float* out, size_t out_stride);
 
-// sum(q) of each 16 consecutive activations of `q` [cols], as f32 (exact): per-thread
-// scratch of the caller, valid until its next call.
-const float* Sums16(const int8_t* q, size_t cols);
+// sum(q) of each 16 consecutive activations of `q` [cols], as f32 (exact): in thread
+// `thread`'s buffer kQuantSums16 of `scratch`, valid until its next use.
+const float* Sums16(const int8_t* q, size_t cols, KernelScratch& scratch, int thread);
 
 }  // namespace dk::kernels::internal
 

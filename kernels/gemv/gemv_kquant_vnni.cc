@@ -337,15 +337,14 @@ void KQuantRowsVnniTokens(WeightFormat format, const uint8_t* w, size_t cols, si
   });
 }
 
-const float* Sums16(const int8_t* q, size_t cols) {
-  thread_local AlignedBuffer<float> sums;
-  if (sums.size() < cols / 16) sums = AlignedBuffer<float>(cols / 16);
+const float* Sums16(const int8_t* q, size_t cols, KernelScratch& scratch, int thread) {
+  float* sums = scratch.Get<float>(thread, kQuantSums16, cols / 16);
   for (size_t g = 0; g < cols / 16; ++g) {
     int s = 0;
     for (size_t i = 0; i < 16; ++i) s += q[16 * g + i];
-    sums.data()[g] = static_cast<float>(s);
+    sums[g] = static_cast<float>(s);
   }
-  return sums.data();
+  return sums;
 }
 
 }  // namespace dk::kernels::internal

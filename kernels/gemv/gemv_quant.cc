@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <type_traits>
 
@@ -258,39 +259,36 @@ Int8Path ChooseInt8Path(const GemvVariants& v) {
   return Int8Path::kHighway;
 }
 
-// x as f32: f32 x is used in place, bf16 x widened (exactly) into per-thread
-// scratch of the caller.
-const float* XAsF32(const float* x, size_t) { return x; }
-const float* XAsF32(const bf16* x, size_t cols) {
-  thread_local AlignedBuffer<float> scratch;
-  if (scratch.size() < cols) scratch = AlignedBuffer<float>(cols);
-  for (size_t k = 0; k < cols; ++k) scratch.data()[k] = Bf16ToF32(x[k]);
-  return scratch.data();
+// x as f32: f32 x is used in place, bf16 x widened (exactly) into thread `thread`'s
+// buffer kQuantXF32 of `scratch`.
+const float* XAsF32(const float* x, size_t, KernelScratch&, int) { return x; }
+const float* XAsF32(const bf16* x, size_t cols, KernelScratch& scratch, int thread) {
+  float* out = scratch.Get<float>(thread, kQuantXF32, cols);
+  for (size_t k = 0; k < cols; ++k) out[k] = Bf16ToF32(x[k]);
+  return out;
 }
 
-// x quantized per block into per-thread scratch of the caller (grown, never shrunk).
-internal::Q8Activations QuantizeActivations(const float* x, size_t cols) {
-  thread_local AlignedBuffer<int8_t> q;
-  thread_local AlignedBuffer<float> d;
-  thread_local AlignedBuffer<int32_t> sum;
-  thread_local AlignedBuffer<float> sx;
+// x quantized per block into thread `thread`'s buffers of `scratch` (kQuantQ, kQuantD,
+// kQuantSum, kQuantSx).
+internal::Q8Activations QuantizeActivations(const float* x, size_t cols, KernelScratch& scratch, int thread) {
   const size_t blocks = cols / ggml::kBlockElems;
-  if (q.size() < cols) q = AlignedBuffer<int8_t>(cols);
-  if (d.size() < blocks) {
-    d = AlignedBuffer<float>(blocks);
-    sum = AlignedBuffer<int32_t>(blocks);
-    sx = AlignedBuffer<float>(blocks);
-  }
-  HWY_DYNAMIC_DISPATCH(QuantizeX)(x, blocks, q.data(), d.data(), sum.data());
+  int8_t* q = scratch.Get<int8_t>(thread, kQuantQ, cols);
+  float* d = scratch.Get<float>(thread, kQuantD, blocks);
+  int32_t* sum = scratch.Get<int32_t>(thread, kQuantSum, blocks);
+  float* sx = scratch.Get<float>(thread, kQuantSx, blocks);
+  HWY_DYNAMIC_DISPATCH(QuantizeX)(x, blocks, q, d, sum);
   for (size_t b = 0; b < blocks; ++b) {
-    sx.data()[b] = d.data()[b] * static_cast<float>(sum.data()[b]);
+    sx[b] = d[b] * static_cast<float>(sum[b]);
   }
-  return {q.data(), d.data(), sum.data(), sx.data()};
+  return {q, d, sum, sx};
 }
 
 // The activations the K-quant rows of `path` read besides q, d and sx.
-void CompleteKQuantActivations(WeightFormat format, Int8Path path, size_t cols, internal::Q8Activations* xq) {
-  if (format == WeightFormat::kQ6_K && path == Int8Path::kAvx512Vnni) xq->sum16 = internal::Sums16(xq->q, cols);
+void CompleteKQuantActivations(WeightFormat format, Int8Path path, size_t cols, internal::Q8Activations* xq,
+                               KernelScratch& scratch, int thread) {
+  if (format == WeightFormat::kQ6_K && path == Int8Path::kAvx512Vnni) {
+    xq->sum16 = internal::Sums16(xq->q, cols, scratch, thread);
+  }
 }
 
 // Rows in units of 4, one stream per thread: rows_fn(r0, r1).
@@ -304,15 +302,16 @@ void ForRowUnits(size_t rows, ThreadPool* pool, const Fn& rows_fn) {
 // Q5_0, Q4_K, Q6_K (gemv_kquant.h): AVX512-VNNI or the portable loops.
 template <typename YT>
 void RunKQuant(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows, size_t cols,
-               const float* xf, YT* y, ThreadPool* pool, const GemvVariants& v) {
+               const float* xf, YT* y, ThreadPool* pool, const GemvVariants& v, KernelScratch& scratch) {
   if (act == QuantActivations::kFloat) {
     ForRowUnits(rows, pool,
                 [&](size_t r0, size_t r1) { internal::KQuantFloatRowsHwy(format, w, cols, r0, r1, xf, y); });
     return;
   }
-  internal::Q8Activations xq = QuantizeActivations(xf, cols);
+  const int thread = CallerThread();
+  internal::Q8Activations xq = QuantizeActivations(xf, cols, scratch, thread);
   const Int8Path path = ChooseInt8Path(v);
-  CompleteKQuantActivations(format, path, cols, &xq);
+  CompleteKQuantActivations(format, path, cols, &xq, scratch, thread);
   ForRowUnits(rows, pool, [&](size_t r0, size_t r1) {
     if (path == Int8Path::kAvx512Vnni) return internal::KQuantRowsVnni(format, w, cols, r0, r1, xq, y);
     internal::KQuantInt8RowsHwy(format, w, cols, r0, r1, xq, y);
@@ -321,12 +320,14 @@ void RunKQuant(WeightFormat format, QuantActivations act, const uint8_t* w, size
 
 template <typename XT, typename YT>
 void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
-         size_t cols, const XT* x, YT* y, ThreadPool* pool, const GemvVariants& v) {
+         size_t cols, const XT* x, YT* y, ThreadPool* pool, const GemvVariants& v, KernelScratch* given) {
   DK_CHECK(formats::IsBlockFormat(format));
   DK_CHECK(cols % formats::BlockElems(format) == 0);
   if (rows == 0) return;
-  const float* xf = XAsF32(x, cols);
-  if (internal::IsKQuantKernelFormat(format)) return RunKQuant(format, act, w, rows, cols, xf, y, pool, v);
+  const CallScratch scratch(given, pool != nullptr ? pool->num_threads() : 1);
+  const int thread = CallerThread();
+  const float* xf = XAsF32(x, cols, *scratch, thread);
+  if (internal::IsKQuantKernelFormat(format)) return RunKQuant(format, act, w, rows, cols, xf, y, pool, v, *scratch);
   auto run = [&](const auto& rows_fn) { ForRowUnits(rows, pool, rows_fn); };
   if (act == QuantActivations::kFloat) {
     run([&](size_t r0, size_t r1) {
@@ -338,11 +339,11 @@ void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t row
     });
     return;
   }
-  internal::Q8Activations xq = QuantizeActivations(xf, cols);
+  internal::Q8Activations xq = QuantizeActivations(xf, cols, *scratch, thread);
   switch (ChooseInt8Path(v)) {
     case Int8Path::kAvx512Vnni:
       // Re-arranged once here for every task's Q4 rows.
-      if (format != WeightFormat::kQ8_0) xq.quad = internal::QuadActivations(xq.q, cols);
+      if (format != WeightFormat::kQ8_0) xq.quad = internal::QuadActivations(xq.q, cols, *scratch, thread);
       run([&](size_t r0, size_t r1) { internal::QuantRowsVnni(format, w, cols, r0, r1, xq, y); });
       return;
     case Int8Path::kAvxVnni:
@@ -366,18 +367,20 @@ void Run(WeightFormat format, QuantActivations act, const uint8_t* w, size_t row
 
 namespace internal {
 
-QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols, const GemvVariants& v) {
+QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols, const GemvVariants& v,
+                     KernelScratch& scratch, int thread) {
   DK_CHECK(cols % formats::BlockElems(format) == 0);
-  thread_local Q8Activations xq;
-  xq = QuantizeActivations(XAsF32(x, cols), cols);
+  // The activations themselves sit in the scratch too: the QuantX points at them.
+  Q8Activations& xq = *new (scratch.Get<Q8Activations>(thread, kQuantActs, 1))
+      Q8Activations(QuantizeActivations(XAsF32(x, cols, scratch, thread), cols, scratch, thread));
   QuantX p;
   p.format = format;
   p.cols = cols;
   p.path = static_cast<int>(ChooseInt8Path(v));
   p.avx512_vnni = p.path == static_cast<int>(Int8Path::kAvx512Vnni);
   const bool q4 = format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1;
-  if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && q4) xq.quad = QuadActivations(xq.q, cols);
-  CompleteKQuantActivations(format, static_cast<Int8Path>(p.path), cols, &xq);
+  if (p.path == static_cast<int>(Int8Path::kAvx512Vnni) && q4) xq.quad = QuadActivations(xq.q, cols, scratch, thread);
+  CompleteKQuantActivations(format, static_cast<Int8Path>(p.path), cols, &xq, scratch, thread);
   p.act = &xq;
   return p;
 }
@@ -405,23 +408,23 @@ void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y
 
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, float* y, ThreadPool* pool,
-               const GemvVariants& variants) {
-  Run(format, act, w, rows, cols, x, y, pool, variants);
+               const GemvVariants& variants, KernelScratch* scratch) {
+  Run(format, act, w, rows, cols, x, y, pool, variants, scratch);
 }
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, float* y, ThreadPool* pool,
-               const GemvVariants& variants) {
-  Run(format, act, w, rows, cols, x, y, pool, variants);
+               const GemvVariants& variants, KernelScratch* scratch) {
+  Run(format, act, w, rows, cols, x, y, pool, variants, scratch);
 }
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, bf16* y, ThreadPool* pool,
-               const GemvVariants& variants) {
-  Run(format, act, w, rows, cols, x, y, pool, variants);
+               const GemvVariants& variants, KernelScratch* scratch) {
+  Run(format, act, w, rows, cols, x, y, pool, variants, scratch);
 }
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
-               const GemvVariants& variants) {
-  Run(format, act, w, rows, cols, x, y, pool, variants);
+               const GemvVariants& variants, KernelScratch* scratch) {
+  Run(format, act, w, rows, cols, x, y, pool, variants, scratch);
 }
 
 const char* QuantGemvTargetName(QuantActivations act, const GemvVariants& variants) {

@@ -23,8 +23,8 @@
 // figures behind both choices, dated: docs/gemv-kernels.md.
 //
 // All entry points are parallel over rows on `pool` (nullptr: the caller alone),
-// dispatch to the best Highway target at run time, accept any pointer alignment,
-// and allocate nothing per call once their per-thread scratch has grown.
+// dispatch to the best Highway target at run time and accept any pointer alignment;
+// their per-thread scratch comes from `scratch` as Gemv's (gemv.h).
 // Thread-safety: as Gemv (gemv.h).
 #ifndef DK_KERNELS_GEMV_GEMV_QUANT_H_
 #define DK_KERNELS_GEMV_GEMV_QUANT_H_
@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "formats/weight_format.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
@@ -46,16 +47,16 @@ enum class QuantActivations { kInt8, kFloat };
 // y = W x; `w` holds rows * formats::RowBytes(format, cols) bytes.
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, float* y, ThreadPool* pool,
-               const GemvVariants& variants = GemvVariants());
+               const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, float* y, ThreadPool* pool,
-               const GemvVariants& variants = GemvVariants());
+               const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const float* x, bf16* y, ThreadPool* pool,
-               const GemvVariants& variants = GemvVariants());
+               const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size_t rows,
                size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
-               const GemvVariants& variants = GemvVariants());
+               const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 // Name of the path `act` takes on this machine under `variants` (e.g. "AVX3+VNNI",
 // "AVX2+AVXVNNI"); valid until the calling thread's next call with the same `act`.

@@ -528,11 +528,9 @@ void Dispatch(WeightFormat format, const uint8_t* w, size_t cols, size_t r0, siz
 
 }  // namespace
 
-const int8_t* QuadActivations(const int8_t* q, size_t cols) {
+const int8_t* QuadActivations(const int8_t* q, size_t cols, KernelScratch& scratch, int thread) {
   const size_t blocks = cols / ggml::kBlockElems / 16 * 16;
-  thread_local AlignedBuffer<int8_t> xp;
-  if (xp.size() < blocks * 32) xp = AlignedBuffer<int8_t>(blocks * 32);
-  int8_t* out = xp.data();
+  int8_t* out = scratch.Get<int8_t>(thread, kQuantQuad, blocks * 32);
   for (size_t g = 0; g < blocks; g += 4) {
     for (size_t half = 0; half < 2; ++half) {
       for (size_t j = 0; j < 4; ++j) {

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/gemv/gemv_quant.h"
+#include "kernels/common/scratch.h"
 #include "util/bf16.h"
 
 namespace dk::kernels::internal {
@@ -42,9 +43,9 @@ struct Q8Activations {
 
 // `q` of the first cols / 512 * 16 blocks (whole 16-block chunks) re-arranged as the
 // Q4 rows of QuantRowsVnni read them, per four blocks: their first halves
-// [x0[0:16) x1[0:16) x2[0:16) x3[0:16)], then their second halves. Per-thread scratch
-// of the caller, 64-byte aligned, valid until its next call.
-const int8_t* QuadActivations(const int8_t* q, size_t cols);
+// [x0[0:16) x1[0:16) x2[0:16) x3[0:16)], then their second halves. In thread
+// `thread`'s buffer kQuantQuad of `scratch`, 64-byte aligned, valid until its next use.
+const int8_t* QuadActivations(const int8_t* q, size_t cols, KernelScratch& scratch, int thread);
 
 // True if this CPU executes EVEX vpdpbusd with AVX512BW/VL (checked once).
 bool CpuHasAvx512Vnni();

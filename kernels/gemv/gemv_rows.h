@@ -5,8 +5,9 @@
 // points (Gemv, PackedGemv, QuantGemv with QuantActivations::kInt8) with bf16 x on
 // the same SIMD target: they are the same inner loops, and no row's sum depends on
 // which range it is computed in.
-// Thread-safety: a prepared x lives in per-thread scratch of the thread that
-// prepared it, valid until that thread's next GEMV call; any thread may read it.
+// Thread-safety: a prepared x lives in the buffers of `scratch` of the pool thread
+// `thread` that prepared it (scratch.h; the caller's, CallerThread()), valid until
+// that thread's next GEMV with that scratch; any thread may read it.
 #ifndef DK_KERNELS_GEMV_GEMV_ROWS_H_
 #define DK_KERNELS_GEMV_GEMV_ROWS_H_
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "formats/weight_format.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 
@@ -32,7 +34,7 @@ struct Bf16X {
   const float* xo = nullptr;
   bool prefetch = false;          // dot: the packed / x12 loops prefetch their weights
 };
-Bf16X PrepareBf16X(const bf16* x, size_t cols, const GemvVariants& variants);
+Bf16X PrepareBf16X(const bf16* x, size_t cols, const GemvVariants& variants, KernelScratch& scratch, int thread);
 
 // y[r] for r in [r0, r1) (y indexed by row of W). Row-major: any range. Packed
 // (`rows` = the matrix's rows): r0 % kPanelRows == 0 and r1 % kPanelRows == 0 or r1 == rows.
@@ -47,8 +49,8 @@ struct QuantX {
   bool avx512_vnni = false;  // that loop is QuantRowsVnni (gemv_quant_vnni.h)
   const void* act = nullptr;  // internal::Q8Activations
 };
-QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols,
-                     const GemvVariants& variants);  // cols % 32 == 0
+QuantX PrepareQuantX(WeightFormat format, const bf16* x, size_t cols, const GemvVariants& variants,
+                     KernelScratch& scratch, int thread);  // cols % 32 == 0
 // y[r] for r in [r0, r1) of W in `format` blocks (r0 % 4 == 0).
 void QuantRows(const uint8_t* w, const QuantX& x, size_t r0, size_t r1, float* y);
 

@@ -266,12 +266,13 @@ constexpr size_t kSlicePairs = 16;
 // All m token rows over panel p (n of its rows real): out[t * out_stride + row in panel].
 template <size_t kRows, size_t kTokens>
 void PanelAllTokens(const uint8_t* x12, const Geometry& g, size_t p, size_t n, const bf16* const* x, size_t m,
-                    float* out, size_t out_stride) {
+                    float* out, size_t out_stride, KernelScratch& scratch, int thread) {
   constexpr size_t kSlot = 2 * kRows * kTokens;  // accumulators of one tile
-  thread_local AlignedBuffer<float> scratch;
   const size_t floats = internal::PanelSlots(m, kRows, kTokens) * kSlot * 16;
-  if (g.pairs > 2 * kSlicePairs && scratch.size() < floats) scratch = AlignedBuffer<float>(floats);
-  __m512* mem = reinterpret_cast<__m512*>(scratch.data());
+  // Short panels run in one slice and keep their accumulators in registers.
+  __m512* mem = g.pairs > 2 * kSlicePairs
+                    ? reinterpret_cast<__m512*>(scratch.Get<float>(thread, kX12Tiles, floats))
+                    : nullptr;
   internal::ForPanelSlices<kRows, kTokens>(g.pairs, kSlicePairs, n, m, [&](auto tokens, size_t q0, size_t q1,
                                                                            bool first, bool last, size_t r, size_t t,
                                                                            size_t slot) {
@@ -313,31 +314,25 @@ DK_X12_TARGET void DecodePanels(const uint8_t* x12, const Geometry& g, size_t p0
   }
 }
 
-template <typename T>
-T* Scratch(size_t n) {
-  thread_local AlignedBuffer<T> buffer;
-  if (buffer.size() < n) buffer = AlignedBuffer<T>(n);
-  return buffer.data();
-}
-
 void StoreRows(const float* src, size_t n, bf16* y) {
   for (size_t i = 0; i < n; ++i) y[i] = F32ToBf16(src[i]);
 }
 
 template <typename YT>
 void Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, YT* y, ThreadPool* pool,
-          const GemvVariants& variants) {
+          const GemvVariants& variants, KernelScratch* given) {
   if (rows == 0) return;
-  const internal::Bf16X px = internal::PrepareBf16X(x, cols, variants);
+  const CallScratch scratch(given, pool != nullptr ? pool->num_threads() : 1);
+  const internal::Bf16X px = internal::PrepareBf16X(x, cols, variants, *scratch, CallerThread());
   const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
-  ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int) {
+  ParallelRanges(pool, panels, [&](size_t p0, size_t p1, int thread) {
     const size_t r0 = p0 * kPanelRows, r1 = std::min(rows, p1 * kPanelRows);
     if (r0 >= r1) return;
     if constexpr (std::is_same_v<YT, float>) {
-      internal::Bf16X12Rows(x12, rows, px, r0, r1, y);
+      internal::Bf16X12Rows(x12, rows, px, r0, r1, y, *scratch, thread);
     } else {
-      float* acc = Scratch<float>(rows);  // indexed by row, as the rows kernels write
-      internal::Bf16X12Rows(x12, rows, px, r0, r1, acc);
+      float* acc = scratch->Get<float>(thread, kX12RowsY, rows);  // indexed by row, as the rows kernels write
+      internal::Bf16X12Rows(x12, rows, px, r0, r1, acc, *scratch, thread);
       StoreRows(acc + r0, r1 - r0, y + r0);
     }
   });
@@ -494,24 +489,25 @@ void UnpackX12GemvRow(const uint8_t* x12, size_t rows, size_t cols, size_t row, 
 }
 
 void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, float* y, ThreadPool* pool,
-             const GemvVariants& variants) {
-  Gemv(x12, rows, cols, x, y, pool, variants);
+             const GemvVariants& variants, KernelScratch* scratch) {
+  Gemv(x12, rows, cols, x, y, pool, variants, scratch);
 }
 void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
-             const GemvVariants& variants) {
-  Gemv(x12, rows, cols, x, y, pool, variants);
+             const GemvVariants& variants, KernelScratch* scratch) {
+  Gemv(x12, rows, cols, x, y, pool, variants, scratch);
 }
 
 namespace internal {
 
-void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, size_t r1, float* y) {
+void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, size_t r1, float* y,
+                 KernelScratch& scratch, int thread) {
   DK_CHECK(r0 % kPanelRows == 0 && (r1 % kPanelRows == 0 || r1 == rows) && r1 <= rows);
   const Geometry g = Geo(rows, x.cols);
   if (Plain(x12, g)) return Bf16PackedRows(reinterpret_cast<const bf16*>(x12), rows, x, r0, r1, y);
   const size_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
   if (x.dot) return PanelsDpBf16(x12, g, p0, p1, x.padded, y, x.prefetch);
   // No vdpbf16ps: each panel unpacked to the packed layout, then PackedGemv's loop.
-  bf16* panel = Scratch<bf16>(g.chunks * kPanelRows * kChunkCols);
+  bf16* panel = scratch.Get<bf16>(thread, kX12Panel, g.chunks * kPanelRows * kChunkCols);
   for (size_t p = p0; p < p1; ++p) {
     DecodePanel(x12, g, p, panel);
     const size_t base = p * kPanelRows, n = std::min(kPanelRows, rows - base);
@@ -534,16 +530,18 @@ const bf16* X12PanelsAsPacked(const uint8_t* x12, size_t rows, size_t cols, size
 }
 
 void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, size_t r1,
-                       const bf16* const* x, size_t m, float* out, size_t out_stride) {
+                       const bf16* const* x, size_t m, float* out, size_t out_stride, KernelScratch& scratch,
+                       int thread) {
   DK_CHECK(r0 % kPanelRows == 0 && (r1 % kPanelRows == 0 || r1 == rows) && r1 <= rows);
   const Geometry g = Geo(rows, cols);
   const size_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
   if (Plain(x12, g)) {
-    return PackedPanelsDpBf16Tokens(reinterpret_cast<const bf16*>(x12), rows, g.chunks, p0, p1, x, m, out, out_stride);
+    return PackedPanelsDpBf16Tokens(reinterpret_cast<const bf16*>(x12), rows, g.chunks, p0, p1, x, m, out, out_stride,
+                                    scratch, thread);
   }
   for (size_t p = p0; p < p1; ++p) {
     PanelAllTokens<4, 3>(x12, g, p, std::min(kPanelRows, rows - p * kPanelRows), x, m, out + (p - p0) * kPanelRows,
-                         out_stride);
+                         out_stride, scratch, thread);
   }
 }
 

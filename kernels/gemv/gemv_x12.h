@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
@@ -81,22 +82,26 @@ void UnpackX12GemvRow(const uint8_t* x12, size_t rows, size_t cols, size_t row, 
 
 // y = W x with W packed by PackX12GemvWeights for the same rows, cols.
 void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, float* y, ThreadPool* pool,
-             const GemvVariants& variants = GemvVariants());
+             const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 void X12Gemv(const uint8_t* x12, size_t rows, size_t cols, const bf16* x, bf16* y, ThreadPool* pool,
-             const GemvVariants& variants = GemvVariants());
+             const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 namespace internal {
 struct Bf16X;  // gemv_rows.h
 
 // y[r] for r in [r0, r1) (r0 % kPanelRows == 0; r1 % kPanelRows == 0 or r1 == rows),
-// bit-identical to Bf16PackedRows on the packed layout of the same matrix.
-void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, size_t r1, float* y);
+// bit-identical to Bf16PackedRows on the packed layout of the same matrix. Without
+// vdpbf16ps each panel is decoded into thread `thread`'s kX12Panel of `scratch`.
+void Bf16X12Rows(const uint8_t* x12, size_t rows, const Bf16X& x, size_t r0, size_t r1, float* y,
+                 KernelScratch& scratch, int thread);
 
 // Bf16X12Rows's vdpbf16ps loop (AVX512_BF16 CPUs only) for m token rows x[t] at once,
 // each x[t] zero-padded to whole 32-column chunks, each weight decoded once for
 // several of them: out[t * out_stride + r - r0], bit-identical to Bf16X12Rows on x[t].
+// Long panels spill accumulators to thread `thread`'s buffers of `scratch`.
 void Bf16X12RowsTokens(const uint8_t* x12, size_t rows, size_t cols, size_t r0, size_t r1,
-                       const bf16* const* x, size_t m, float* out, size_t out_stride);
+                       const bf16* const* x, size_t m, float* out, size_t out_stride, KernelScratch& scratch,
+                       int thread);
 
 // Panels [p0, p1) of the ceil(rows / 8) in the packed panel layout (gemv.h), bit for
 // bit: a plain matrix's own, else rebuilt into `scratch` ((p1 - p0) *

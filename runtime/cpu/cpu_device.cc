@@ -374,7 +374,7 @@ class CpuDevice final : public Device {
       const std::vector<cpu::GemvChoice> chosen = cpu::TuneGemvs(
           requests,
           [&](const cpu::GemvShape& shape, const kernels::GemvVariants& v) {
-            for (const uint8_t* w : by_shape.at(shape)) cpu::RunGemv(shape, w, v, x.data(), y.data(), pool_);
+            for (const uint8_t* w : by_shape.at(shape)) cpu::RunGemv(shape, w, v, x.data(), y.data(), pool_, &scratch_);
             if (options_.gemv_tune_pass_done) options_.gemv_tune_pass_done(shape.rows, shape.cols, v);
           },
           o, &warning);

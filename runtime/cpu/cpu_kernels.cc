@@ -68,15 +68,15 @@ void RunGemv(const LaunchOp& op, ThreadPool* pool) {
       // int8 activations (vpdpbusd where present): the faster strategy for every
       // format (kernels/gemv/gemv_quant.h).
       kernels::QuantGemv(op.format, kernels::QuantActivations::kInt8, op.At<uint8_t>(0), rows, cols, x, y,
-                         pool, op.gemv);
+                         pool, op.gemv, op.scratch);
     } else if (op.format == formats::WeightFormat::kBf16X12) {
       if constexpr (std::is_same_v<std::decay_t<decltype(*x)>, bf16>) {
-        kernels::X12Gemv(op.At<uint8_t>(0), rows, cols, x, y, pool, op.gemv);
+        kernels::X12Gemv(op.At<uint8_t>(0), rows, cols, x, y, pool, op.gemv, op.scratch);
       }  // f32 x is refused at load (CheckGemv)
     } else if (op.format == formats::WeightFormat::kBf16Packed) {
-      kernels::PackedGemv(w, rows, cols, x, y, pool, op.gemv);
+      kernels::PackedGemv(w, rows, cols, x, y, pool, op.gemv, op.scratch);
     } else {
-      kernels::Gemv(w, rows, cols, x, y, pool, op.gemv);
+      kernels::Gemv(w, rows, cols, x, y, pool, op.gemv, op.scratch);
     }
   });
 }
@@ -124,7 +124,7 @@ void RunRmsGemv(const LaunchOp& op, ThreadPool* pool) {
   const kernels::FusedWeight w{op.At<void>(2), static_cast<size_t>(op.p[0])};
   void* y = op.At<void>(3);
   kernels::RmsNormGemv(op.format, op.At<bf16>(0), op.At<bf16>(1), op.eps, op.p[1], &w, 1, &y,
-                       op.y_f32, pool, op.gemv);
+                       op.y_f32, pool, op.gemv, op.scratch);
 }
 void RunRmsGemv3(const LaunchOp& op, ThreadPool* pool) {
   kernels::FusedWeight w[3];
@@ -134,16 +134,17 @@ void RunRmsGemv3(const LaunchOp& op, ThreadPool* pool) {
     y[i] = op.At<void>(5 + i);
   }
   kernels::RmsNormGemv(op.format, op.At<bf16>(0), op.At<bf16>(1), op.eps, op.p[3], w, 3, y,
-                       op.y_f32, pool, op.gemv);
+                       op.y_f32, pool, op.gemv, op.scratch);
 }
 void RunRmsGemvSiluMul(const LaunchOp& op, ThreadPool* pool) {
   const size_t rows = op.p[0];
   kernels::RmsNormGemvSiluMul(op.format, op.At<bf16>(0), op.At<bf16>(1), op.eps, op.p[1],
-                              {op.At<void>(2), rows}, {op.At<void>(3), rows}, op.At<bf16>(4), pool, op.gemv);
+                              {op.At<void>(2), rows}, {op.At<void>(3), rows}, op.At<bf16>(4), pool, op.gemv,
+                              op.scratch);
 }
 void RunGemvAdd(const LaunchOp& op, ThreadPool* pool) {
   kernels::GemvAdd(op.format, op.At<bf16>(0), op.p[1], {op.At<void>(1), static_cast<size_t>(op.p[0])},
-                   op.At<bf16>(2), op.At<bf16>(3), pool, op.gemv);
+                   op.At<bf16>(2), op.At<bf16>(3), pool, op.gemv, op.scratch);
 }
 
 // ---------------------------------------------------------------- several rows
@@ -161,7 +162,7 @@ void RunGemvRows(const LaunchOp& op, size_t first, size_t count, ThreadPool* poo
   const auto call = [&](auto* y) {
     using Y = std::remove_pointer_t<decltype(y)>;
     kernels::Gemm(op.format, op.At<void>(0), rows, cols, op.At<bf16>(1), Stride<bf16>(op, 1), count, y,
-                  Stride<Y>(op, 2), pool, op.gemv);
+                  Stride<Y>(op, 2), pool, op.gemv, op.scratch);
   };
   op.y_f32 ? call(op.At<float>(2)) : call(op.At<bf16>(2));
 }
@@ -170,7 +171,7 @@ void RunRmsGemvRows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) 
   void* y = op.At<void>(3);
   const size_t y_stride = op.y_f32 ? Stride<float>(op, 3) : Stride<bf16>(op, 3);
   kernels::RmsNormGemm(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.At<bf16>(1), op.eps, op.p[1], &w,
-                       1, &y, &y_stride, op.y_f32, pool, op.gemv);
+                       1, &y, &y_stride, op.y_f32, pool, op.gemv, op.scratch);
 }
 void RunRmsGemv3Rows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) {
   kernels::FusedWeight w[3];
@@ -182,18 +183,18 @@ void RunRmsGemv3Rows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool)
     y_stride[i] = op.y_f32 ? Stride<float>(op, 5 + i) : Stride<bf16>(op, 5 + i);
   }
   kernels::RmsNormGemm(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.At<bf16>(1), op.eps, op.p[3], w,
-                       3, y, y_stride, op.y_f32, pool, op.gemv);
+                       3, y, y_stride, op.y_f32, pool, op.gemv, op.scratch);
 }
 void RunRmsGemvSiluMulRows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) {
   const size_t rows = op.p[0];
   kernels::RmsNormGemmSiluMul(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.At<bf16>(1), op.eps,
                               op.p[1], {op.At<void>(2), rows}, {op.At<void>(3), rows}, op.At<bf16>(4),
-                              Stride<bf16>(op, 4), pool, op.gemv);
+                              Stride<bf16>(op, 4), pool, op.gemv, op.scratch);
 }
 void RunGemvAddRows(const LaunchOp& op, size_t, size_t count, ThreadPool* pool) {
   kernels::GemmAdd(op.format, op.At<bf16>(0), Stride<bf16>(op, 0), count, op.p[1],
                    {op.At<void>(1), static_cast<size_t>(op.p[0])}, op.At<bf16>(2), Stride<bf16>(op, 2),
-                   op.At<bf16>(3), Stride<bf16>(op, 3), pool, op.gemv);
+                   op.At<bf16>(3), Stride<bf16>(op, 3), pool, op.gemv, op.scratch);
 }
 
 // ---------------------------------------------------------------- check

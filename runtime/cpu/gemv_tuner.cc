@@ -123,18 +123,18 @@ std::string Ms(int64_t ns) { return absl::StrFormat("%.3f ms", ns / 1e6); }
 }  // namespace
 
 void RunGemv(const GemvShape& shape, const uint8_t* w, const GemvVariants& variants, const bf16* x, float* y,
-             ThreadPool* pool) {
+             ThreadPool* pool, kernels::KernelScratch* scratch) {
   const size_t rows = shape.rows, cols = shape.cols;
   switch (shape.format) {
     case formats::WeightFormat::kBf16RowMajor:
-      return kernels::Gemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
+      return kernels::Gemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants, scratch);
     case formats::WeightFormat::kBf16Packed:
-      return kernels::PackedGemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants);
+      return kernels::PackedGemv(reinterpret_cast<const bf16*>(w), rows, cols, x, y, pool, variants, scratch);
     case formats::WeightFormat::kBf16X12:
-      return kernels::X12Gemv(w, rows, cols, x, y, pool, variants);
+      return kernels::X12Gemv(w, rows, cols, x, y, pool, variants, scratch);
     default:
       return kernels::QuantGemv(shape.format, kernels::QuantActivations::kInt8, w, rows, cols, x, y, pool,
-                                variants);
+                                variants, scratch);
   }
 }
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "formats/weight_format.h"
+#include "kernels/common/scratch.h"
 #include "kernels/gemv/gemv_variants.h"
 #include "util/bf16.h"
 #include "util/thread_pool.h"
@@ -97,9 +98,10 @@ struct GemvChoice {
 };
 
 // One GEMV y = W x of `shape` on the weight bytes `w` (its format's layout) with
-// `variants`: what the tuner times, pass by pass.
+// `variants`: what the tuner times, pass by pass. `scratch`: the kernels' (null: the
+// call's own, kernels/common/scratch.h).
 void RunGemv(const GemvShape& shape, const uint8_t* w, const kernels::GemvVariants& variants, const bf16* x,
-             float* y, ThreadPool* pool);
+             float* y, ThreadPool* pool, kernels::KernelScratch* scratch = nullptr);
 
 // One pass of `variants` over every weight of `shape` (what is timed).
 using GemvPassFn = std::function<void(const GemvShape&, const kernels::GemvVariants&)>;
