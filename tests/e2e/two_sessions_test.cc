@@ -3,8 +3,9 @@
 // at once from the weights' load on: each must give exactly the tokens and logits it
 // gives alone. The runtime's share of "two Engines at once" (tests/api:two_engines_test
 // runs the trained models through the public API) with a small dependency closure,
-// so that .ci/run can build and run it under ThreadSanitizer (--config=tsan), which
-// reports any access the two make to the same memory without ordering.
+// so that it can be built and run under ThreadSanitizer (--config=tsan; .ci/run's
+// step 5a with DK_CI_TSAN=1), which reports any access the two make to the same
+// memory without ordering.
 #include <array>
 #include <atomic>
 #include <cstdint>
