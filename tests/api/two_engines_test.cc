@@ -7,14 +7,13 @@
 //   two_engines_test ELF_A WEIGHTS_A ELF_B WEIGHTS_B
 #include <array>
 #include <cstdio>
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "api/decodekit.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/run_together.h"
 
 namespace {
 
@@ -59,18 +58,8 @@ TEST(TwoEngines, EachGivesItsTokensAloneWhileTheOtherRuns) {
   // The two models differ, so a mix-up of their state would show in the tokens too.
   EXPECT_NE(alone[0], alone[1]);
 
-  std::array<std::vector<int32_t>, 2> together;
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
-    threads.emplace_back([&, i] {
-      // Both start Open together, so that their loads overlap.
-      ready.fetch_add(1);
-      while (ready.load() < 2) std::this_thread::yield();
-      together[i] = OpenAndComplete(i);
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  // Both start Open together, so that their loads overlap.
+  const auto together = dk::testing::RunTogether([](int i) { return OpenAndComplete(i); });
   for (int i = 0; i < 2; ++i) EXPECT_EQ(together[i], alone[i]) << "model " << i;
 }
 

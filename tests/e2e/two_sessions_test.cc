@@ -7,16 +7,15 @@
 // step 5a with DK_CI_TSAN=1), which reports any access the two make to the same
 // memory without ordering.
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "elf/program.pb.h"
 #include "graph/baseline.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/run_together.h"
 #include "runtime/cpu/session.h"
 #include "runtime/greedy.h"
 #include "util/thread_pool.h"
@@ -102,18 +101,8 @@ TEST(TwoSessions, EachGivesItsTokensAloneWhileTheOtherRuns) {
     alone[i] = Decode(i);
     ASSERT_EQ(alone[i].tokens.size(), 8u) << "model " << i;
   }
-  std::array<Decoded, 2> together;
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
-    threads.emplace_back([&, i] {
-      // Both start together, so that their loads and decodes overlap.
-      ready.fetch_add(1);
-      while (ready.load() < 2) std::this_thread::yield();
-      together[i] = Decode(i);
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  // Both start together, so that their loads and decodes overlap.
+  const std::array<Decoded, 2> together = dk::testing::RunTogether([](int i) { return Decode(i); });
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(together[i].tokens, alone[i].tokens) << "model " << i;
     EXPECT_EQ(together[i].top_logits, alone[i].top_logits) << "model " << i;
