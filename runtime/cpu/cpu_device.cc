@@ -168,8 +168,8 @@ class CpuDevice final : public Device {
   }
 
   std::string description() const override {
-    std::string d = absl::StrCat("cpu (", kernels::GemvTargetName(variants_), ", ", pool_->num_threads(), " threads",
-                                 validator_->enabled ? ", validating" : "", ")");
+    std::string d = absl::StrCat("cpu (", cpu::CpuName(), "; ", kernels::GemvTargetName(variants_), ", ",
+                                 pool_->num_threads(), " threads", validator_->enabled ? ", validating" : "", ")");
     if (!choices_.empty()) {
       absl::StrAppend(&d, "; GEMV variants (tuning took ", absl::StrFormat("%.2f", tune_ms_ / 1e3),
                       " s): ", absl::StrJoin(ChoiceLines(), "; "));

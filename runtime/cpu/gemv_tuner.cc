@@ -208,6 +208,12 @@ std::string CpuIdentity() {
 #endif
 }
 
+std::string CpuName() {
+  const std::string id = CpuIdentity();
+  const size_t cut = id.find(" cpuid ");
+  return cut == std::string::npos ? id : id.substr(0, cut);
+}
+
 std::string GemvTuneCachePath(const std::string& cache_dir, const std::string& cpu_id) {
   return (std::filesystem::path(cache_dir) /
           absl::StrCat("gemv_variants_v", kGemvVariantSetVersion, "_", Hex(Fnv1a(cpu_id)), ".txt"))

@@ -76,6 +76,9 @@ std::string GemvVariantName(formats::WeightFormat format, const kernels::GemvVar
 
 // This CPU: "family F model M stepping S 'brand' cpuid 1:ECX.EDX 7:EBX.ECX.EDX 7.1:EAX".
 std::string CpuIdentity();
+// CpuIdentity without the feature words: "family F model M stepping S 'brand'", what a
+// record names the machine by (flags alone do not tell Zen 4 from Zen 5).
+std::string CpuName();
 
 struct GemvTuneOptions {
   std::string cache_dir;  // "": no cache file
