@@ -21,7 +21,14 @@ feed the argmax of each row's logits, taken outside the timed window (llama_deco
 llama_synchronize only, as llama-batched-bench). Prints each pair and, per N, the medians of
 both engines' tokens/s and of the pairs' ratios (decodekit / llama.cpp).
 
-  `llama` subcommand: llama.cpp's side alone (one JSON line), what each pair runs.
+  --peer_tool PATH: llama.cpp's side is its own `llama-batched-bench` (built by
+  build_llama_tools.sh) instead: `-npp PROMPT -ntg STEPS -npl 1,2,4,8 -t THREADS`, one process
+  a run, its TG rate (S_TG t/s: N rows a step, logits for every row) per N, read from its
+  `--output-format jsonl` lines. Its rows are random ids (std::rand), not greedy choices; the
+  cost of a step does not depend on which ids it feeds.
+
+  `llama` subcommand: llama.cpp's side alone through the C API (one JSON line), what each
+  pair runs without --peer_tool.
 """
 import argparse
 import json
@@ -107,10 +114,39 @@ def run_dk(a):
     return tok
 
 
+def run_llama_tool(a, env):
+    ns = [1] + a.batches
+    cmd = [a.peer_tool, "-m", a.gguf, "-c", str(max(ns) * (a.prompt_tokens + a.steps) + 64),
+           "-npp", str(a.prompt_tokens), "-ntg", str(a.steps), "-npl", ",".join(map(str, ns)),
+           "-t", str(a.threads), "--output-format", "jsonl",
+           # No AMX / repacked weight buffers (use_extra_bufts off, as PEER_NO_EXTRA_BUFTS in the
+           # C API runs): with them llama-batched-bench 0.3.36 dies of SIGSEGV on this Intel
+           # host (family 6 model 167) at the first batch of rows, as llama-perplexity does.
+           "-nr"]
+    out = subprocess.run(cmd, text=True, capture_output=True, env=env, timeout=a.timeout)
+    if out.returncode != 0:
+        raise SystemExit(f"llama-batched-bench failed ({out.returncode}): {out.stderr[-2000:]}")
+    tok = {}
+    for line in (out.stdout + "\n" + out.stderr).splitlines():
+        line = line.strip()
+        if line.startswith("{") and '"speed_tg"' in line:
+            row = json.loads(line)
+            if row["pp"] != a.prompt_tokens or row["tg"] != a.steps or row["n_threads"] != a.threads:
+                raise SystemExit(f"llama-batched-bench ran another setting than asked: {line}")
+            tok[str(row["pl"])] = row["speed_tg"]
+    missing = [n for n in ns if str(n) not in tok]
+    if missing:
+        raise SystemExit(f"llama-batched-bench printed no row for N={missing} (context too small?):\n"
+                         f"{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    return tok
+
+
 def run_llama(a):
     env = dict(os.environ, PEER_NO_EXTRA_BUFTS="1", PYTHONDONTWRITEBYTECODE="1")
     if a.omp_passive:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
+    if a.peer_tool:
+        return run_llama_tool(a, env)
     cmd = [sys.executable, os.path.abspath(__file__), "llama", "--gguf", a.gguf, "--steps", str(a.steps),
            "--prompt_tokens", str(a.prompt_tokens), "--batches", ",".join(map(str, a.batches)),
            "--threads", str(a.threads)]
@@ -124,7 +160,8 @@ def cmd_ab(a):
     ns = ["1"] + [str(n) for n in a.batches]
     rows = []
     print(f"batched_ab: {os.path.basename(a.gguf)}, {a.elf}; {a.threads} threads, {a.prompt_tokens} prompt tokens, "
-          f"{a.steps} steps a measurement; llama.cpp OMP_WAIT_POLICY="
+          f"{a.steps} steps a measurement; llama.cpp by "
+          f"{a.peer_tool or 'its C API (llama_decode, this script)'}, OMP_WAIT_POLICY="
           f"{'PASSIVE' if a.omp_passive else '(its default)'}", flush=True)
     print("pair  GB/s  load  first      " + "  ".join(f"N={n}: dk / llama tok/s (x)" for n in ns), flush=True)
     for p in range(a.pairs):
@@ -167,6 +204,8 @@ def main():
     p.add_argument("--omp_passive", action="store_true",
                    help="llama.cpp's OpenMP threads sleep at barriers instead of spinning (OMP_WAIT_POLICY=PASSIVE): "
                         "its spinning collapses when other processes hold the cores")
+    p.add_argument("--peer_tool", help="llama.cpp's llama-batched-bench binary (build_llama_tools.sh): "
+                                        "llama.cpp's side runs it instead of the C API")
     p.add_argument("--timeout", type=float, default=600, help="seconds one engine's run may take")
     p.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[2, 4, 8])
     a = p.parse_args()

@@ -18,7 +18,7 @@ The windows are checked to be the same tokens: llama-perplexity writes its token
 window is compared token for token (position 0 is BOS in both where the vocabulary adds
 one: llama-perplexity puts it there at evaluation, decodekit in the window).
 
-  tools/peer/build_perplexity.sh && ./bazelw build //tools/perplexity
+  tools/peer/build_llama_tools.sh && ./bazelw build //tools/perplexity
   tools/peer/.venv/bin/python tools/peer/kld_parity.py [--models smollm2_135m] [--cases gguf,q8]
       [--threads 2] [--chunks N] [--workdir /tmp/decodekit_peer/kld]
 Files under --workdir are reused when present (the BF16 / Q8_0 GGUFs, the base logits, each
@@ -133,7 +133,7 @@ def main():
     a = p.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     py = sys.executable
-    bin_dir = subprocess.run([os.path.join(HERE, "build_perplexity.sh")], check=True, capture_output=True,
+    bin_dir = subprocess.run([os.path.join(HERE, "build_llama_tools.sh")], check=True, capture_output=True,
                              text=True).stdout.strip().splitlines()[-1]
     llama_ppl = os.path.join(bin_dir, "llama-perplexity")
     ob = output_base()

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's own command-line tools `llama-perplexity` and `llama-quantize` from the
-# llama.cpp sources vendored in the pinned llama-cpp-python sdist (requirements.txt), the same
-# sources install.sh compiles into the venv's shared library, so the KLD parity check
-# (docs/perplexity.md) runs the field's tool rather than a re-implementation of it.
+# Builds llama.cpp's own command-line tools `llama-perplexity`, `llama-quantize` and
+# `llama-batched-bench` from the llama.cpp sources vendored in the pinned llama-cpp-python sdist
+# (requirements.txt), the same sources install.sh compiles into the venv's shared library, so the
+# KLD parity check (docs/perplexity.md) and the batched-decode comparison (batched_ab.py
+# --peer_tool) run the field's tools rather than re-implementations of them.
 # Native CPU build (GGML_NATIVE, OpenMP), static, no HTTPS / server / tests.
 # Idempotent: does nothing when the binaries exist and were built from the same sdist.
-# Usage: tools/peer/build_perplexity.sh        (from anywhere; prints the bin directory last)
-#        PEER_BUILD=/some/dir tools/peer/build_perplexity.sh
+# Usage: tools/peer/build_llama_tools.sh        (from anywhere; prints the bin directory last)
+#        PEER_BUILD=/some/dir tools/peer/build_llama_tools.sh
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${PEER_BUILD:-$here/.build}"
@@ -20,11 +21,14 @@ sdist="llama_cpp_python-$want.tar.gz"
 bin="$out/llama.cpp-build/bin"
 stamp="$out/built-from"
 
-say() { echo "[peer build_perplexity $(date -u +%H:%M:%S)] $*" >&2; }
+say() { echo "[peer build_llama_tools $(date -u +%H:%M:%S)] $*" >&2; }
 
-if [[ -x "$bin/llama-perplexity" && -x "$bin/llama-quantize" && -f "$stamp" &&
+tools=(llama-perplexity llama-quantize llama-batched-bench)
+built=1
+for t in "${tools[@]}"; do [[ -x "$bin/$t" ]] || built=0; done
+if [[ "$built" == 1 && -f "$stamp" &&
       "$(cat "$stamp")" == "$sdist $sdist_sha256" ]]; then
-  say "llama-perplexity of llama-cpp-python==$want already built; nothing to do"
+  say "${tools[*]} of llama-cpp-python==$want already built; nothing to do"
   echo "$bin"
   exit 0
 fi
@@ -54,8 +58,8 @@ cmake -S "$src" -B "$out/llama.cpp-build" -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON \
   > "$out/cmake-configure.log" 2>&1 || { tail -n 30 "$out/cmake-configure.log"; exit 1; }
-say "compiling llama-perplexity and llama-quantize (log: $out/cmake-build.log)"
-cmake --build "$out/llama.cpp-build" --target llama-perplexity llama-quantize \
+say "compiling ${tools[*]} (log: $out/cmake-build.log)"
+cmake --build "$out/llama.cpp-build" --target "${tools[@]}" \
   -j "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" > "$out/cmake-build.log" 2>&1 ||
   { tail -n 40 "$out/cmake-build.log"; exit 1; }
 echo "$sdist $sdist_sha256" > "$stamp"
