@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/substitute.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "kernels/gemv/gemv.h"
@@ -40,6 +41,28 @@ elf::Program TwoAdds(const char* y_category) {
       bindings { param: "a" bo: "y" } bindings { param: "b" bo: "b" } bindings { param: "y" bo: "z" } } } }
   )pb";
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p));
+  return p;
+}
+
+// One group "g": y = w x (a rows x cols bf16 weight, row-major), then with `then_add`
+// y = y + y.
+elf::Program Gemv(int rows, int cols, bool then_add) {
+  const std::string add = absl::Substitute(R"pb(
+      launches { kernel_symbol: "dk_add_bf16" params { key: "n" value: $0 }
+        bindings { param: "a" bo: "y" } bindings { param: "b" bo: "y" } bindings { param: "y" bo: "y" } })pb",
+                                           rows);
+  const std::string text = absl::Substitute(R"pb(
+    schema_version: 2
+    model { name: "toy" rms_eps: 1e-5 }
+    bos { name: "w" shape: [$0, $1] dtype: BF16 category: STATIC size_bytes: $2 weight_tensor: "w" }
+    bos { name: "x" shape: $1 dtype: BF16 category: WRITE size_bytes: $3 }
+    bos { name: "y" shape: $0 dtype: BF16 category: OUTPUT size_bytes: $4 }
+    steps { group { name: "g" entry_symbol: "g"
+      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: $0 } params { key: "cols" value: $1 }
+        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }$5 } }
+  )pb", rows, cols, rows * cols * 2, cols * 2, rows * 2, then_add ? add : "");
+  elf::Program p;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p)) << text;
   return p;
 }
 
@@ -209,17 +232,7 @@ TEST(CpuDevice, WithoutAPoolRunsOnAPoolOfItsOwn) {
   ThreadPool& shared = SharedThreadPool();
   const int64_t shared_runs = shared.stats().parallel_runs;
 
-  elf::Program gemv;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    schema_version: 2
-    model { name: "toy" rms_eps: 1e-5 }
-    bos { name: "w" shape: [1024, 64] dtype: BF16 category: STATIC size_bytes: 131072 weight_tensor: "w" }
-    bos { name: "x" shape: 64 dtype: BF16 category: WRITE size_bytes: 128 }
-    bos { name: "y" shape: 1024 dtype: BF16 category: OUTPUT size_bytes: 2048 }
-    steps { group { name: "g" entry_symbol: "g"
-      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: 1024 } params { key: "cols" value: 64 }
-        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } } } }
-  )pb", &gemv));
+  const elf::Program gemv = Gemv(1024, 64, /*then_add=*/false);
   Fixture f = Load(gemv, /*validate=*/false);
   ASSERT_TRUE(f.elf);
   EXPECT_NE(f.device->description().find(absl::StrCat(", ", own_threads, " threads")), std::string::npos)
@@ -237,19 +250,7 @@ TEST(CpuDevice, WithoutAPoolRunsOnAPoolOfItsOwn) {
 // CpuDeviceOptions::kernel_times: time and weight bytes per kernel symbol, summed over its
 // launches until reset; unset: nothing is kept.
 TEST(CpuDevice, KernelTimesPerSymbolWhenAsked) {
-  elf::Program gemv;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    schema_version: 2
-    model { name: "toy" rms_eps: 1e-5 }
-    bos { name: "w" shape: [8, 32] dtype: BF16 category: STATIC size_bytes: 512 weight_tensor: "w" }
-    bos { name: "x" shape: 32 dtype: BF16 category: WRITE size_bytes: 64 }
-    bos { name: "y" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
-    steps { group { name: "g" entry_symbol: "g"
-      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 32 }
-        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }
-      launches { kernel_symbol: "dk_add_bf16" params { key: "n" value: 8 }
-        bindings { param: "a" bo: "y" } bindings { param: "b" bo: "y" } bindings { param: "y" bo: "y" } } } }
-  )pb", &gemv));
+  const elf::Program gemv = Gemv(8, 32, /*then_add=*/true);
   for (bool on : {true, false}) {
     SCOPED_TRACE(on ? "kernel_times" : "off");
     CpuDeviceOptions cpu;
