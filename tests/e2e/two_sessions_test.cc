@@ -2,10 +2,10 @@
 // in process by graph::BuildBaseline), each with its own thread pool, on two threads
 // at once from the weights' load on: each must give exactly the tokens and logits it
 // gives alone. The runtime's share of "two Engines at once" (tests/api:two_engines_test
-// runs the trained models through the public API) with a small dependency closure,
-// so that it can be built and run under ThreadSanitizer (--config=tsan; .ci/run's
-// step 5a with DK_CI_TSAN=1), which reports any access the two make to the same
-// memory without ordering.
+// runs the trained models through the public API), with no pass chain or decode ELF
+// rule in its closure. .ci/run's step 5a runs both under ThreadSanitizer
+// (--config=tsan), which reports any access the two make to the same memory without
+// ordering.
 #include <array>
 #include <cstdint>
 #include <memory>
