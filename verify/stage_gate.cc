@@ -38,6 +38,7 @@ absl::StatusOr<std::unique_ptr<runtime::CpuSession>> OpenSession(const GateSetup
   runtime::SessionOptions options;
   options.validate = setup.validate;
   options.cpu = setup.cpu;
+  options.pool = setup.pool;
   options.prefill_rows = setup.prefill_rows;
   options.wrap_host = setup.wrap_host;
   return runtime::CpuSession::Open(program, elf_name, setup.weights, options);

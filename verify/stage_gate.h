@@ -17,7 +17,7 @@
 //
 // Errors (unreadable data, a run that fails, weights that are not the goldens') are
 // statuses; a gate that does not pass is a result. Thread-safety: one caller at a time
-// (the runs use SharedThreadPool() unless setup.pool says otherwise).
+// per setup.pool (null: each session runs on a pool of its own).
 #ifndef DK_VERIFY_STAGE_GATE_H_
 #define DK_VERIFY_STAGE_GATE_H_
 
@@ -33,6 +33,7 @@
 #include "verify/goldens.h"
 #include "verify/numeric.h"
 #include "runtime/cpu/session.h"
+#include "util/thread_pool.h"
 #include "weights/weights.h"
 
 namespace dk::verify {
@@ -46,6 +47,7 @@ struct GateSetup {
   int prompts = 2;             // the goldens' first N prompts
   bool validate = true;        // check the BO protocol while running
   runtime::CpuDeviceOptions cpu;  // how the sessions' devices run (tools' runtime flags)
+  ThreadPool* pool = nullptr;  // the sessions' threads (SessionOptions::pool; null: each its own)
   int prefill_rows = 0;  // the prompt chunk (SessionOptions; 0: the default)
   DecodeFn decode;             // ids -> text in the reports (null: the ids)
   bool numeric = true;         // also run the numeric check (a second, teacher-forced run)

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -50,6 +51,16 @@ float StreamSum(const float* data, size_t n) {
 namespace {
 std::atomic<float> g_sink{0.0f};  // keeps the sums observable
 
+// The probe's buffers, kept between calls (a tool measures the same size again and
+// again: allocating and touching it each time would cost more than a pass). Held
+// under the mutex for a whole measurement, so that calls from several threads take
+// turns: two probes at once would share the memory bus and each measure half of it.
+std::mutex& ProbeMutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+
+// Call with ProbeMutex() held.
 AlignedBuffer<float>& CachedBuffer(size_t floats, PageMode mode) {
   static auto* buffers = new std::map<std::pair<size_t, int>, AlignedBuffer<float>>();
   auto& buf = (*buffers)[{floats, static_cast<int>(mode)}];
@@ -63,6 +74,7 @@ AlignedBuffer<float>& CachedBuffer(size_t floats, PageMode mode) {
 
 BandwidthReport MeasureReadBandwidthReport(ThreadPool* pool, const BandwidthOptions& options) {
   const size_t floats = options.bytes / sizeof(float);
+  std::lock_guard<std::mutex> lock(ProbeMutex());
   AlignedBuffer<float>& buf = CachedBuffer(floats, options.page_mode);
   BandwidthReport report;
   if (buf.empty()) return report;

@@ -35,7 +35,8 @@ struct BandwidthReport {
 // The buffer holds float(i & 1023) at float index i (each pass sums all of it).
 // The buffer is allocated and touched on the first call for a given size and page
 // mode and reused afterwards (so repeated calls measure reads, not page faults).
-// Thread-safety: not thread-safe (shares the cached buffer).
+// Thread-safety: calls from several threads take turns (one measurement at a time:
+// two at once would share the memory bus and the cached buffer).
 BandwidthReport MeasureReadBandwidthReport(ThreadPool* pool, const BandwidthOptions& options = {});
 
 // MeasureReadBandwidthReport's figure: the median read bandwidth over `passes` full

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/gemv/gemv_kquant.h"
 #include "kernels/gemv/gemv_quant_vnni.h"
@@ -428,15 +430,23 @@ void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size
 }
 
 const char* QuantGemvTargetName(QuantActivations act, const GemvVariants& variants) {
-  thread_local std::string names[2];  // one per `act`
-  std::string& name = names[act == QuantActivations::kInt8 ? 0 : 1];
-  name = hwy::TargetName(HWY_DYNAMIC_DISPATCH(QuantTarget)());
-  if (act == QuantActivations::kInt8) {
-    const Int8Path path = ChooseInt8Path(variants);
-    if (path == Int8Path::kAvx512Vnni) name += "+VNNI";
-    if (path == Int8Path::kAvxVnni) name += "+AVXVNNI";
-  }
-  return name.c_str();
+  const int64_t target = HWY_DYNAMIC_DISPATCH(QuantTarget)();
+  const Int8Path path = act == QuantActivations::kInt8 ? ChooseInt8Path(variants) : Int8Path::kHighway;
+  if (path == Int8Path::kHighway) return hwy::TargetName(target);  // a string literal
+  // Every VNNI name there can be, made once and constant afterwards, so that any thread
+  // may call this and keep the pointer (the target is looked up on each call: tests
+  // switch it with hwy::SetSupportedTargetsForTest).
+  static const auto* const names = [] {
+    auto* m = new std::map<std::pair<int64_t, Int8Path>, std::string>();
+    for (int64_t rest = HWY_TARGETS; rest != 0; rest &= rest - 1) {
+      const int64_t t = rest & -rest;
+      (*m)[{t, Int8Path::kAvx512Vnni}] = std::string(hwy::TargetName(t)) + "+VNNI";
+      (*m)[{t, Int8Path::kAvxVnni}] = std::string(hwy::TargetName(t)) + "+AVXVNNI";
+    }
+    return m;
+  }();
+  const auto it = names->find({target, path});
+  return it != names->end() ? it->second.c_str() : hwy::TargetName(target);
 }
 
 bool QuantGemvUsesVnni(const GemvVariants& variants) { return ChooseInt8Path(variants) != Int8Path::kHighway; }

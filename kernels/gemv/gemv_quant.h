@@ -59,7 +59,7 @@ void QuantGemv(WeightFormat format, QuantActivations act, const uint8_t* w, size
                const GemvVariants& variants = GemvVariants(), KernelScratch* scratch = nullptr);
 
 // Name of the path `act` takes on this machine under `variants` (e.g. "AVX3+VNNI",
-// "AVX2+AVXVNNI"); valid until the calling thread's next call with the same `act`.
+// "AVX2+AVXVNNI"); a string that lives as long as the process (any thread may call it).
 const char* QuantGemvTargetName(QuantActivations act, const GemvVariants& variants = GemvVariants());
 
 // kInt8 GEMVs use vpdpbusd where variants.vnni and the CPU has it: AVX512-VNNI when

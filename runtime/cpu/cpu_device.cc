@@ -149,7 +149,8 @@ class CpuDevice final : public Device {
  public:
   CpuDevice(const DeviceOptions& options, const CpuDeviceOptions& cpu, ThreadPool* pool)
       : validator_(std::make_shared<cpu::Validator>()),
-        pool_(pool ? pool : &SharedThreadPool()),
+        own_pool_(pool ? nullptr : std::make_unique<ThreadPool>(ThreadPoolOptions{})),
+        pool_(pool ? pool : own_pool_.get()),
         scratch_(pool_->num_threads()),
         options_(cpu),
         spin_(SpinIterations(cpu, *pool_)),
@@ -520,6 +521,10 @@ class CpuDevice final : public Device {
 
   std::shared_ptr<cpu::Validator> validator_;
   std::shared_ptr<cpu::StaticArena> arena_ = std::make_shared<cpu::StaticArena>();
+  // The device's own pool when it is given none: two devices never share threads or
+  // the state a pool keeps between runs (its contention counts, its solo mode), so
+  // they can run at the same time. Null when the caller's pool runs the kernels.
+  std::unique_ptr<ThreadPool> own_pool_;
   ThreadPool* pool_;
   // The kernels' per-thread scratch, one set per thread of pool_: this device's alone,
   // freed with it (every LaunchOp points here).

@@ -78,7 +78,10 @@ struct CpuDeviceOptions {
   std::string Describe() const;
 };
 
-// `pool` runs the kernels' parallel loops (nullptr: SharedThreadPool()).
+// `pool` runs the kernels' parallel loops; it must outlive the device, and only one
+// device or host ops may run on it at a time (ThreadPool::Run has one caller at a
+// time). nullptr: the device makes a pool of its own (ThreadPoolOptions' defaults),
+// so that devices made on different threads share no threads and no state.
 std::unique_ptr<Device> MakeCpuDevice(const DeviceOptions& options, ThreadPool* pool = nullptr,
                                       const CpuDeviceOptions& cpu = {});
 
@@ -165,6 +168,9 @@ class EmbeddingRows {
 // Host steps and load-time weight packing for the CPU backend.
 struct CpuHostOptions {
   int max_context = 0;  // 0: the model's max_context
+  // The attention kernels' threads (as MakeCpuDevice's `pool`; nullptr: a pool of the
+  // host ops' own). A session passes its device's pool: the device and the host steps
+  // run one after the other, never at once.
   ThreadPool* pool = nullptr;
   int sequences = 1;    // KV caches held, one per sequence of a batched run (>= 1)
 };

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/substitute.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "kernels/gemv/gemv.h"
@@ -42,15 +44,37 @@ elf::Program TwoAdds(const char* y_category) {
   return p;
 }
 
+// One group "g": y = w x (a rows x cols bf16 weight, row-major), then with `then_add`
+// y = y + y.
+elf::Program Gemv(int rows, int cols, bool then_add) {
+  const std::string add = absl::Substitute(R"pb(
+      launches { kernel_symbol: "dk_add_bf16" params { key: "n" value: $0 }
+        bindings { param: "a" bo: "y" } bindings { param: "b" bo: "y" } bindings { param: "y" bo: "y" } })pb",
+                                           rows);
+  const std::string text = absl::Substitute(R"pb(
+    schema_version: 2
+    model { name: "toy" rms_eps: 1e-5 }
+    bos { name: "w" shape: [$0, $1] dtype: BF16 category: STATIC size_bytes: $2 weight_tensor: "w" }
+    bos { name: "x" shape: $1 dtype: BF16 category: WRITE size_bytes: $3 }
+    bos { name: "y" shape: $0 dtype: BF16 category: OUTPUT size_bytes: $4 }
+    steps { group { name: "g" entry_symbol: "g"
+      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: $0 } params { key: "cols" value: $1 }
+        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }$5 } }
+  )pb", rows, cols, rows * cols * 2, cols * 2, rows * 2, then_add ? add : "");
+  elf::Program p;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p)) << text;
+  return p;
+}
+
 struct Fixture {
   std::unique_ptr<Device> device;
   std::vector<std::unique_ptr<BufferObject>> bos;
   std::unique_ptr<LoadedElf> elf;
 };
 
-Fixture Load(const elf::Program& p, bool validate, const CpuDeviceOptions& cpu = {}) {
+Fixture Load(const elf::Program& p, bool validate, const CpuDeviceOptions& cpu = {}, ThreadPool* pool = nullptr) {
   Fixture f;
-  f.device = MakeCpuDevice(DeviceOptions{validate}, nullptr, cpu);
+  f.device = MakeCpuDevice(DeviceOptions{validate}, pool, cpu);
   std::vector<BufferObject*> raw;
   for (const auto& b : p.bos()) {
     f.bos.push_back(*f.device->Allocate(b.name(), b.size_bytes(), b.category(), 1));
@@ -179,9 +203,9 @@ TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
     SCOPED_TRACE(threaded ? "device_thread" : "inline");
     CpuDeviceOptions cpu;
     cpu.device_thread = threaded;
-    SharedThreadPool();  // its workers exist before the count
+    ThreadPool pool(2);  // its worker exists before the count
     const int threads_before = ThreadCount();
-    Fixture f = Load(TwoAdds("INTERMEDIATE"), true, cpu);
+    Fixture f = Load(TwoAdds("INTERMEDIATE"), true, cpu, &pool);
     EXPECT_EQ(ThreadCount() - threads_before, threaded ? 1 : 0);
     auto b = Fill(2);
     ASSERT_TRUE(f.bos[1]->Write(b.data(), 16).ok());
@@ -194,22 +218,39 @@ TEST(CpuDevice, InlineAndDeviceThreadRunsAgree) {
   }
 }
 
+// A device given no pool makes its own (ThreadPoolOptions' defaults) and runs its
+// kernels there, never on the process's SharedThreadPool(): devices made on
+// different threads must share no threads and no pool state. The shared pool is set
+// to a thread count no default pool has and to stay parallel, so that a device that
+// took it would both describe its thread count and add to the pool's parallel runs.
+TEST(CpuDevice, WithoutAPoolRunsOnAPoolOfItsOwn) {
+  const int own_threads = ThreadPoolOptions{}.ResolvedThreads();
+  ThreadPoolOptions shared_options;
+  shared_options.num_threads = own_threads + 1;
+  shared_options.contention.enabled = false;
+  ASSERT_TRUE(ConfigureSharedThreadPool(shared_options)) << "the shared pool existed before this test";
+  ThreadPool& shared = SharedThreadPool();
+  const int64_t shared_runs = shared.stats().parallel_runs;
+
+  const elf::Program gemv = Gemv(1024, 64, /*then_add=*/false);
+  Fixture f = Load(gemv, /*validate=*/false);
+  ASSERT_TRUE(f.elf);
+  EXPECT_NE(f.device->description().find(absl::StrCat(", ", own_threads, " threads")), std::string::npos)
+      << f.device->description();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(RunGroup(f, 0).ok());
+  EXPECT_EQ(shared.stats().parallel_runs, shared_runs) << "the device ran its kernels on SharedThreadPool()";
+
+  // The control: the same device given the shared pool runs there.
+  Fixture g = Load(gemv, /*validate=*/false, {}, &shared);
+  ASSERT_TRUE(g.elf);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(RunGroup(g, 0).ok());
+  EXPECT_GT(shared.stats().parallel_runs, shared_runs);
+}
+
 // CpuDeviceOptions::kernel_times: time and weight bytes per kernel symbol, summed over its
 // launches until reset; unset: nothing is kept.
 TEST(CpuDevice, KernelTimesPerSymbolWhenAsked) {
-  elf::Program gemv;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    schema_version: 2
-    model { name: "toy" rms_eps: 1e-5 }
-    bos { name: "w" shape: [8, 32] dtype: BF16 category: STATIC size_bytes: 512 weight_tensor: "w" }
-    bos { name: "x" shape: 32 dtype: BF16 category: WRITE size_bytes: 64 }
-    bos { name: "y" shape: 8 dtype: BF16 category: OUTPUT size_bytes: 16 }
-    steps { group { name: "g" entry_symbol: "g"
-      launches { kernel_symbol: "dk_gemv_bf16_rowmajor" params { key: "rows" value: 8 } params { key: "cols" value: 32 }
-        bindings { param: "w" bo: "w" } bindings { param: "x" bo: "x" } bindings { param: "y" bo: "y" } }
-      launches { kernel_symbol: "dk_add_bf16" params { key: "n" value: 8 }
-        bindings { param: "a" bo: "y" } bindings { param: "b" bo: "y" } bindings { param: "y" bo: "y" } } } }
-  )pb", &gemv));
+  const elf::Program gemv = Gemv(8, 32, /*then_add=*/true);
   for (bool on : {true, false}) {
     SCOPED_TRACE(on ? "kernel_times" : "off");
     CpuDeviceOptions cpu;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "runtime/cpu/cpu_device.h"
 #include "util/aligned_buffer.h"
 #include "util/status.h"
+#include "util/thread_pool.h"
 
 namespace dk::runtime {
 namespace {
@@ -30,8 +32,9 @@ class CpuHostOps final : public HostOps {
       : m_(m),
         embedding_(embedding),
         max_context_(max_context),
-        pool_(pool),
-        scratch_(pool->num_threads()),
+        own_pool_(pool ? nullptr : std::make_unique<ThreadPool>(ThreadPoolOptions{})),
+        pool_(pool ? pool : own_pool_.get()),
+        scratch_(pool_->num_threads()),
         rope_(std::move(rope)),
         rope_local_(std::move(rope_local)),
         // Gemma: the embedding times bf16(sqrt(hidden)) (a bf16 buffer in HF).
@@ -310,6 +313,7 @@ class CpuHostOps final : public HostOps {
   const elf::ModelShape m_;
   const EmbeddingRows* embedding_;
   const int max_context_;
+  std::unique_ptr<ThreadPool> own_pool_;  // when given no pool (as CpuDevice's own_pool_)
   ThreadPool* pool_;
   kernels::KernelScratch scratch_;  // the attention kernels', one per pool thread
   kernels::RopeTable rope_;
@@ -419,8 +423,7 @@ absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& m
     if (!lt.ok()) return lt.status();
     local = *std::move(lt);
   }
-  auto ops = std::make_unique<CpuHostOps>(model, embedding, max_context,
-                                          options.pool ? options.pool : &SharedThreadPool(),
+  auto ops = std::make_unique<CpuHostOps>(model, embedding, max_context, options.pool,
                                           *std::move(table), std::move(local), std::max(options.sequences, 1));
   if (!ops->ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate the KV cache for ", max_context,

@@ -130,7 +130,13 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
     const SessionOptions& options) {
   std::unique_ptr<CpuSession> s(new CpuSession());
   s->weights_ = std::move(weights);
-  s->device_ = MakeCpuDevice(DeviceOptions{options.validate}, options.pool, options.cpu);
+  // One pool for the device and the host ops (not one each): they never run at once.
+  ThreadPool* pool = options.pool;
+  if (pool == nullptr) {
+    s->own_pool_ = std::make_unique<ThreadPool>(ThreadPoolOptions{});
+    pool = s->own_pool_.get();
+  }
+  s->device_ = MakeCpuDevice(DeviceOptions{options.validate}, pool, options.cpu);
   const weights::Tensor* embed = s->weights_->Find(kEmbedding);
   if (embed == nullptr) {
     return absl::NotFoundError(absl::StrCat("weights ", s->weights_->source(),
@@ -138,7 +144,7 @@ absl::StatusOr<std::unique_ptr<CpuSession>> CpuSession::OpenImpl(
   }
   CpuHostOptions host_options;
   host_options.max_context = options.max_context;
-  host_options.pool = options.pool;
+  host_options.pool = pool;
   host_options.sequences = options.sequences;
   if (embed->data.size() == 0 && embed->stored.data != nullptr) {
     // Loaded as blocks only (GgufBlocksOnly): each row dequantized from the file's

@@ -77,7 +77,10 @@ struct SessionOptions {
   // The most tokens one Score takes, the LM head on each (Decoder::Options::score_rows;
   // 0: the program's draft check).
   int score_rows = 0;
-  ThreadPool* pool = nullptr;  // kernels' threads (nullptr: SharedThreadPool())
+  // The kernels' threads, device and host steps alike; must outlive the session and
+  // serve no other session while this one runs. nullptr: the session makes a pool of
+  // its own (ThreadPoolOptions' defaults), so that sessions share no threads.
+  ThreadPool* pool = nullptr;
   CpuDeviceOptions cpu;        // how the device runs its launch groups
   // Batched decode (Decoder::StepBatch): KV caches for this many sequences, and the
   // most token rows one batched run takes (Decoder::Options::sequences, batch_rows).
@@ -116,6 +119,9 @@ class CpuSession {
       const SessionOptions& options);
 
   int64_t released_bytes_ = 0;
+  // With SessionOptions::pool null: the pool the device and host ops run on (declared
+  // first, so that it outlives them).
+  std::unique_ptr<ThreadPool> own_pool_;
   std::shared_ptr<const weights::Weights> weights_;
   std::unique_ptr<EmbeddingRows> embedding_;
   std::unique_ptr<Device> device_;

@@ -2,8 +2,9 @@
 // Open (the weights loaded at the same time) to its last token: each must give
 // exactly the tokens it gives alone. An Engine owns its thread pool and its kernels'
 // scratch (docs/architecture.md, "One context per engine"), so the two share no
-// mutable state; .ci/run runs this test under ThreadSanitizer (--config=tsan), which
-// reports any access the two make to the same memory without ordering.
+// mutable state; .ci/run (step 5a) runs this test under ThreadSanitizer
+// (--config=tsan), which reports any access the two make to the same memory without
+// ordering and fails the test.
 //   two_engines_test ELF_A WEIGHTS_A ELF_B WEIGHTS_B
 #include <array>
 #include <cstdio>

@@ -2,10 +2,10 @@
 // in process by graph::BuildBaseline), each with its own thread pool, on two threads
 // at once from the weights' load on: each must give exactly the tokens and logits it
 // gives alone. The runtime's share of "two Engines at once" (tests/api:two_engines_test
-// runs the trained models through the public API) with a small dependency closure,
-// so that it can be built and run under ThreadSanitizer (--config=tsan; .ci/run's
-// step 5a with DK_CI_TSAN=1), which reports any access the two make to the same
-// memory without ordering.
+// runs the trained models through the public API), with no pass chain or decode ELF
+// rule in its closure. .ci/run's step 5a runs both under ThreadSanitizer
+// (--config=tsan), which reports any access the two make to the same memory without
+// ordering.
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -65,9 +65,10 @@ struct Decoded {
   std::vector<std::vector<float>> top_logits;
 };
 
-// Loads model `i`'s weights on a pool of its own, opens a session on that pool, and
-// decodes greedily from a prompt.
-Decoded Decode(int i) {
+// Loads model `i`'s weights on a pool of its own, opens a session on that pool (with
+// `given_pool` false: on none, so that the session makes its own), and decodes
+// greedily from a prompt.
+Decoded Decode(int i, bool given_pool = true) {
   const elf::ModelShape shape = i == 0 ? Llama() : Gemma3();
   Decoded run;
   auto program = graph::BuildBaseline(shape);
@@ -78,7 +79,7 @@ Decoded Decode(int i) {
   EXPECT_TRUE(weights.ok()) << weights.status();
   if (!weights.ok()) return run;
   runtime::SessionOptions options;
-  options.pool = &pool;
+  options.pool = given_pool ? &pool : nullptr;
   auto session = runtime::CpuSession::OpenOwning(*program, shape.name() + ".elf", *std::move(weights), options);
   EXPECT_TRUE(session.ok()) << session.status();
   if (!session.ok()) return run;
@@ -104,6 +105,20 @@ TEST(TwoSessions, EachGivesItsTokensAloneWhileTheOtherRuns) {
   // Both start together, so that their loads and decodes overlap.
   const std::array<Decoded, 2> together = dk::testing::RunTogether([](int i) { return Decode(i); });
   for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "model " << i;
+    EXPECT_EQ(together[i].top_logits, alone[i].top_logits) << "model " << i;
+  }
+}
+
+// Sessions opened with no pool: each must make one of its own. Were the runtime to
+// fall back to a pool of the process's, the two would run it from two threads at once
+// (ThreadSanitizer reports that; ThreadPool::Run takes one caller at a time).
+TEST(TwoSessions, SessionsGivenNoPoolShareNone) {
+  std::array<Decoded, 2> alone;
+  for (int i = 0; i < 2; ++i) alone[i] = Decode(i, /*given_pool=*/false);
+  const std::array<Decoded, 2> together = dk::testing::RunTogether([](int i) { return Decode(i, false); });
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(alone[i].tokens.size(), 8u) << "model " << i;
     EXPECT_EQ(together[i].tokens, alone[i].tokens) << "model " << i;
     EXPECT_EQ(together[i].top_logits, alone[i].top_logits) << "model " << i;
   }

@@ -246,8 +246,9 @@ absl::Status RunPrompt(Inputs& in) {
                  "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n",
                  in.weights_spec.c_str(), in.digest.c_str(), in.hf_path.c_str(), in.hf.weights_digest.c_str());
   }
-  DK_ASSIGN_OR_RETURN(in.session, dk::runtime::CpuSession::Open(in.program, in.elf_path, weights,
-                                                                dk::runtime::SessionOptions{}));
+  dk::runtime::SessionOptions options;
+  options.pool = &dk::SharedThreadPool();  // the tool's one pool, as its loader's
+  DK_ASSIGN_OR_RETURN(in.session, dk::runtime::CpuSession::Open(in.program, in.elf_path, weights, options));
   return dk::runtime::FeedPrompt(in.session->decoder(), in.hf.prompt_ids);
 }
 

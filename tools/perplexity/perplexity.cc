@@ -73,6 +73,7 @@ absl::Status Open(Stage& s, const dk::tools::RuntimeOptions& runtime, int window
   DK_ASSIGN_OR_RETURN(s.program, dk::elf::ReadElfFile(s.elf));
   DK_ASSIGN_OR_RETURN(dk::weights::Weights w, dk::runtime::ReadWeightsSpec(s.weights, s.program, window, &dk::SharedThreadPool()));
   dk::runtime::SessionOptions options;
+  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
   options.cpu = runtime.cpu;
   options.prefill_rows = runtime.prefill_rows;
   options.max_context = window;

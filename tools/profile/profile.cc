@@ -302,6 +302,7 @@ absl::Status LoadGate(Profile& p) {
   p.gate.prompts = p.record.gate_prompts;
   p.gate.validate = true;
   p.gate.cpu = p.runtime.cpu;
+  p.gate.pool = &dk::SharedThreadPool();  // the pool --threads set up
   p.gate.prefill_rows = p.runtime.prefill_rows;
   const dk::tokenizer::Tokenizer* tok = p.tokenizer.get();
   p.gate.decode = [tok](const std::vector<uint32_t>& v) {
@@ -381,6 +382,7 @@ absl::Status Measure(Profile& p, size_t i, int tokens, int round, profile::Break
   profile::StageRecord& s = p.record.stages[i];
   dk::runtime::SessionOptions options;
   options.validate = false;
+  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
   options.cpu = p.runtime.cpu;
   options.prefill_rows = p.runtime.prefill_rows;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
@@ -570,6 +572,7 @@ absl::Status MeasureContexts(Profile& p) {
   }
   if (final_stage < 0) return absl::FailedPreconditionError("no stage to time at longer contexts");
   dk::runtime::SessionOptions options;
+  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
   options.cpu = p.runtime.cpu;
   options.prefill_rows = p.runtime.prefill_rows;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[final_stage], p.elfs[final_stage],
@@ -594,6 +597,7 @@ void MeasurePrefillAll(Profile& p) {
     profile::StagePrefill stage;
     const std::string what = absl::StrCat(":", p.record.stages[i].name, " prompt processing");
     dk::runtime::SessionOptions options;
+    options.pool = &dk::SharedThreadPool();  // the pool --threads set up
     options.cpu = p.runtime.cpu;
     options.prefill_rows = p.runtime.prefill_rows;
     absl::StatusOr<std::vector<profile::PrefillPoint>> points = [&]() -> decltype(points) {
@@ -641,6 +645,7 @@ absl::Status MeasureKld(Profile& p) {
   r.kld_windows = static_cast<int>(windows.size());
   r.kld_score_from = dk::perplexity::ScoreFrom(wo);
   dk::runtime::SessionOptions options;
+  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
   options.cpu = p.runtime.cpu;
   options.prefill_rows = p.runtime.prefill_rows;
   options.max_context = wo.window;

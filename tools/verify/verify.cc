@@ -347,6 +347,7 @@ absl::StatusOr<bool> KldGate(const Sources& src, const Inputs& in) {
   DK_ASSIGN_OR_RETURN(const auto windows, dk::perplexity::MakeWindows(ids, wo));
   DK_ASSIGN_OR_RETURN(const dk::elf::Program ref_program, dk::elf::ReadElfFile(ref_elf));
   dk::runtime::SessionOptions options;
+  options.pool = in.setup.pool;
   options.cpu = in.setup.cpu;
   options.prefill_rows = in.setup.prefill_rows;
   options.max_context = wo.window;
@@ -445,6 +446,7 @@ int main(int argc, char** argv) {
   if (!runtime.ok()) return Fail(runtime.status(), dk::kExitUsage);
   in.runtime = *runtime;
   in.setup.cpu = runtime->cpu;
+  in.setup.pool = &dk::SharedThreadPool();  // the pool --threads set up
   in.setup.prefill_rows = runtime->prefill_rows;
   if (absl::Status s = Load(src, in); !s.ok()) return Fail(s);
   if (write) {
