@@ -104,6 +104,8 @@ def _decode_profile_impl(ctx):
     if ctx.file.kld_text:
         args.append(shell_runfile_flag("kld_text", ctx.file.kld_text))
         files.append(ctx.file.kld_text)
+        if ctx.attr.kld_max_windows:
+            args.append(shell_flag("kld_max_windows", "%d" % ctx.attr.kld_max_windows))
     script = ctx.actions.declare_file(ctx.label.name + ".sh")
     ctx.actions.write(
         output = script,
@@ -160,6 +162,12 @@ decode_profile = rule(
             doc = "A text: every stage's KL divergence, top-1 agreement and perplexity against the " +
                   "baseline over it (tools/perplexity; decodekit_model passes @english_text//:text.txt). " +
                   "None: not measured.",
+        ),
+        "kld_max_windows": attr.int(
+            default = 0,
+            doc = "Windows of kld_text the KLD run scores (0: the whole text). For synthetic " +
+                  "weights, whose near-uniform logits score about the same KLD whatever a stage " +
+                  "does (docs/perplexity.md), a few windows say as much as the whole text.",
         ),
         "_profile": attr.label(default = Label("//tools/profile"), executable = True, cfg = "target"),
     },
