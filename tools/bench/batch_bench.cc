@@ -109,11 +109,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<dk::weights::Weights> weights =
       dk::runtime::ReadWeightsSpec(absl::GetFlag(FLAGS_weights), *program, context, &dk::SharedThreadPool());
   if (!weights.ok()) return Fail(weights.status());
-  dk::runtime::SessionOptions options;
+  dk::runtime::SessionOptions options = runtime->Session();
   options.max_context = context;
-  options.prefill_rows = runtime->prefill_rows;
-  options.pool = &dk::SharedThreadPool();
-  options.cpu = runtime->cpu;
   options.sequences = most;
   options.batch_rows = std::max(most, 16);
   absl::StatusOr<std::unique_ptr<dk::runtime::CpuSession>> session =

@@ -42,6 +42,14 @@ ABSL_FLAG(std::string, gemv_tune_cache, "",
 
 namespace dk::tools {
 
+runtime::SessionOptions RuntimeOptions::Session() const {
+  runtime::SessionOptions s;
+  s.pool = &SharedThreadPool();
+  s.cpu = cpu;
+  s.prefill_rows = prefill_rows;
+  return s;
+}
+
 std::string RuntimeOptions::Describe() const {
   return absl::StrCat(pool.Describe(), " ", cpu.Describe(), " prefill_chunk=",
                       prefill_rows > 0 ? absl::StrCat(prefill_rows) : std::string("auto"));

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/cpu/cpu_device.h"
+#include "runtime/cpu/session.h"
 #include "util/thread_pool.h"
 
 namespace dk::tools {
@@ -25,6 +26,10 @@ struct RuntimeOptions {
   // gemv_prefetch=auto(off) gemv_tune=1 prefill_chunk=auto" (what auto resolved to on this CPU;
   // the chunk's auto is 512, or the context when shorter).
   std::string Describe() const;
+
+  // A session of the tool: on the shared pool (the one ApplyRuntimeOptions configured
+  // from `pool`), with `cpu` and `prefill_rows`; every other field at its default.
+  runtime::SessionOptions Session() const;
 };
 
 // The flags' values; InvalidArgument naming the flag for a value out of range.

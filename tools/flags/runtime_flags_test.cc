@@ -108,6 +108,12 @@ TEST(RuntimeFlags, ApplySetsThePoolAndTheKernelVariants) {
   EXPECT_FALSE(o->cpu.gemv_bf16dot);
   EXPECT_EQ(o->cpu.gemv_prefetch, runtime::CpuDeviceOptions::Prefetch::kOn);
   EXPECT_NE(o->Describe().find("gemv_prefetch=on"), std::string::npos) << o->Describe();
+  // A tool's sessions run on the pool just configured, with the device options.
+  const runtime::SessionOptions session = o->Session();
+  EXPECT_EQ(session.pool, &SharedThreadPool());
+  EXPECT_EQ(session.cpu.host_spin, 5);
+  EXPECT_FALSE(session.cpu.gemv_vnni);
+  EXPECT_EQ(session.prefill_rows, o->prefill_rows);
 
   absl::SetFlag(&FLAGS_threads, 2);
   const auto again = ApplyRuntimeFlags();

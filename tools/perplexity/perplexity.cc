@@ -72,10 +72,7 @@ int ScoreRows(int window, int64_t vocab) {
 absl::Status Open(Stage& s, const dk::tools::RuntimeOptions& runtime, int window) {
   DK_ASSIGN_OR_RETURN(s.program, dk::elf::ReadElfFile(s.elf));
   DK_ASSIGN_OR_RETURN(dk::weights::Weights w, dk::runtime::ReadWeightsSpec(s.weights, s.program, window, &dk::SharedThreadPool()));
-  dk::runtime::SessionOptions options;
-  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
-  options.cpu = runtime.cpu;
-  options.prefill_rows = runtime.prefill_rows;
+  dk::runtime::SessionOptions options = runtime.Session();
   options.max_context = window;
   options.score_rows = ScoreRows(window, s.program.model().vocab());
   DK_ASSIGN_OR_RETURN(s.session, dk::runtime::CpuSession::OpenOwning(s.program, s.elf, std::move(w), options));

@@ -380,11 +380,8 @@ double ReadPass(Profile& p) {
 absl::Status Measure(Profile& p, size_t i, int tokens, int round, profile::BreakdownAccumulator& acc) {
   const bool first = round == 0;
   profile::StageRecord& s = p.record.stages[i];
-  dk::runtime::SessionOptions options;
+  dk::runtime::SessionOptions options = p.runtime.Session();
   options.validate = false;
-  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
-  options.cpu = p.runtime.cpu;
-  options.prefill_rows = p.runtime.prefill_rows;
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
   p.record.device = session->device().description();
   dk::runtime::Decoder& decoder = session->decoder();
@@ -571,10 +568,7 @@ absl::Status MeasureContexts(Profile& p) {
     if (s.passed() || (p.record.gate_prompts <= 0 && s.error.empty())) final_stage = static_cast<int>(i);
   }
   if (final_stage < 0) return absl::FailedPreconditionError("no stage to time at longer contexts");
-  dk::runtime::SessionOptions options;
-  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
-  options.cpu = p.runtime.cpu;
-  options.prefill_rows = p.runtime.prefill_rows;
+  dk::runtime::SessionOptions options = p.runtime.Session();
   DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[final_stage], p.elfs[final_stage],
                                                                   p.weights, options));
   DK_RETURN_IF_ERROR(dk::runtime::FeedPrompt(session->decoder(), p.prompt));
@@ -596,10 +590,7 @@ void MeasurePrefillAll(Profile& p) {
   for (size_t i = 0; i < p.record.stages.size(); ++i) {
     profile::StagePrefill stage;
     const std::string what = absl::StrCat(":", p.record.stages[i].name, " prompt processing");
-    dk::runtime::SessionOptions options;
-    options.pool = &dk::SharedThreadPool();  // the pool --threads set up
-    options.cpu = p.runtime.cpu;
-    options.prefill_rows = p.runtime.prefill_rows;
+    dk::runtime::SessionOptions options = p.runtime.Session();
     absl::StatusOr<std::vector<profile::PrefillPoint>> points = [&]() -> decltype(points) {
       DK_ASSIGN_OR_RETURN(auto session, dk::runtime::CpuSession::Open(p.programs[i], p.elfs[i], p.weights, options));
       p.prefill.chunk = session->decoder().prefill_rows();
@@ -644,10 +635,7 @@ absl::Status MeasureKld(Profile& p) {
   r.kld_window = wo.window;
   r.kld_windows = static_cast<int>(windows.size());
   r.kld_score_from = dk::perplexity::ScoreFrom(wo);
-  dk::runtime::SessionOptions options;
-  options.pool = &dk::SharedThreadPool();  // the pool --threads set up
-  options.cpu = p.runtime.cpu;
-  options.prefill_rows = p.runtime.prefill_rows;
+  dk::runtime::SessionOptions options = p.runtime.Session();
   options.max_context = wo.window;
   // Every row of a window at once, unless the logits of a run (BO and host value, f32)
   // would pass 256 MiB per stage.
