@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -176,7 +177,9 @@ std::string GemvVariantName(formats::WeightFormat format, const GemvVariants& v)
   }
 }
 
-std::string CpuIdentity() {
+// CpuIdentity's two halves: what names the CPU ("family F model M stepping S 'brand'")
+// and its feature words ("cpuid 1:... 7:... 7.1:...", empty off x86).
+static std::pair<std::string, std::string> ReadCpuId() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
   __cpuid(1, a, b, c, d);
@@ -201,18 +204,19 @@ std::string CpuIdentity() {
   std::string name(brand);
   name.erase(name.find_last_not_of(' ') + 1);
   name.erase(0, name.find_first_not_of(' ') == std::string::npos ? name.size() : name.find_first_not_of(' '));
-  return absl::StrFormat("family %u model %u stepping %u '%s' cpuid 1:%08x.%08x 7:%08x.%08x.%08x 7.1:%08x", family,
-                         model, stepping, name, ecx1, edx1, b7, c7, d7, a71);
+  return {absl::StrFormat("family %u model %u stepping %u '%s'", family, model, stepping, name),
+          absl::StrFormat("cpuid 1:%08x.%08x 7:%08x.%08x.%08x 7.1:%08x", ecx1, edx1, b7, c7, d7, a71)};
 #else
-  return "non-x86";
+  return {"non-x86", ""};
 #endif
 }
 
-std::string CpuName() {
-  const std::string id = CpuIdentity();
-  const size_t cut = id.find(" cpuid ");
-  return cut == std::string::npos ? id : id.substr(0, cut);
+std::string CpuIdentity() {
+  const auto [name, words] = ReadCpuId();
+  return words.empty() ? name : absl::StrCat(name, " ", words);
 }
+
+std::string CpuName() { return ReadCpuId().first; }
 
 std::string GemvTuneCachePath(const std::string& cache_dir, const std::string& cpu_id) {
   return (std::filesystem::path(cache_dir) /
