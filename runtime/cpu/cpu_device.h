@@ -168,9 +168,9 @@ class EmbeddingRows {
 // Host steps and load-time weight packing for the CPU backend.
 struct CpuHostOptions {
   int max_context = 0;  // 0: the model's max_context
-  // The attention kernels' threads (as MakeCpuDevice's `pool`; nullptr: a pool of the
-  // host ops' own). A session passes its device's pool: the device and the host steps
-  // run one after the other, never at once.
+  // The attention kernels' threads; required (InvalidArgument when null). A session
+  // passes its device's pool: the device and the host steps run one after the other,
+  // never at once.
   ThreadPool* pool = nullptr;
   int sequences = 1;    // KV caches held, one per sequence of a batched run (>= 1)
 };

@@ -32,8 +32,7 @@ class CpuHostOps final : public HostOps {
       : m_(m),
         embedding_(embedding),
         max_context_(max_context),
-        own_pool_(pool ? nullptr : std::make_unique<ThreadPool>(ThreadPoolOptions{})),
-        pool_(pool ? pool : own_pool_.get()),
+        pool_(pool),
         scratch_(pool_->num_threads()),
         rope_(std::move(rope)),
         rope_local_(std::move(rope_local)),
@@ -313,7 +312,6 @@ class CpuHostOps final : public HostOps {
   const elf::ModelShape m_;
   const EmbeddingRows* embedding_;
   const int max_context_;
-  std::unique_ptr<ThreadPool> own_pool_;  // when given no pool (as CpuDevice's own_pool_)
   ThreadPool* pool_;
   kernels::KernelScratch scratch_;  // the attention kernels', one per pool thread
   kernels::RopeTable rope_;
@@ -401,6 +399,9 @@ absl::Status EmbeddingRows::Read(uint32_t id, bf16* out) const {
 absl::StatusOr<std::unique_ptr<HostOps>> MakeCpuHostOps(const elf::ModelShape& model,
                                                         const EmbeddingRows* embedding,
                                                         const CpuHostOptions& options) {
+  if (options.pool == nullptr) {
+    return absl::InvalidArgumentError("MakeCpuHostOps: no pool (CpuHostOptions::pool; a session gives its own)");
+  }
   kernels::RopeConfig rope;
   rope.head_dim = model.head_dim();
   rope.theta = model.rope_theta();
